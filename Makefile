@@ -1,0 +1,32 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test proto lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+proto: $(STAMP)
+	$(PY) -m trainyard.protogen
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/submit.py
+
+clean:
+	rm -rf $(VENV) .trainyard .pytest_cache

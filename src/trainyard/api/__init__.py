@@ -1,0 +1,1 @@
+"""Interfaces to the service layer: gRPC now."""

@@ -1,0 +1,63 @@
+"""One table from domain errors to gRPC status codes; users never see a traceback."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from trainyard.domain.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    StaleState,
+    TrainyardError,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS_BY_ERROR: tuple[tuple[type[TrainyardError], grpc.StatusCode], ...] = (
+    (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (StaleState, grpc.StatusCode.ABORTED),
+    (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def status_for(exc: TrainyardError) -> grpc.StatusCode:
+    for cls, code in STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def grpc_errors(method: F) -> F:
+    """Turn domain errors into status codes, and anything unexpected into INTERNAL."""
+
+    @functools.wraps(method)
+    def unary(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except TrainyardError as exc:
+            context.abort(status_for(exc), str(exc))
+        except Exception:
+            log.exception("unexpected error in %s", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
+
+    @functools.wraps(method)
+    def streaming(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            yield from method(self, request, context)
+        except TrainyardError as exc:
+            context.abort(status_for(exc), str(exc))
+        except Exception:
+            log.exception("unexpected error in %s", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
+
+    return (streaming if inspect.isgeneratorfunction(method) else unary)  # type: ignore[return-value]

@@ -1,0 +1,75 @@
+"""The TrainingService servicer: wire format in, service layer call, wire format out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+
+from trainyard.api import convert
+from trainyard.api.errors import grpc_errors
+from trainyard.service import TrainingService
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+
+
+class TrainingServicer(pb_grpc.TrainingServiceServicer):
+    def __init__(self, service: TrainingService) -> None:
+        self.service = service
+
+    @grpc_errors
+    def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
+        job_id, existing = self.service.train(convert.spec_from_request(request),
+                                              client_request_id=request.client_request_id)
+        return pb.TrainResponse(job_id=job_id, existing=existing)
+
+    @grpc_errors
+    def GetTrainingStatus(self, request: pb.GetTrainingStatusRequest,
+                          context: grpc.ServicerContext) -> pb.TrainingStatus:
+        return convert.status_to_pb(self.service.status(request.job_id))
+
+    @grpc_errors
+    def ListJobs(self, request: pb.ListJobsRequest,
+                 context: grpc.ServicerContext) -> pb.ListJobsResponse:
+        states = [convert.state_from_pb(s, "states") for s in request.states]
+        records, token = self.service.list_jobs(
+            states=states, queue=request.queue, labels=dict(request.labels),
+            page_size=request.page_size, page_token=request.page_token,
+        )
+        return pb.ListJobsResponse(jobs=[convert.summary_to_pb(r) for r in records],
+                                   next_page_token=token)
+
+    @grpc_errors
+    def CancelJob(self, request: pb.CancelJobRequest,
+                  context: grpc.ServicerContext) -> pb.CancelJobResponse:
+        state = self.service.cancel(request.job_id)
+        return pb.CancelJobResponse(state=convert.state_to_pb(state))
+
+    @grpc_errors
+    def WatchJob(self, request: pb.WatchJobRequest,
+                 context: grpc.ServicerContext) -> Iterator[pb.JobEvent]:
+        for event in self.service.watch(request.job_id, is_active=context.is_active):
+            yield pb.JobEvent(job_id=request.job_id,
+                              transition=convert.transition_to_pb(event),
+                              final=event.to_state.is_final())
+
+    @grpc_errors
+    def StreamLogs(self, request: pb.StreamLogsRequest,
+                   context: grpc.ServicerContext) -> Iterator[pb.LogChunk]:
+        for offset, data in self.service.logs(request.job_id, follow=request.follow,
+                                              offset=request.offset,
+                                              is_active=context.is_active):
+            yield pb.LogChunk(data=data, offset=offset)
+
+    @grpc_errors
+    def RegisterDataset(self, request: pb.RegisterDatasetRequest,
+                        context: grpc.ServicerContext) -> pb.DatasetVersion:
+        record, created = self.service.register_dataset(request.name, request.path)
+        return convert.dataset_to_pb(record, created)
+
+    @grpc_errors
+    def ListDatasets(self, request: pb.ListDatasetsRequest,
+                     context: grpc.ServicerContext) -> pb.ListDatasetsResponse:
+        return pb.ListDatasetsResponse(
+            datasets=[convert.dataset_to_pb(r) for r in self.service.list_datasets(request.name)]
+        )

@@ -1,0 +1,1 @@
+"""Pure data and rules: job specs, states, errors. No I/O."""

@@ -1,0 +1,146 @@
+"""What a user asks to run, and the rules a request must satisfy."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trainyard.domain.contract import reserved_reason
+from trainyard.domain.errors import InvalidArgument
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$")
+HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+DEFAULT_QUEUE = "default"
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpus: float = 1.0
+    memory_mb: int = 1024
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    command: str = ""
+    image: str = ""
+    dataset: DatasetRef | None = None
+    hyperparameters: dict[str, str] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SpecLimits:
+    """Bounds beyond which a request is treated as a mistake, not a wish."""
+
+    max_cpus: float = 1024.0
+    max_memory_mb: int = 16 * 1024 * 1024  # 16 TiB
+    max_gpus: int = 64
+    max_priority: int = 1_000_000
+    max_command_bytes: int = 64 * 1024
+    max_hyperparameters: int = 256
+    max_value_bytes: int = 16 * 1024
+    max_labels: int = 64
+    images_supported: bool = False
+
+
+def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
+    """Raise InvalidArgument naming the first offending field; return if the spec is sound."""
+    if not spec.name:
+        raise InvalidArgument("name", "must not be empty")
+    if not NAME_RE.match(spec.name):
+        raise InvalidArgument(
+            "name",
+            "must start with a letter or digit and hold only letters, digits, '.', '_' "
+            "or '-' (at most 128 characters)",
+        )
+    _validate_program(spec, limits)
+    _validate_resources(spec.resources, limits)
+    if not NAME_RE.match(spec.queue):
+        raise InvalidArgument("queue", f"{spec.queue!r} is not a valid queue name")
+    if abs(spec.priority) > limits.max_priority:
+        raise InvalidArgument("priority", f"must be between -{limits.max_priority} and "
+                              f"{limits.max_priority}")
+    if spec.dataset is not None:
+        _validate_dataset_ref(spec.dataset)
+    _validate_hyperparameters(spec.hyperparameters, limits)
+    _validate_labels(spec.labels, limits)
+
+
+def _validate_program(spec: JobSpec, limits: SpecLimits) -> None:
+    if not spec.command.strip() and not spec.image:
+        raise InvalidArgument("command", "must not be empty: give the command to run")
+    if len(spec.command.encode()) > limits.max_command_bytes:
+        raise InvalidArgument("command", f"is longer than {limits.max_command_bytes} bytes")
+    if "\x00" in spec.command:
+        raise InvalidArgument("command", "must not contain NUL bytes")
+    if spec.image and not limits.images_supported:
+        raise InvalidArgument("image", "container images need the Docker executor, which this "
+                              "server does not run; give a command instead")
+
+
+def _validate_resources(res: Resources, limits: SpecLimits) -> None:
+    if not res.cpus > 0:  # also rejects NaN
+        raise InvalidArgument("resources.cpus", f"must be positive, got {res.cpus}")
+    if res.cpus > limits.max_cpus:
+        raise InvalidArgument("resources.cpus", f"{res.cpus} is more than the limit of "
+                              f"{limits.max_cpus:g}")
+    if res.memory_mb <= 0:
+        raise InvalidArgument("resources.memory_mb", f"must be positive, got {res.memory_mb}")
+    if res.memory_mb > limits.max_memory_mb:
+        raise InvalidArgument("resources.memory_mb", f"{res.memory_mb} MiB is more than the "
+                              f"limit of {limits.max_memory_mb} MiB")
+    if res.gpus < 0:
+        raise InvalidArgument("resources.gpus", f"must not be negative, got {res.gpus}")
+    if res.gpus > limits.max_gpus:
+        raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the limit of "
+                              f"{limits.max_gpus}")
+
+
+def _validate_dataset_ref(ref: DatasetRef) -> None:
+    if not ref.name:
+        raise InvalidArgument("dataset.name", "must not be empty when a dataset is given")
+    if not NAME_RE.match(ref.name):
+        raise InvalidArgument("dataset.name", f"{ref.name!r} is not a valid dataset name")
+    if not HASH_RE.match(ref.version):
+        raise InvalidArgument("dataset.version", "must be the 64-character hash printed by "
+                              "'trainyard datasets register'")
+
+
+def _validate_hyperparameters(params: dict[str, str], limits: SpecLimits) -> None:
+    if len(params) > limits.max_hyperparameters:
+        raise InvalidArgument("hyperparameters", f"at most {limits.max_hyperparameters} allowed")
+    for key, value in params.items():
+        field_name = f"hyperparameters.{key}"
+        if not ENV_NAME_RE.match(key):
+            raise InvalidArgument(field_name, "is not a valid environment variable name "
+                                  "(letters, digits and '_', not starting with a digit)")
+        reason = reserved_reason(key)
+        if reason is not None:
+            raise InvalidArgument(field_name, reason)
+        if "\x00" in value or len(value.encode()) > limits.max_value_bytes:
+            raise InvalidArgument(field_name, f"value must be at most {limits.max_value_bytes} "
+                                  "bytes without NUL bytes")
+
+
+def _validate_labels(labels: dict[str, str], limits: SpecLimits) -> None:
+    if len(labels) > limits.max_labels:
+        raise InvalidArgument("labels", f"at most {limits.max_labels} allowed")
+    for key, value in labels.items():
+        if not LABEL_KEY_RE.match(key):
+            raise InvalidArgument(f"labels.{key}", "key must be 1-63 letters, digits, '.', "
+                                  "'_', '/' or '-'")
+        if len(value) > 256 or "\x00" in value:
+            raise InvalidArgument(f"labels.{key}", "value must be at most 256 characters")

@@ -1,0 +1,1 @@
+"""Backends that run jobs, behind one small protocol (executors.base.Executor)."""

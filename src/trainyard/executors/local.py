@@ -1,0 +1,187 @@
+"""Local processes: each job in its own session and process group, under a tiny shell
+wrapper that records the exit status in a file, so the outcome survives a service crash."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase
+
+# $1 command, $2 exit file, $3 pid file. The wrapper writes its pid before anything else,
+# runs the command in a child shell and records its status. A half-written file reads as
+# "not yet" and the wrapper is then still alive, so no rename is needed. A wrapper killed
+# with its group (cancel) leaves no exit file; the tracker knows it asked for that.
+WRAPPER = r"""
+printf '%s\n' "$$" > "$3"
+/bin/sh -c "$1" </dev/null
+printf '%s\n' "$?" > "$2"
+"""
+STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._listener: Callable[[str], None] = lambda handle: None
+        self._watched: set[str] = set()
+        self._lock = threading.Lock()
+
+    def set_exit_listener(self, listener: Callable[[str], None]) -> None:
+        self._listener = listener
+
+    def handle_for(self, job_id: str, attempt: int) -> str:
+        return f"trainyard-{job_id}-{attempt}"
+
+    # --- files that make up a handle's durable state ----------------------------------------
+
+    def _dir(self, handle: str) -> Path:
+        if "/" in handle or handle.startswith("."):
+            raise ValueError(f"bad handle {handle!r}")
+        return self.state_dir / handle
+
+    def _exit_file(self, handle: str) -> Path:
+        return self._dir(handle) / "exit"
+
+    def _pid_file(self, handle: str) -> Path:
+        return self._dir(handle) / "pid"
+
+    # --- protocol ------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> None:
+        hdir = self._dir(request.handle)
+        try:
+            hdir.mkdir(parents=True)
+        except FileExistsError as exc:
+            raise LaunchError(f"{request.handle} was already launched once") from exc
+        try:
+            with request.log_path.open("ab") as log:
+                proc = subprocess.Popen(
+                    ["/bin/sh", "-c", WRAPPER, "trainyard-job", request.command,
+                     str(self._exit_file(request.handle)), str(self._pid_file(request.handle))],
+                    cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as exc:
+            raise LaunchError(f"could not start the process: {exc}") from exc
+        self._watch(request.handle, lambda: _wait_child(proc))
+
+    def poll(self, handle: str) -> Observation:
+        code = self._read_exit(handle)
+        if code is not None:
+            return Observation(Phase.EXITED, exit_code=code)
+        pid = self._read_pid(handle)
+        if pid is None:
+            hdir = self._dir(handle)
+            if not hdir.exists():
+                return Observation(Phase.LOST, message="the process was never started")
+            if time.time() - hdir.stat().st_mtime > STARTING_TIMEOUT:
+                return Observation(Phase.LOST, message="the process did not start")
+            return Observation(Phase.STARTING)
+        if self._is_ours(handle, pid):
+            return Observation(Phase.RUNNING)
+        # The wrapper may have written the exit file just after we looked.
+        code = self._read_exit(handle)
+        if code is not None:
+            return Observation(Phase.EXITED, exit_code=code)
+        return Observation(Phase.LOST, message="the process ended without recording its exit "
+                           "status (its process group was killed)")
+
+    def adopt(self, handle: str) -> Observation:
+        obs = self.poll(handle)
+        pid = self._read_pid(handle)
+        if obs.phase is Phase.RUNNING and pid is not None:
+            self._watch(handle, lambda: _wait_pid(pid, lambda: self._is_ours(handle, pid)))
+        return obs
+
+    def cancel(self, handle: str, grace_seconds: float) -> None:
+        pid = self._read_pid(handle)
+        if pid is None or not self._is_ours(handle, pid):
+            return  # already gone: nothing to stop
+        _signal_group(pid, signal.SIGTERM)
+
+        def force() -> None:
+            _signal_group(pid, signal.SIGKILL)
+
+        timer = threading.Timer(grace_seconds, force)
+        timer.daemon = True
+        timer.start()
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _watch(self, handle: str, wait: Callable[[], None]) -> None:
+        with self._lock:
+            if handle in self._watched:
+                return
+            self._watched.add(handle)
+
+        def run() -> None:
+            try:
+                wait()
+            finally:
+                with self._lock:
+                    self._watched.discard(handle)
+                self._listener(handle)
+
+        threading.Thread(target=run, name=f"wait-{handle}", daemon=True).start()
+
+    def _read_exit(self, handle: str) -> int | None:
+        try:
+            return int(self._exit_file(handle).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _read_pid(self, handle: str) -> int | None:
+        try:
+            return int(self._pid_file(handle).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _is_ours(self, handle: str, pid: int) -> bool:
+        """True if pid is alive and is this handle's wrapper (not a recycled pid)."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            return False
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return False  # a zombie has exited; its parent has not reaped it yet
+        return str(self._exit_file(handle)).encode() in cmdline
+
+
+def _wait_child(proc: subprocess.Popen[bytes]) -> None:
+    proc.wait()
+
+
+def _wait_pid(pid: int, alive: Callable[[], bool]) -> None:
+    """Wait for a process that is not our child: pidfd where the kernel has it, else polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        while alive():
+            time.sleep(0.2)
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while not poller.poll(1000):
+            if not alive():
+                break
+    finally:
+        os.close(fd)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

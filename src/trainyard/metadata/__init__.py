@@ -1,0 +1,1 @@
+"""Datasets, metrics, artifacts: the files behind each run and their records."""

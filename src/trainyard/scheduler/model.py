@@ -1,0 +1,49 @@
+"""The scheduler's inputs and outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from trainyard.domain.spec import Resources
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    job_id: str
+    queue: str
+    priority: int
+    seq: int  # submit order: lower was submitted first
+    resources: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    job_id: str
+    queue: str
+    resources: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    pending: Sequence[PendingJob]
+    running: Sequence[RunningJob]
+    max_concurrent: int
+    now: float
+
+
+@dataclass(frozen=True)
+class PendingReason:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Decisions:
+    admit: tuple[str, ...]  # job ids in launch order
+    pending: dict[str, PendingReason]  # every job not admitted, with why it waits
+
+
+class Policy(Protocol):
+    def schedule(self, snapshot: Snapshot) -> Decisions: ...

@@ -1,0 +1,101 @@
+"""Assembles store, tracker, service and gRPC server from one configuration."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from trainyard.api.grpc_service import TrainingServicer
+from trainyard.executors.local import LocalExecutor
+from trainyard.metadata.artifacts import ArtifactCollector
+from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.scheduler import FifoPolicy
+from trainyard.service import TrainingService
+from trainyard.store.datasets import DatasetStore
+from trainyard.store.db import Database, open_database, sqlite_url
+from trainyard.store.jobs import JobStore
+from trainyard.store.metrics import MetricStore
+from trainyard.store.models import ModelStore
+from trainyard.tracker import Tracker, TrackerConfig
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+from trainyard.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    data_dir: Path = Path(".trainyard")
+    database_url: str = ""  # empty: SQLite in data_dir
+    host: str = "127.0.0.1"
+    port: int = 50051  # 0 picks a free port
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    grpc_workers: int = 64
+
+
+class TrainyardServer:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        data_dir = config.data_dir.resolve()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.workspace = Workspace(data_dir)
+        self.db: Database = open_database(config.database_url or sqlite_url(data_dir))
+        self.jobs = JobStore(self.db)
+        metrics = MetricStore(self.db)
+        models = ModelStore(self.db)
+        dataset_store = DatasetStore(self.db)
+        self.tracker = Tracker(
+            jobs=self.jobs, metrics=metrics, datasets=dataset_store,
+            artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
+            executor=LocalExecutor(self.workspace.executor_dir), policy=FifoPolicy(),
+            workspace=self.workspace, config=config.tracker,
+        )
+        self.service = TrainingService(
+            jobs=self.jobs, metrics=metrics, models=models,
+            datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir),
+            workspace=self.workspace, on_change=self.tracker.wake,
+        )
+        self.health = health.HealthServicer()
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=config.grpc_workers,
+                                       thread_name_prefix="grpc"),
+            options=[("grpc.so_reuseport", 0)],
+        )
+        pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(self.service), self.grpc)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
+        )
+        self.port = 0
+
+    def start(self) -> int:
+        """Recover, start the tracker, then serve. Returns the bound port."""
+        address = f"{self.config.host}:{self.config.port}"
+        self.port = self.grpc.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address}")
+        self.tracker.start()
+        self.grpc.start()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info("serving on %s:%d, data in %s", self.config.host, self.port,
+                 self.workspace.data_dir)
+        return self.port
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.health.enter_graceful_shutdown()
+        self.grpc.stop(grace).wait()
+        self.tracker.stop()
+        self.db.close()
+
+    def wait(self) -> None:
+        self.grpc.wait_for_termination()

@@ -1,0 +1,157 @@
+"""The service layer: what every interface (gRPC now, HTTP later) calls. It validates,
+persists and reads; it knows nothing of executors or wire formats."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
+from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
+from trainyard.domain.states import JobState
+from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.store.jobs import JobFilter, JobStore
+from trainyard.store.metrics import MetricStore
+from trainyard.store.models import ModelStore
+from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
+from trainyard.workspace import Workspace
+
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 100
+LOG_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job: JobRecord
+    queue_position: int
+    events: list[EventRecord]
+    latest_metrics: dict[str, tuple[float, int | None]]
+    model: ModelRecord | None
+
+
+@dataclass
+class TrainingService:
+    jobs: JobStore
+    metrics: MetricStore
+    models: ModelStore
+    datasets: DatasetRegistry
+    workspace: Workspace
+    limits: SpecLimits = field(default_factory=SpecLimits)
+    on_change: Callable[[], None] = lambda: None  # wakes the tracker
+
+    # --- jobs ----------------------------------------------------------------------------
+
+    def train(self, spec: JobSpec, *, client_request_id: str = "",
+              owner: str = "") -> tuple[str, bool]:
+        validate_spec(spec, self.limits)
+        if len(client_request_id) > 128:
+            raise InvalidArgument("client_request_id", "must be at most 128 characters")
+        if spec.dataset is not None:
+            self.datasets.resolve(spec.dataset.name, spec.dataset.version)
+        job_id, existing = self.jobs.create(spec, owner=owner,
+                                            client_request_id=client_request_id or None)
+        if not existing:
+            self.on_change()
+        return job_id, existing
+
+    def status(self, job_id: str) -> JobStatus:
+        job = self.jobs.get(job_id)
+        return JobStatus(
+            job=job,
+            queue_position=self.jobs.queue_position(job),
+            events=self.jobs.events(job_id),
+            latest_metrics=self.metrics.latest(job_id),
+            model=self.models.for_job(job_id) if job.state is JobState.SUCCEEDED else None,
+        )
+
+    def list_jobs(self, *, states: Sequence[JobState] = (), queue: str = "",
+                  labels: Mapping[str, str] | None = None, page_size: int = 0,
+                  page_token: str = "") -> tuple[list[JobRecord], str]:
+        if page_size < 0 or page_size > MAX_PAGE_SIZE:
+            raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
+        after: int | None = None
+        if page_token:
+            try:
+                after = int(page_token)
+            except ValueError:
+                raise InvalidArgument("page_token", "is not a token from an earlier "
+                                      "ListJobs response") from None
+        records, next_seq = self.jobs.list(JobFilter(states, queue, labels),
+                                           page_size=page_size or DEFAULT_PAGE_SIZE,
+                                           after_seq=after)
+        return records, "" if next_seq is None else str(next_seq)
+
+    def cancel(self, job_id: str) -> JobState:
+        """Cancel a job: at once if it waits, otherwise by asking the tracker to stop it."""
+        for _ in range(10):
+            job = self.jobs.get(job_id)
+            if job.state.is_final():
+                raise FailedPrecondition(f"job {job_id} is already {job.state}; only waiting "
+                                         "or running jobs can be cancelled")
+            try:
+                if job.state in (JobState.WAITING, JobState.PREEMPTED):
+                    self.jobs.transition(job_id, job.state, JobState.CANCELLED,
+                                         reason="cancelled by request",
+                                         message="cancelled before it started",
+                                         pending_code="", pending_message="")
+                    return JobState.CANCELLED
+                if self.jobs.update_fields(job_id, job.state, cancel_requested=True):
+                    self.on_change()
+                    return job.state
+            except StaleState:
+                pass
+            # The job moved between the read and the write; look again.
+        raise FailedPrecondition(f"job {job_id} kept changing state; try again")
+
+    def watch(self, job_id: str, *, is_active: Callable[[], bool],
+              poll_seconds: float = 1.0) -> Iterator[EventRecord]:
+        """Every state change of the job, oldest first, until it reaches a final state."""
+        self.jobs.get(job_id)  # NotFound before the stream starts
+        feed = self.jobs.db.feed
+        last_id = 0
+        while is_active():
+            version = feed.version
+            for event in self.jobs.events(job_id, after_id=last_id):
+                last_id = event.id
+                yield event
+                if event.to_state.is_final():
+                    return
+            feed.wait(version, poll_seconds)
+
+    def logs(self, job_id: str, *, follow: bool, offset: int, is_active: Callable[[], bool],
+             poll_seconds: float = 0.2) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) chunks of the latest attempt's log; with follow, until it is final."""
+        if offset < 0:
+            raise InvalidArgument("offset", "must not be negative")
+        job = self.jobs.get(job_id)
+        path = self.workspace.attempt(job_id, max(job.attempt, 1)).log_path
+        while is_active():
+            try:
+                with path.open("rb") as fh:
+                    fh.seek(offset)
+                    while data := fh.read(LOG_CHUNK):
+                        yield offset, data
+                        offset += len(data)
+            except FileNotFoundError:
+                pass
+            if not follow:
+                return
+            job = self.jobs.get(job_id)
+            if job.state.is_final():
+                # One more read catches what was written just before the end.
+                if path.exists() and path.stat().st_size > offset:
+                    continue
+                return
+            if job.attempt and path != self.workspace.attempt(job_id, job.attempt).log_path:
+                path, offset = self.workspace.attempt(job_id, job.attempt).log_path, 0
+            time.sleep(poll_seconds)
+
+    # --- datasets ------------------------------------------------------------------------
+
+    def register_dataset(self, name: str, path: str) -> tuple[DatasetRecord, bool]:
+        return self.datasets.register(name, path)
+
+    def list_datasets(self, name: str = "") -> list[DatasetRecord]:
+        return self.datasets.store.list(name)

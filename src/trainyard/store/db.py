@@ -1,0 +1,101 @@
+"""Engines for SQLite (embedded default) and PostgreSQL, and schema migration at start."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from trainyard.store.feed import ChangeFeed
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def sqlite_url(data_dir: Path) -> str:
+    return f"sqlite:///{(data_dir / 'trainyard.db').resolve()}"
+
+
+def normalize_url(url: str) -> str:
+    """Accept plain postgresql:// URLs and use the psycopg 3 driver for them."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+class Database:
+    """One engine, plus the rules for writing to it safely from many threads."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        # SQLite has one writer; taking turns in-process avoids SQLITE_BUSY round trips.
+        self._write_lock: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self.is_sqlite else contextlib.nullcontext()
+        )
+        self.feed = ChangeFeed()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A transaction that commits on success and rolls back on any error."""
+        with self._write_lock, self.engine.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _configure_sqlite(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    # FULL: a commit is on disk before the caller hears it succeeded.
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=16,
+            max_overflow=32,
+        )
+        event.listen(engine, "connect", _configure_sqlite)
+        return engine
+    return create_engine(url, pool_size=16, max_overflow=32, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (idempotent)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Serialize concurrent starts of several servers on one database.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7210401)")
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def open_database(url: str) -> Database:
+    engine = make_engine(url)
+    if engine.dialect.name == "sqlite":
+        db_path = make_url(engine.url).database
+        if db_path:
+            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+    migrate(engine)
+    return Database(engine)

@@ -1,0 +1,233 @@
+"""Job rows: idempotent create, the one state-transition function, and queries."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, exists, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState, check_transition
+from trainyard.store.db import Database
+from trainyard.store.records import EventRecord, JobRecord
+from trainyard.store.schema import job_events, job_labels, jobs
+
+
+def new_job_id() -> str:
+    # Time-ordered prefix for readability, random suffix for uniqueness across servers.
+    return f"{int(time.time() * 1000):x}{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    states: Sequence[JobState] = ()
+    queue: str = ""
+    labels: Mapping[str, str] | None = None
+
+
+def _spec_columns(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "command": spec.command,
+        "image": spec.image,
+        "dataset_name": spec.dataset.name if spec.dataset else None,
+        "dataset_version": spec.dataset.version if spec.dataset else None,
+        "hyperparameters": dict(spec.hyperparameters),
+        "labels": dict(spec.labels),
+        "cpus": spec.resources.cpus,
+        "memory_mb": spec.resources.memory_mb,
+        "gpus": spec.resources.gpus,
+        "queue": spec.queue,
+        "priority": spec.priority,
+    }
+
+
+class JobStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def create(
+        self, spec: JobSpec, *, owner: str = "", client_request_id: str | None = None,
+        now: float | None = None,
+    ) -> tuple[str, bool]:
+        """Store a WAITING job; return (job_id, existing). A known request id returns its job."""
+        if client_request_id:
+            found = self._by_request_id(client_request_id)
+            if found is not None:
+                return self._same_request(found, spec), True
+        now = time.time() if now is None else now
+        job_id = new_job_id()
+        try:
+            with self.db.write() as conn:
+                conn.execute(
+                    insert(jobs).values(
+                        id=job_id, client_request_id=client_request_id or None, owner=owner,
+                        state=JobState.WAITING.value, attempt=0, message="", exit_code=None,
+                        cancel_requested=False, pending_code="", pending_message="",
+                        executor="", handle="", metrics_offset=0, malformed_metric_lines=0,
+                        submitted_at=now, updated_at=now, **_spec_columns(spec),
+                    )
+                )
+                if spec.labels:
+                    conn.execute(
+                        insert(job_labels),
+                        [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()],
+                    )
+                conn.execute(
+                    insert(job_events).values(
+                        job_id=job_id, from_state=None, to_state=JobState.WAITING.value,
+                        time=now, reason="submitted",
+                    )
+                )
+        except IntegrityError:
+            # Lost a race with a concurrent retry of the same request.
+            found = self._by_request_id(client_request_id) if client_request_id else None
+            if found is None:
+                raise
+            return self._same_request(found, spec), True
+        self.db.feed.notify()
+        return job_id, False
+
+    def _by_request_id(self, request_id: str) -> JobRecord | None:
+        with self.db.read() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.client_request_id == request_id)).first()
+        return JobRecord.from_row(row) if row else None
+
+    @staticmethod
+    def _same_request(found: JobRecord, spec: JobSpec) -> str:
+        if found.spec != spec:
+            raise InvalidArgument(
+                "client_request_id",
+                f"was already used for job {found.id} with a different spec",
+            )
+        return found.id
+
+    def transition(
+        self, job_id: str, expected: JobState, target: JobState, *, reason: str,
+        now: float | None = None, **fields: Any,
+    ) -> None:
+        """The only way a job changes state: check the edge, compare-and-set, append an event.
+
+        Raises InvalidTransition for an edge the machine lacks, and StaleState when the row
+        is no longer in `expected` (someone else moved it first).
+        """
+        check_transition(expected, target)
+        now = time.time() if now is None else now
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.state == expected.value)
+                .values(state=target.value, updated_at=now, **fields)
+            )
+            if result.rowcount != 1:
+                raise StaleState(f"job {job_id} is no longer {expected}")
+            conn.execute(
+                insert(job_events).values(
+                    job_id=job_id, from_state=expected.value, to_state=target.value, time=now,
+                    reason=reason,
+                )
+            )
+        self.db.feed.notify()
+
+    def update_fields(self, job_id: str, expected: JobState, **fields: Any) -> bool:
+        """Change non-state columns while the job is still in `expected`; False if it is not."""
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
+                .values(updated_at=time.time(), **fields)
+            )
+        if result.rowcount:
+            self.db.feed.notify()
+        return bool(result.rowcount)
+
+    def set_pending_reasons(self, reasons: Mapping[str, tuple[str, str]]) -> None:
+        """Record why each waiting job waits (only rows still WAITING are touched)."""
+        if not reasons:
+            return
+        with self.db.write() as conn:
+            for job_id, (code, message) in reasons.items():
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == job_id, jobs.c.state == JobState.WAITING.value)
+                    .values(pending_code=code, pending_message=message)
+                )
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> JobRecord:
+        with self.db.read() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
+        if row is None:
+            raise NotFound("job", job_id)
+        return JobRecord.from_row(row)
+
+    def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
+        """Jobs in any of these states, in submit order."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(jobs).where(jobs.c.state.in_([s.value for s in states]))
+                .order_by(jobs.c.seq)
+            ).all()
+        return [JobRecord.from_row(r) for r in rows]
+
+    def events(self, job_id: str, after_id: int = 0) -> list[EventRecord]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(job_events)
+                .where(job_events.c.job_id == job_id, job_events.c.id > after_id)
+                .order_by(job_events.c.id)
+            ).all()
+        return [
+            EventRecord(
+                id=r.id, job_id=r.job_id,
+                from_state=JobState(r.from_state) if r.from_state else None,
+                to_state=JobState(r.to_state), time=r.time, reason=r.reason,
+            )
+            for r in rows
+        ]
+
+    def queue_position(self, job: JobRecord) -> int:
+        """1-based place among the waiting jobs of its queue, in the order they are admitted."""
+        if job.state is not JobState.WAITING:
+            return 0
+        with self.db.read() as conn:
+            ahead = conn.execute(
+                select(func.count()).select_from(jobs).where(
+                    jobs.c.state == JobState.WAITING.value,
+                    jobs.c.queue == job.spec.queue,
+                    jobs.c.seq < job.seq,
+                )
+            ).scalar_one()
+        return int(ahead) + 1
+
+    def list(
+        self, flt: JobFilter, *, page_size: int, after_seq: int | None = None,
+    ) -> tuple[list[JobRecord], int | None]:
+        """Newest first. Returns the page and the seq to continue after, or None at the end."""
+        query = select(jobs).order_by(jobs.c.seq.desc()).limit(page_size + 1)
+        if flt.states:
+            query = query.where(jobs.c.state.in_([s.value for s in flt.states]))
+        if flt.queue:
+            query = query.where(jobs.c.queue == flt.queue)
+        for key, value in (flt.labels or {}).items():
+            query = query.where(
+                exists().where(
+                    and_(job_labels.c.job_id == jobs.c.id, job_labels.c.key == key,
+                         job_labels.c.value == value)
+                )
+            )
+        if after_seq is not None:
+            query = query.where(jobs.c.seq < after_seq)
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
+        records = [JobRecord.from_row(r) for r in rows[:page_size]]
+        more = len(rows) > page_size
+        return records, (records[-1].seq if more else None)

@@ -1,0 +1,108 @@
+"""Rows as typed records, read from the store. Lenient: they trust what was stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.states import JobState
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: str
+    seq: int
+    spec: JobSpec
+    owner: str
+    state: JobState
+    attempt: int
+    message: str
+    exit_code: int | None
+    cancel_requested: bool
+    pending_code: str
+    pending_message: str
+    executor: str
+    handle: str
+    metrics_offset: int
+    malformed_metric_lines: int
+    submitted_at: float
+    updated_at: float
+    client_request_id: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> JobRecord:
+        m = row._mapping
+        dataset = (
+            DatasetRef(m["dataset_name"], m["dataset_version"]) if m["dataset_name"] else None
+        )
+        spec = JobSpec(
+            name=m["name"],
+            command=m["command"],
+            image=m["image"],
+            dataset=dataset,
+            hyperparameters=dict(m["hyperparameters"]),
+            resources=Resources(m["cpus"], m["memory_mb"], m["gpus"]),
+            queue=m["queue"],
+            priority=m["priority"],
+            labels=dict(m["labels"]),
+        )
+        return cls(
+            id=m["id"],
+            seq=m["seq"],
+            spec=spec,
+            owner=m["owner"],
+            state=JobState(m["state"]),
+            attempt=m["attempt"],
+            message=m["message"],
+            exit_code=m["exit_code"],
+            cancel_requested=bool(m["cancel_requested"]),
+            pending_code=m["pending_code"],
+            pending_message=m["pending_message"],
+            executor=m["executor"],
+            handle=m["handle"],
+            metrics_offset=m["metrics_offset"],
+            malformed_metric_lines=m["malformed_metric_lines"],
+            submitted_at=m["submitted_at"],
+            updated_at=m["updated_at"],
+            client_request_id=m["client_request_id"],
+        )
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    id: int
+    job_id: str
+    from_state: JobState | None
+    to_state: JobState
+    time: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    step: int | None
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    name: str
+    version: str
+    size_bytes: int
+    file_count: int
+    path: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    model_name: str
+    version: int
+    content_hash: str
+    uri: str
+    size_bytes: int
+    file_count: int
+    job_id: str
+    attempt: int
+    created_at: float

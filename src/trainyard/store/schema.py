@@ -1,0 +1,123 @@
+"""Tables. Changing one means adding an Alembic migration under migrations/versions/."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+jobs = Table(
+    "jobs",
+    metadata,
+    # seq gives the submit order (FIFO) and keyset paging; id is what users see.
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("id", String(32), nullable=False, unique=True),
+    Column("client_request_id", String(128), nullable=True, unique=True),
+    Column("owner", String(128), nullable=False, default=""),
+    Column("name", String(128), nullable=False),
+    Column("command", Text, nullable=False, default=""),
+    Column("image", String(512), nullable=False, default=""),
+    Column("dataset_name", String(128), nullable=True),
+    Column("dataset_version", String(64), nullable=True),
+    Column("hyperparameters", JSON, nullable=False),
+    Column("labels", JSON, nullable=False),
+    Column("cpus", Float, nullable=False),
+    Column("memory_mb", BigInteger, nullable=False),
+    Column("gpus", Integer, nullable=False),
+    Column("queue", String(128), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False, default=0),
+    Column("message", Text, nullable=False, default=""),
+    Column("exit_code", Integer, nullable=True),
+    Column("cancel_requested", Boolean, nullable=False, default=False),
+    Column("pending_code", String(64), nullable=False, default=""),
+    Column("pending_message", Text, nullable=False, default=""),
+    Column("executor", String(32), nullable=False, default=""),
+    Column("handle", String(256), nullable=False, default=""),
+    Column("metrics_offset", BigInteger, nullable=False, default=0),
+    Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
+    Column("submitted_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
+)
+
+job_labels = Table(
+    "job_labels",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
+    Index("ix_job_labels_key_value", "key", "value"),
+)
+
+job_events = Table(
+    "job_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), ForeignKey("jobs.id"), nullable=False),
+    Column("from_state", String(16), nullable=True),
+    Column("to_state", String(16), nullable=False),
+    Column("time", Float, nullable=False),
+    Column("reason", Text, nullable=False, default=""),
+    Index("ix_job_events_job_id_id", "job_id", "id"),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), ForeignKey("jobs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("step", BigInteger, nullable=True),
+    Column("key", String(128), nullable=False),
+    Column("value", Float, nullable=False),
+    Column("time", Float, nullable=False),
+    Index("ix_metrics_job_key_id", "job_id", "key", "id"),
+)
+
+dataset_versions = Table(
+    "dataset_versions",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("version", String(64), primary_key=True),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("file_count", Integer, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+model_versions = Table(
+    "model_versions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("model_name", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("uri", Text, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("file_count", Integer, nullable=False),
+    Column("job_id", String(32), ForeignKey("jobs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("dataset_name", String(128), nullable=True),
+    Column("dataset_version", String(64), nullable=True),
+    Column("hyperparameters", JSON, nullable=False),
+    Column("command", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("model_name", "version", name="uq_model_versions_name_version"),
+    Index("ix_model_versions_job_id", "job_id"),
+)

@@ -1,0 +1,270 @@
+"""The tracker: woken by submits and process exits, and reconciling on a short period."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from trainyard.domain.contract import contract_env
+from trainyard.domain.errors import StaleState, TrainyardError
+from trainyard.domain.states import JobState
+from trainyard.executors.base import Executor, LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.base import describe_exit
+from trainyard.metadata.artifacts import ArtifactCollector
+from trainyard.metadata.metrics_file import read_new_metrics
+from trainyard.scheduler import PendingJob, Policy, RunningJob, Snapshot
+from trainyard.store.datasets import DatasetStore
+from trainyard.store.jobs import JobStore
+from trainyard.store.metrics import MetricStore
+from trainyard.store.records import JobRecord
+from trainyard.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
+# What a job's process inherits from the service; everything else is the contract's.
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    max_concurrent: int = 4
+    active_interval: float = 0.5  # pass period while jobs run: metrics ingestion cadence
+    idle_interval: float = 2.0  # reconcile period when nothing runs
+    cancel_grace: float = 10.0
+
+
+class Tracker:
+    def __init__(
+        self, *, jobs: JobStore, metrics: MetricStore, datasets: DatasetStore,
+        artifacts: ArtifactCollector, executor: Executor, policy: Policy,
+        workspace: Workspace, config: TrackerConfig, clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.jobs = jobs
+        self.metrics = metrics
+        self.datasets = datasets
+        self.artifacts = artifacts
+        self.executor = executor
+        self.policy = policy
+        self.workspace = workspace
+        self.config = config
+        self.clock = clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._signalled: set[str] = set()  # handles already asked to stop
+        self._reasons: dict[str, tuple[str, str]] = {}  # last pending reasons written
+        executor.set_exit_listener(lambda _handle: self.wake())
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.recover()
+        self._thread = threading.Thread(target=self._run, name="tracker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            busy = False
+            try:
+                busy = self.run_once()
+            except Exception:  # the loop must outlive any one bad pass
+                log.exception("tracker pass failed")
+            interval = self.config.active_interval if busy else self.config.idle_interval
+            self._wake.wait(interval)
+
+    # --- one pass ------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Before admitting new work, re-attach to what the store says is running."""
+        for job in self.jobs.in_states(ACTIVE):
+            obs = self.executor.adopt(job.handle)
+            log.info("recovered %s (%s): %s", job.id, job.state, obs.phase)
+            self._apply(job, obs, recovering=True)
+
+    def run_once(self) -> bool:
+        """One reconcile-and-schedule pass. Returns True while jobs are active."""
+        active = 0
+        for job in self.jobs.in_states(ACTIVE):
+            if self._track(job):
+                active += 1
+        active += self._schedule()
+        return active > 0
+
+    def _track(self, job: JobRecord) -> bool:
+        """Follow one active job; True if it is still active afterwards."""
+        if job.cancel_requested and job.handle not in self._signalled:
+            self._signalled.add(job.handle)
+            self.executor.cancel(job.handle, self.config.cancel_grace)
+        if job.state is JobState.RUNNING:
+            self._ingest_metrics(job, final=False)
+        return self._apply(job, self.executor.poll(job.handle))
+
+    def _apply(self, job: JobRecord, obs: Observation, recovering: bool = False) -> bool:
+        try:
+            if obs.phase is Phase.STARTING:
+                return True
+            if obs.phase is Phase.RUNNING:
+                if job.state is JobState.LAUNCHING:
+                    self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
+                                         reason="process is running", now=self.clock())
+                return True
+            self._finish(job, obs, recovering)
+        except StaleState:
+            pass  # someone else moved it; the next pass sees the new state
+        return False
+
+    def _finish(self, job: JobRecord, obs: Observation, recovering: bool) -> None:
+        state = job.state
+        if state is JobState.LAUNCHING:
+            self.jobs.transition(job.id, state, JobState.RUNNING, now=self.clock(),
+                                 reason="process had started" if recovering else "started")
+            state = JobState.RUNNING
+        self._ingest_metrics(job, final=True)
+        code = obs.exit_code
+        fields = {"exit_code": code, "pending_code": "", "pending_message": ""}
+        if obs.phase is Phase.LOST:
+            outcome = describe_lost(obs.message)
+        else:
+            assert code is not None
+            outcome = describe_exit(code)
+        if job.cancel_requested:
+            target, message = JobState.CANCELLED, f"cancelled by request; {outcome}"
+        elif obs.phase is Phase.EXITED and code == 0:
+            target, message = JobState.SUCCEEDED, outcome
+            message += self._collect_model(job)
+        else:
+            target, message = JobState.FAILED, outcome
+        if recovering:
+            message += " (while the service was down)" if obs.phase is Phase.EXITED else ""
+        self.jobs.transition(job.id, state, target, reason=message, now=self.clock(),
+                             message=message, **fields)
+        self._signalled.discard(job.handle)
+
+    def _collect_model(self, job: JobRecord) -> str:
+        paths = self.workspace.attempt(job.id, job.attempt)
+        try:
+            model = self.artifacts.collect(job, paths.model_dir)
+        except (TrainyardError, OSError) as exc:
+            return f"; model not saved: {exc}"
+        if model is None:
+            return "; no model files were saved"
+        return f"; model {model.model_name} version {model.version}"
+
+    def _ingest_metrics(self, job: JobRecord, *, final: bool) -> None:
+        path = self.workspace.attempt(job.id, job.attempt).metrics_path
+        offset = job.metrics_offset
+        while True:
+            batch = read_new_metrics(path, offset, final=final)
+            if batch.end_offset == offset:
+                return
+            ok = self.metrics.ingest(job.id, job.attempt, from_offset=offset,
+                                     to_offset=batch.end_offset, points=batch.points,
+                                     malformed=batch.malformed)
+            if not ok:
+                return
+            offset = batch.end_offset
+            if not final:
+                return
+
+    # --- admission -----------------------------------------------------------------------
+
+    def _schedule(self) -> int:
+        """Ask the policy what to start, start it, record why the rest waits."""
+        waiting = self.jobs.in_states([JobState.WAITING])
+        running = self.jobs.in_states(ACTIVE)
+        if not waiting:
+            self._reasons.clear()
+            return 0
+        snapshot = Snapshot(
+            pending=[PendingJob(j.id, j.spec.queue, j.spec.priority, j.seq, j.spec.resources)
+                     for j in waiting],
+            running=[RunningJob(j.id, j.spec.queue, j.spec.resources) for j in running],
+            max_concurrent=self.config.max_concurrent,
+            now=self.clock(),
+        )
+        decisions = self.policy.schedule(snapshot)
+        by_id = {j.id: j for j in waiting}
+        launched = sum(1 for job_id in decisions.admit if self._launch(by_id[job_id]))
+        reasons = {k: (r.code, r.message) for k, r in decisions.pending.items()}
+        changed = {k: v for k, v in reasons.items() if self._reasons.get(k) != v}
+        self.jobs.set_pending_reasons(changed)
+        self._reasons = reasons
+        return launched
+
+    def _launch(self, job: JobRecord) -> bool:
+        attempt = job.attempt + 1
+        handle = self.executor.handle_for(job.id, attempt)
+        try:
+            self.jobs.transition(
+                job.id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                now=self.clock(), attempt=attempt, executor=self.executor.name, handle=handle,
+                pending_code="", pending_message="", metrics_offset=0, message="",
+                exit_code=None,
+            )
+        except StaleState:
+            return False  # cancelled meanwhile
+        job = replace(job, state=JobState.LAUNCHING, attempt=attempt, handle=handle,
+                      metrics_offset=0)
+        try:
+            request = self._launch_request(job, handle)
+            self.executor.launch(request)
+        except (LaunchError, OSError, TrainyardError) as exc:
+            message = f"launch failed: {exc}"
+            self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
+                                 message=message, now=self.clock())
+            return False
+        self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
+                             reason="process started", now=self.clock())
+        return True
+
+    def _launch_request(self, job: JobRecord, handle: str) -> LaunchRequest:
+        paths = self.workspace.attempt(job.id, job.attempt)
+        paths.create()
+        data_path = self._data_path(job)
+        env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
+        # Keep numeric libraries within the CPUs the job asked for.
+        threads = str(max(1, math.ceil(job.spec.resources.cpus)))
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = threads
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(contract_env(
+            job_id=job.id, data_path=str(data_path), model_path=str(paths.model_dir),
+            metrics_path=str(paths.metrics_path), checkpoint_path=str(paths.checkpoint_dir),
+            hyperparameters=job.spec.hyperparameters,
+        ))
+        return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=handle,
+                             command=job.spec.command, env=env, workdir=paths.workdir,
+                             log_path=paths.log_path)
+
+    def _data_path(self, job: JobRecord) -> str:
+        ref = job.spec.dataset
+        if ref is None:
+            empty = self.workspace.empty_dataset_dir
+            if not empty.exists():
+                empty.mkdir(parents=True, exist_ok=True)
+                empty.chmod(0o555)
+            return str(empty)
+        record = self.datasets.get(ref.name, ref.version)
+        if record is None:
+            raise LaunchError(f"dataset {ref.name}:{ref.version} is no longer registered")
+        return record.path
+
+
+def describe_lost(detail: str) -> str:
+    return f"lost: {detail}" if detail else "lost"

@@ -1,0 +1,60 @@
+"""Where each job's files live under the data directory. Pure path arithmetic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class AttemptPaths:
+    root: Path
+    workdir: Path
+    model_dir: Path
+    metrics_path: Path
+    log_path: Path
+    checkpoint_dir: Path
+
+    def create(self) -> None:
+        for d in (self.workdir, self.model_dir, self.checkpoint_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.metrics_path.touch()
+        self.log_path.touch()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    data_dir: Path
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    @property
+    def datasets_dir(self) -> Path:
+        return self.data_dir / "datasets"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def executor_dir(self) -> Path:
+        return self.data_dir / "executor"
+
+    @property
+    def empty_dataset_dir(self) -> Path:
+        return self.data_dir / "empty-dataset"
+
+    def attempt(self, job_id: str, attempt: int) -> AttemptPaths:
+        job_dir = self.runs_dir / job_id
+        root = job_dir / f"attempt-{attempt}"
+        return AttemptPaths(
+            root=root,
+            workdir=root / "work",
+            model_dir=root / "model",
+            metrics_path=root / "metrics.jsonl",
+            log_path=root / "output.log",
+            # Kept across attempts so a retried or preempted job can resume.
+            checkpoint_dir=job_dir / "checkpoint",
+        )
