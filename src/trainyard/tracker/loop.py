@@ -144,7 +144,9 @@ class Tracker:
             assert code is not None
             outcome = describe_exit(code)
         if job.cancel_requested:
-            target, message = JobState.CANCELLED, f"cancelled by request; {outcome}"
+            target, message = JobState.CANCELLED, "cancelled by request"
+            if obs.phase is Phase.EXITED:
+                message += f"; {outcome}"
         elif obs.phase is Phase.EXITED and code == 0:
             target, message = JobState.SUCCEEDED, outcome
             message += self._collect_model(job)

@@ -1,0 +1,258 @@
+"""Entry point: `trainyard COMMAND`. Every command but `server` goes through the SDK."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trainyard.cli.output import (
+    Output,
+    console,
+    errors,
+    print_json,
+    render_datasets,
+    render_jobs,
+    render_status,
+    styled_state,
+)
+from trainyard.client import Client, Resources, TrainSpec, TrainyardError
+
+app = typer.Typer(help="Trainyard: submit, queue, run and track training jobs.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+datasets_app = typer.Typer(help="Register and list immutable dataset versions.",
+                           no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
+
+ServerOpt = Annotated[str | None, typer.Option(
+    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
+    "[default: 127.0.0.1:50051].")]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text or json.")]
+
+
+@contextlib.contextmanager
+def client_for(server: str | None) -> Iterator[Client]:
+    """A client whose errors end the command with a sentence and exit code 1."""
+    try:
+        with Client(server) as client:
+            yield client
+    except TrainyardError as exc:
+        errors.print(f"[red]error[/] ({exc.code}): {exc.message}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
+        out[key] = value
+    return out
+
+
+@app.command()
+def server(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 50051,
+    data_dir: Annotated[Path, typer.Option(help="Where the SQLite store, datasets, logs and "
+                                                "artifacts live.")] = Path(".trainyard"),
+    database_url: Annotated[str, typer.Option(
+        envvar="TRAINYARD_DATABASE_URL",
+        help="postgresql://... to use PostgreSQL instead of SQLite.")] = "",
+    max_concurrent: Annotated[int, typer.Option(help="Jobs that may run at once.")] = 4,
+    port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
+                                                        "serving.")] = None,
+) -> None:
+    """Run the training service (gRPC) until interrupted."""
+    from trainyard.server import ServerConfig, TrainyardServer
+    from trainyard.tracker import TrackerConfig
+
+    if max_concurrent < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+    config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
+                          tracker=TrackerConfig(max_concurrent=max_concurrent))
+    try:
+        srv = TrainyardServer(config)
+        bound = srv.start()
+    except Exception as exc:  # a start-up failure is a sentence, not a traceback
+        errors.print(f"[red]error[/]: cannot start the server: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    if port_file is not None:
+        tmp = port_file.with_suffix(".tmp")
+        tmp.write_text(str(bound))
+        tmp.replace(port_file)
+    stop = {"now": False}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    errors.print(f"trainyard serving on {host}:{bound} (data: {srv.workspace.data_dir})")
+    while not stop["now"]:
+        time.sleep(0.2)
+    srv.stop()
+
+
+@app.command()
+def submit(
+    name: Annotated[str, typer.Option(help="Job name; also the model's name.")],
+    command: Annotated[str, typer.Option(help="Shell command to run.")],
+    dataset: Annotated[str, typer.Option(help="NAME:VERSION of a registered dataset.")] = "",
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="Hyperparameter KEY=VALUE (repeatable).")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="Label KEY=VALUE (repeatable).")] = None,
+    cpus: Annotated[float, typer.Option(help="CPU cores.")] = 0.0,
+    memory: Annotated[int, typer.Option(help="Memory in MiB.")] = 0,
+    gpus: Annotated[int, typer.Option(help="GPUs.")] = 0,
+    queue: Annotated[str, typer.Option(help="Queue name.")] = "",
+    priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
+    request_id: Annotated[str, typer.Option(help="Makes a retried submit idempotent.")] = "",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Show live state and "
+                                         "progress until the job ends.")] = False,
+    server: ServerOpt = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """Submit a training job and print its id."""
+    if dataset and ":" not in dataset:
+        raise typer.BadParameter("expected NAME:VERSION", param_hint="--dataset")
+    spec = TrainSpec(
+        name=name, command=command, dataset=dataset,
+        hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
+        resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
+        priority=priority, client_request_id=request_id,
+    )
+    with client_for(server) as client:
+        submitted = client.train(spec)
+        if output is Output.json and not follow:
+            print_json({"job_id": submitted.job_id, "existing": submitted.existing})
+            return
+        if output is Output.text:
+            console.print(submitted.job_id if not follow else f"submitted {submitted.job_id}")
+        if follow:
+            from trainyard.cli.follow import follow_job
+
+            final = follow_job(client, submitted.job_id, quiet=output is Output.json)
+            if output is Output.json:
+                print_json(final.to_dict())
+            if final.state != "SUCCEEDED":
+                raise typer.Exit(1)
+
+
+@app.command()
+def status(
+    job_id: str, server: ServerOpt = None, output: OutputOpt = Output.text,
+) -> None:
+    """Show a job's state, why it waits, its metrics, model and history."""
+    with client_for(server) as client:
+        st = client.status(job_id)
+    if output is Output.json:
+        print_json(st.to_dict())
+    else:
+        render_status(st)
+
+
+@app.command("list")
+def list_jobs(
+    state: Annotated[list[str] | None, typer.Option(help="Only these states (repeatable).")]
+    = None,
+    queue: Annotated[str, typer.Option(help="Only this queue.")] = "",
+    label: Annotated[list[str] | None, typer.Option(help="KEY=VALUE (repeatable).")] = None,
+    limit: Annotated[int, typer.Option(help="Page size.")] = 50,
+    page_token: Annotated[str, typer.Option(help="Continue from a previous page.")] = "",
+    server: ServerOpt = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """List jobs, newest first."""
+    with client_for(server) as client:
+        jobs, token = client.list_jobs(states=state, queue=queue,
+                                       labels=_pairs(label or [], "--label"),
+                                       page_size=limit, page_token=page_token)
+    if output is Output.json:
+        print_json({"jobs": [j.__dict__ for j in jobs], "next_page_token": token})
+        return
+    render_jobs(jobs)
+    if token:
+        console.print(f"[dim]more: --page-token {token}[/]")
+
+
+@app.command()
+def logs(
+    job_id: str,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming until the job "
+                                         "ends.")] = False,
+    server: ServerOpt = None,
+) -> None:
+    """Print a job's output (stdout and stderr)."""
+    with client_for(server) as client:
+        for chunk in client.logs(job_id, follow=follow):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
+
+
+@app.command()
+def cancel(job_id: str, server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Cancel a waiting or running job."""
+    with client_for(server) as client:
+        state = client.cancel(job_id)
+    if output is Output.json:
+        print_json({"job_id": job_id, "state": state})
+    elif state == "CANCELLED":
+        console.print(f"{job_id} {styled_state(state)}")
+    else:
+        console.print(f"{job_id} is {styled_state(state)}; it is being stopped")
+
+
+@app.command()
+def watch(job_id: str, server: ServerOpt = None) -> None:
+    """Print each state change of a job until it is final."""
+    with client_for(server) as client:
+        for t in client.watch(job_id):
+            console.print(f"[dim]{t.time}[/] {t.from_state or '-'} -> "
+                          f"{styled_state(t.to_state)}: {t.reason}")
+
+
+@datasets_app.command("register")
+def datasets_register(
+    name: str,
+    path: Annotated[Path, typer.Argument(help="Directory to store as a new version.")],
+    server: ServerOpt = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """Store a directory as an immutable, content-addressed version; print its hash."""
+    with client_for(server) as client:
+        ds = client.register_dataset(name, str(path))
+    if output is Output.json:
+        print_json({"name": ds.name, "version": ds.version, "size_bytes": ds.size_bytes,
+                    "file_count": ds.file_count, "created": ds.created})
+    else:
+        console.print(ds.version)
+
+
+@datasets_app.command("list")
+def datasets_list(
+    name: Annotated[str, typer.Argument(help="Only this dataset.")] = "",
+    server: ServerOpt = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """List registered dataset versions."""
+    with client_for(server) as client:
+        found = client.list_datasets(name)
+    if output is Output.json:
+        print_json({"datasets": [d.__dict__ for d in found]})
+    else:
+        render_datasets(found)
+
+
+if __name__ == "__main__":
+    app()

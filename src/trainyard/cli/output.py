@@ -1,0 +1,81 @@
+"""Rendering for people (rich) and for scripts (--output json)."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trainyard.client import Dataset, JobStatus, JobSummary
+
+console = Console()
+errors = Console(stderr=True)
+
+STATE_STYLE = {
+    "WAITING": "yellow", "LAUNCHING": "cyan", "RUNNING": "blue", "SUCCEEDED": "green",
+    "FAILED": "red", "CANCELLED": "magenta", "PREEMPTED": "yellow",
+}
+
+
+class Output(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def styled_state(state: str) -> str:
+    return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
+
+
+def render_status(st: JobStatus) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("job", f"{st.job_id} ({st.name})")
+    table.add_row("state", styled_state(st.state))
+    if st.state == "WAITING":
+        table.add_row("position", f"{st.queue_position} in queue {st.queue}")
+        if st.pending_reason:
+            table.add_row("waiting", f"{st.pending_reason['message']} "
+                                     f"[dim]({st.pending_reason['code']})[/]")
+    if st.message:
+        table.add_row("message", st.message)
+    spec = st.spec
+    table.add_row("command", spec["command"])
+    if spec["dataset"]:
+        table.add_row("dataset", f"{spec['dataset']['name']}:{spec['dataset']['version'][:12]}")
+    if spec["hyperparameters"]:
+        table.add_row("params", " ".join(f"{k}={v}" for k, v in spec["hyperparameters"].items()))
+    for key, m in sorted(st.metrics.items()):
+        table.add_row(f"metric {key}", f"{m['value']:.6g} (step {m['step']})")
+    if st.malformed_metric_lines:
+        table.add_row("metrics", f"[yellow]{st.malformed_metric_lines} malformed line(s) "
+                                 "skipped[/]")
+    if st.model:
+        table.add_row("model", f"{st.model['model_name']} v{st.model['version']} "
+                               f"sha256:{st.model['content_hash'][:12]} {st.model['uri']}")
+    for t in st.transitions:
+        table.add_row("", f"[dim]{t.time}[/] {t.from_state or '-'} -> {t.to_state}: {t.reason}")
+    console.print(table)
+
+
+def render_jobs(jobs: list[JobSummary]) -> None:
+    table = Table("JOB", "NAME", "STATE", "QUEUE", "PRI", "SUBMITTED", "MESSAGE")
+    for j in jobs:
+        table.add_row(j.job_id, j.name, styled_state(j.state), j.queue, str(j.priority),
+                      (j.submitted_at or "")[:19], j.message)
+    console.print(table)
+
+
+def render_datasets(datasets: list[Dataset]) -> None:
+    table = Table("NAME", "VERSION", "FILES", "BYTES", "CREATED")
+    for d in datasets:
+        table.add_row(d.name, d.version, str(d.file_count), str(d.size_bytes),
+                      (d.created_at or "")[:19])
+    console.print(table)

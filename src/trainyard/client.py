@@ -1,0 +1,279 @@
+"""The Python SDK. The CLI is built on it; it speaks only the gRPC protocol."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+SERVER_ENV = "TRAINYARD_SERVER"
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+class TrainyardError(Exception):
+    """A call the server refused or could not answer; `code` is the gRPC status name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _iso(ts: Timestamp) -> str | None:
+    if not ts.seconds and not ts.nanos:
+        return None
+    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, UTC).isoformat()
+
+
+def _state(value: int) -> str:
+    return pb.JobState.Name(value)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Transition:
+    from_state: str | None
+    to_state: str
+    time: str | None
+    reason: str
+
+    @classmethod
+    def from_pb(cls, t: pb.StateTransition) -> Transition:
+        return cls(_state(t.from_state) if t.from_state else None, _state(t.to_state),
+                   _iso(t.time), t.reason)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job_id: str
+    name: str
+    state: str
+    queue: str
+    queue_position: int
+    pending_reason: dict[str, str] | None
+    message: str
+    exit_code: int | None
+    attempt: int
+    submitted_at: str | None
+    transitions: list[Transition]
+    spec: dict[str, Any]
+    metrics: dict[str, dict[str, float | int]]
+    model: dict[str, Any] | None
+    malformed_metric_lines: int
+    cancel_requested: bool
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_pb(cls, s: pb.TrainingStatus) -> JobStatus:
+        spec = s.spec
+        return cls(
+            job_id=s.job_id, name=spec.name, state=_state(s.state), queue=spec.queue,
+            queue_position=s.queue_position,
+            pending_reason=({"code": s.pending_reason.code, "message": s.pending_reason.message}
+                            if s.HasField("pending_reason") else None),
+            message=s.message, exit_code=s.exit_code if s.has_exit_code else None,
+            attempt=s.attempt, submitted_at=_iso(s.submitted_at),
+            transitions=[Transition.from_pb(t) for t in s.transitions],
+            spec={
+                "name": spec.name, "command": spec.command, "image": spec.image,
+                "dataset": ({"name": spec.dataset.name, "version": spec.dataset.version}
+                            if spec.HasField("dataset") else None),
+                "hyperparameters": dict(spec.hyperparameters),
+                "resources": {"cpus": spec.resources.cpus,
+                              "memory_mb": spec.resources.memory_mb,
+                              "gpus": spec.resources.gpus},
+                "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
+            },
+            metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
+            model=({"model_name": s.model.model_name, "version": s.model.version,
+                    "content_hash": s.model.content_hash, "uri": s.model.uri,
+                    "size_bytes": s.model.size_bytes, "file_count": s.model.file_count}
+                   if s.HasField("model") else None),
+            malformed_metric_lines=s.malformed_metric_lines,
+            cancel_requested=s.cancel_requested,
+        )
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    job_id: str
+    name: str
+    state: str
+    queue: str
+    priority: int
+    submitted_at: str | None
+    updated_at: str | None
+    labels: dict[str, str]
+    message: str
+
+    @classmethod
+    def from_pb(cls, j: pb.JobSummary) -> JobSummary:
+        return cls(j.job_id, j.name, _state(j.state), j.queue, j.priority,
+                   _iso(j.submitted_at), _iso(j.updated_at), dict(j.labels), j.message)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    version: str
+    size_bytes: int
+    file_count: int
+    created_at: str | None
+    created: bool = False
+
+    @classmethod
+    def from_pb(cls, d: pb.DatasetVersion) -> Dataset:
+        return cls(d.name, d.version, d.size_bytes, d.file_count, _iso(d.created_at), d.created)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: str
+    existing: bool = False
+
+
+@dataclass
+class Resources:
+    cpus: float = 0.0  # 0: the server's default
+    memory_mb: int = 0
+    gpus: int = 0
+
+
+@dataclass
+class TrainSpec:
+    name: str
+    command: str
+    dataset: str = ""  # NAME:VERSION
+    hyperparameters: Mapping[str, str] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    queue: str = ""
+    priority: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    client_request_id: str = ""
+
+    def to_pb(self) -> pb.TrainRequest:
+        req = pb.TrainRequest(
+            name=self.name, command=self.command,
+            hyperparameters={k: str(v) for k, v in self.hyperparameters.items()},
+            resources=pb.Resources(cpus=self.resources.cpus,
+                                   memory_mb=self.resources.memory_mb,
+                                   gpus=self.resources.gpus),
+            queue=self.queue, priority=self.priority, labels=dict(self.labels),
+            client_request_id=self.client_request_id,
+        )
+        if self.dataset:
+            name, _, version = self.dataset.partition(":")
+            req.dataset.CopyFrom(pb.DatasetRef(name=name, version=version))
+        return req
+
+
+class Client:
+    """Talks to a Trainyard server. `server` defaults to $TRAINYARD_SERVER, then
+    127.0.0.1:50051."""
+
+    def __init__(self, server: str | None = None, *, timeout: float = 30.0) -> None:
+        self.server = server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(self.server)
+        self._stub = pb_grpc.TrainingServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _translate(exc) from None
+
+    def _stream(self, method: Any, request: Any) -> Iterator[Any]:
+        try:
+            yield from method(request)
+        except grpc.RpcError as exc:
+            raise _translate(exc) from None
+
+    # --- operations ----------------------------------------------------------------------
+
+    def train(self, spec: TrainSpec) -> Submitted:
+        resp = self._call(self._stub.Train, spec.to_pb())
+        return Submitted(resp.job_id, resp.existing)
+
+    def status(self, job_id: str) -> JobStatus:
+        return JobStatus.from_pb(
+            self._call(self._stub.GetTrainingStatus, pb.GetTrainingStatusRequest(job_id=job_id))
+        )
+
+    def list_jobs(self, *, states: list[str] | None = None, queue: str = "",
+                  labels: Mapping[str, str] | None = None, page_size: int = 0,
+                  page_token: str = "") -> tuple[list[JobSummary], str]:
+        try:
+            state_values = [pb.JobState.Value(s.upper()) for s in states or []]
+        except ValueError as exc:
+            raise TrainyardError("INVALID_ARGUMENT", f"states: {exc}") from None
+        resp = self._call(self._stub.ListJobs, pb.ListJobsRequest(
+            states=state_values, queue=queue, labels=dict(labels or {}),
+            page_size=page_size, page_token=page_token))
+        return [JobSummary.from_pb(j) for j in resp.jobs], resp.next_page_token
+
+    def cancel(self, job_id: str) -> str:
+        resp = self._call(self._stub.CancelJob, pb.CancelJobRequest(job_id=job_id))
+        return _state(resp.state)
+
+    def watch(self, job_id: str) -> Iterator[Transition]:
+        for event in self._stream(self._stub.WatchJob, pb.WatchJobRequest(job_id=job_id)):
+            yield Transition.from_pb(event.transition)
+
+    def logs(self, job_id: str, *, follow: bool = False, offset: int = 0) -> Iterator[bytes]:
+        request = pb.StreamLogsRequest(job_id=job_id, follow=follow, offset=offset)
+        for chunk in self._stream(self._stub.StreamLogs, request):
+            yield chunk.data
+
+    def register_dataset(self, name: str, path: str) -> Dataset:
+        return Dataset.from_pb(self._call(
+            self._stub.RegisterDataset,
+            pb.RegisterDatasetRequest(name=name, path=os.path.abspath(path) if path else "")))
+
+    def list_datasets(self, name: str = "") -> list[Dataset]:
+        resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
+        return [Dataset.from_pb(d) for d in resp.datasets]
+
+    def health(self) -> str:
+        stub = health_pb2_grpc.HealthStub(self._channel)
+        resp = self._call(stub.Check, health_pb2.HealthCheckRequest(service=""))
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+
+    def wait(self, job_id: str) -> JobStatus:
+        """Block until the job is final (following WatchJob), then return its status."""
+        for _ in self.watch(job_id):
+            pass
+        return self.status(job_id)
+
+
+def _translate(exc: grpc.RpcError) -> TrainyardError:
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    name = code.name if code is not None else "UNKNOWN"
+    if code is grpc.StatusCode.UNAVAILABLE:
+        details = f"cannot reach the Trainyard server ({details})"
+    return TrainyardError(name, details or name)
