@@ -61,7 +61,7 @@ class TrainyardServer:
         )
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
-            datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir),
+            datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir),
             workspace=self.workspace, on_change=self.tracker.wake,
         )
         self.health = health.HealthServicer()

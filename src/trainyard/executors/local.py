@@ -17,9 +17,12 @@ from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Ph
 
 # $1 command, $2 exit file, $3 pid file. The wrapper writes its pid before anything else,
 # runs the command in a child shell and records its status. A half-written file reads as
-# "not yet" and the wrapper is then still alive, so no rename is needed. A wrapper killed
-# with its group (cancel) leaves no exit file; the tracker knows it asked for that.
+# "not yet" and the wrapper is then still alive, so no rename is needed. The wrapper outlives
+# a TERM sent to its group (a handler, unlike an ignore, is not inherited by the job), so a
+# job that stops on TERM still has its status recorded; one that needs the KILL after the
+# grace period takes the wrapper with it and leaves no exit file: the tracker knows it asked.
 WRAPPER = r"""
+trap 'true' TERM
 printf '%s\n' "$$" > "$3"
 /bin/sh -c "$1" </dev/null
 printf '%s\n' "$?" > "$2"

@@ -13,9 +13,10 @@ from trainyard.store.records import DatasetRecord
 
 
 class DatasetRegistry:
-    def __init__(self, store: DatasetStore, objects_dir: Path) -> None:
+    def __init__(self, store: DatasetStore, objects_dir: Path, data_dir: Path) -> None:
         self.store = store
         self.objects_dir = objects_dir
+        self.data_dir = data_dir.resolve()
 
     def register(self, name: str, path: str) -> tuple[DatasetRecord, bool]:
         """Copy the directory's content into the store and record it under name."""
@@ -29,6 +30,9 @@ class DatasetRegistry:
             raise InvalidArgument("path", f"{path!r} must be an absolute path")
         if not src.is_dir():
             raise InvalidArgument("path", f"{path!r} is not a directory on the server")
+        real = src.resolve()
+        if real == self.data_dir or self.data_dir in real.parents or real in self.data_dir.parents:
+            raise InvalidArgument("path", f"{path!r} overlaps the server's data directory")
         digest = digest_tree(src, "path")
         if digest.file_count == 0:
             raise InvalidArgument("path", f"{path!r} holds no files")

@@ -1,0 +1,523 @@
+"""Submit-path benchmark over real gRPC on loopback, against servers this script starts.
+
+Phases, on server A (SQLite in a fresh data dir unless --database-url, --max-concurrent 1):
+  a. health   bare grpc.health.v1.Health/Check calls/s: the transport ceiling;
+  b. submit   durable Train calls/s with p50/p99 latency;
+  c. status   GetTrainingStatus calls/s on the ids from (b).
+A blocker job (`sleep`) holds the only slot, so every job from (b) stays WAITING and no job
+process competes with the server for CPU while it is measured.
+
+Phase d, on server B (fresh data dir, --max-concurrent 4, empty queue): submit trivial jobs
+one at a time, each after the previous one finished, and read submit->RUNNING latency from
+the job's own recorded transitions.
+
+Load generation: each client is a thread with its own channel, and the clients are spread
+over several processes. One process would cap the load at what a single GIL can drive
+(gRPC's Python client spends most of a call holding it), so the figure would measure the
+client; several processes let the server be the bottleneck. Client and server still share
+the machine's CPUs, so the rates are a lower bound of what the server can do on its own.
+
+Usage: .venv/bin/python bench/submit.py [--clients 32] [--requests-per-client 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rich.console import Console
+from rich.table import Table
+
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+
+RESULTS = Path(__file__).resolve().parent / "results" / "submit.json"
+CALL_TIMEOUT_S = 10.0
+SERVER_START_TIMEOUT_S = 30.0
+SERVER_STOP_TIMEOUT_S = 15.0
+BLOCKER_COMMAND = "sleep 600"
+GOAL_SUBMIT_VS_HEALTH = 0.5
+GOAL_SUBMIT_TO_RUNNING_P50_MS = 25.0
+
+WAITING = pb.JobState.Value("WAITING")
+RUNNING = pb.JobState.Value("RUNNING")
+FINAL = frozenset(pb.JobState.Value(s) for s in ("SUCCEEDED", "FAILED", "CANCELLED"))
+ACTIVE_OR_WAITING = [pb.JobState.Value(s) for s in ("WAITING", "LAUNCHING", "RUNNING")]
+
+console = Console()
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str) -> Iterator[str]:
+    """Run a server in a subprocess; yield its address; always stop it."""
+    port_file = workdir / "port"
+    log_path = workdir / "server.log"
+    cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+           "--port-file", str(port_file), "--data-dir", str(workdir / "data"),
+           "--max-concurrent", str(max_concurrent),
+           # Always explicit, so a TRAINYARD_DATABASE_URL in the environment cannot leak in.
+           "--database-url", database_url]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT)
+    try:
+        yield f"127.0.0.1:{_wait_for_port(proc, port_file, log_path)}"
+    finally:
+        _stop(proc)
+
+
+def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, log_path: Path) -> int:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if port_file.exists():
+            return int(port_file.read_text())
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"the server did not start (exit {proc.poll()}):\n{tail}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(SERVER_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# --- load workers (run in child processes) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    kind: str  # health | submit | status | cancel
+    address: str
+    requests: int  # per client; "cancel" instead does each of its ids once
+    cap_s: float  # wall-clock cap per client
+    job_ids: tuple[str, ...] = ()
+
+
+@dataclass
+class ClientResult:
+    latencies_s: list[float] = field(default_factory=list)
+    job_ids: list[str] = field(default_factory=list)
+    errors: int = 0
+    first_error: str = ""
+    start: float = math.inf  # time.monotonic(): system-wide on Linux, so comparable
+    end: float = 0.0
+
+
+def _caller(load: Load, channel: grpc.Channel, ids: Sequence[str]) -> Callable[[int], str]:
+    """The one call a client repeats; returns a job id for submits, "" otherwise."""
+    stub = pb_grpc.TrainingServiceStub(channel)
+    health = health_pb2_grpc.HealthStub(channel)
+    check_request = health_pb2.HealthCheckRequest(service="")
+    train_request = pb.TrainRequest(name="bench-submit", command="true")
+
+    def check(_i: int) -> str:
+        health.Check(check_request, timeout=CALL_TIMEOUT_S)
+        return ""
+
+    def train(_i: int) -> str:
+        return str(stub.Train(train_request, timeout=CALL_TIMEOUT_S).job_id)
+
+    pick = random.Random(os.getpid() * 1000 + threading.get_ident()).choice
+
+    def status(_i: int) -> str:
+        stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=pick(ids)),
+                               timeout=CALL_TIMEOUT_S)
+        return ""
+
+    def cancel(i: int) -> str:
+        stub.CancelJob(pb.CancelJobRequest(job_id=ids[i]), timeout=CALL_TIMEOUT_S)
+        return ""
+
+    calls = {"health": check, "submit": train, "status": status, "cancel": cancel}
+    return calls[load.kind]
+
+
+def _client(load: Load, ids: Sequence[str], ready: threading.Barrier, go: threading.Event,
+            out: ClientResult) -> None:
+    with grpc.insecure_channel(load.address) as channel:
+        # Connect before the clock starts, so set-up is not part of any figure.
+        grpc.channel_ready_future(channel).result(timeout=CALL_TIMEOUT_S)
+        call = _caller(load, channel, ids)
+        ready.wait()
+        go.wait()
+        count = len(ids) if load.kind == "cancel" else load.requests
+        out.start = time.monotonic()
+        deadline = out.start + load.cap_s
+        for i in range(count):
+            if time.monotonic() > deadline:
+                break
+            t0 = time.monotonic()
+            try:
+                job_id = call(i)
+            except grpc.RpcError as exc:
+                out.errors += 1
+                out.first_error = out.first_error or f"{exc.code()}: {exc.details()}"
+                continue
+            out.latencies_s.append(time.monotonic() - t0)
+            if job_id:
+                out.job_ids.append(job_id)
+        out.end = time.monotonic()
+
+
+def _ids_for(load: Load, index: int, parts: int) -> tuple[str, ...]:
+    """Cancels split the ids so no job is cancelled twice; status reads sample all of them."""
+    return load.job_ids[index::parts] if load.kind == "cancel" else load.job_ids
+
+
+def _worker(load: Load, threads: int, ready: Any, go: Any, results: Any) -> None:
+    """One client process: `threads` clients, started together when the parent says go."""
+    outs = [ClientResult() for _ in range(threads)]
+    local_ready = threading.Barrier(threads + 1)
+    local_go = threading.Event()
+    slices = [_ids_for(load, i, threads) for i in range(threads)]
+    pool = [threading.Thread(target=_client, args=(load, slices[i], local_ready, local_go,
+                                                   outs[i]), daemon=True)
+            for i in range(threads)]
+    for t in pool:
+        t.start()
+    local_ready.wait(timeout=SERVER_START_TIMEOUT_S)
+    ready.put(os.getpid())
+    go.wait(timeout=SERVER_START_TIMEOUT_S)
+    local_go.set()
+    for t in pool:
+        t.join(load.cap_s + 2 * CALL_TIMEOUT_S)
+    results.put(outs)
+
+
+# --- load phases (parent) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figures:
+    calls: int
+    errors: int
+    first_error: str
+    seconds: float
+    per_s: float
+    p50_ms: float
+    p99_ms: float
+    job_ids: tuple[str, ...]
+
+
+def run_load(load: Load, clients: int, processes: int) -> Figures:
+    """Run `clients` clients over `processes` processes; rates use the whole busy window."""
+    ctx = mp.get_context("spawn")  # no fork: gRPC's core does not survive one
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    id_slices = [_ids_for(load, p, processes) for p in range(processes)]
+    threads = [clients // processes + (p < clients % processes) for p in range(processes)]
+    procs = [ctx.Process(target=_worker, daemon=True,
+                         args=(Load(load.kind, load.address, load.requests, load.cap_s,
+                                    id_slices[p]), threads[p], ready, go, results))
+             for p in range(processes) if threads[p]]
+    outs: list[ClientResult] = []
+    try:
+        for p in procs:
+            p.start()
+        for _ in procs:
+            ready.get(timeout=60)
+        go.set()
+        for _ in procs:
+            outs.extend(results.get(timeout=load.cap_s + 3 * CALL_TIMEOUT_S))
+    finally:
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    return _figures(outs)
+
+
+def _figures(outs: Sequence[ClientResult]) -> Figures:
+    latencies = sorted(lat for o in outs for lat in o.latencies_s)
+    window = max(o.end for o in outs) - min(o.start for o in outs)
+    errors = [o for o in outs if o.errors]
+    return Figures(
+        calls=len(latencies), errors=sum(o.errors for o in errors),
+        first_error=errors[0].first_error if errors else "", seconds=window,
+        per_s=len(latencies) / window if window > 0 else 0.0,
+        p50_ms=percentile(latencies, 50) * 1000, p99_ms=percentile(latencies, 99) * 1000,
+        job_ids=tuple(j for o in outs for j in o.job_ids),
+    )
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks; NaN for no values."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+# --- single-client helpers ---------------------------------------------------------------------
+
+
+def _seconds(ts: Any) -> float:
+    return float(ts.seconds + ts.nanos / 1e9)
+
+
+def wait_for_state(stub: pb_grpc.TrainingServiceStub, job_id: str, states: frozenset[int],
+                   timeout_s: float) -> pb.TrainingStatus:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
+                                        timeout=CALL_TIMEOUT_S)
+        if status.state in states:
+            return status
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} stayed {pb.JobState.Name(status.state)}")
+        time.sleep(0.02)
+
+
+def wait_final(stub: pb_grpc.TrainingServiceStub, job_id: str, timeout_s: float) -> None:
+    """Follow WatchJob until the job is final; it pushes changes, so no poll delay is added."""
+    for event in stub.WatchJob(pb.WatchJobRequest(job_id=job_id), timeout=timeout_s):
+        if event.final:
+            return
+
+
+def require_empty_queue(stub: pb_grpc.TrainingServiceStub) -> None:
+    """A shared database must hold no unfinished job, or the figures would include it."""
+    page = stub.ListJobs(pb.ListJobsRequest(states=ACTIVE_OR_WAITING, page_size=1),
+                         timeout=CALL_TIMEOUT_S)
+    if page.jobs:
+        raise RuntimeError("the database already holds unfinished jobs; use an empty one")
+
+
+@contextmanager
+def blocker_job(stub: pb_grpc.TrainingServiceStub) -> Iterator[str]:
+    """Hold the only run slot with a sleeping job, and cancel it (and wait for that) after."""
+    job_id = stub.Train(pb.TrainRequest(name="bench-blocker", command=BLOCKER_COMMAND),
+                        timeout=CALL_TIMEOUT_S).job_id
+    try:
+        wait_for_state(stub, job_id, frozenset({RUNNING}), timeout_s=15)
+        yield job_id
+    finally:
+        stub.CancelJob(pb.CancelJobRequest(job_id=job_id), timeout=CALL_TIMEOUT_S)
+        wait_final(stub, job_id, timeout_s=SERVER_STOP_TIMEOUT_S)
+
+
+@dataclass(frozen=True)
+class Latency:
+    jobs: int
+    failures: int
+    recorded_ms: list[float]  # WAITING -> RUNNING, both times from the job's own transitions
+    observed_ms: list[float]  # client's submit-call start -> recorded RUNNING time
+
+
+def measure_submit_to_running(address: str, jobs: int, cap_s: float) -> Latency:
+    recorded: list[float] = []
+    observed: list[float] = []
+    failures = 0
+    deadline = time.monotonic() + cap_s
+    with grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.TrainingServiceStub(channel)
+        require_empty_queue(stub)
+        request = pb.TrainRequest(name="bench-latency", command="true")
+        for _ in range(jobs):
+            if time.monotonic() > deadline:
+                break
+            started = time.time()  # wall clock: compared with the server's recorded times
+            job_id = stub.Train(request, timeout=CALL_TIMEOUT_S).job_id
+            wait_final(stub, job_id, timeout_s=CALL_TIMEOUT_S)
+            status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
+                                            timeout=CALL_TIMEOUT_S)
+            times = {t.to_state: _seconds(t.time) for t in status.transitions}
+            if WAITING not in times or RUNNING not in times:
+                failures += 1
+                continue
+            recorded.append((times[RUNNING] - times[WAITING]) * 1000)
+            observed.append((times[RUNNING] - started) * 1000)
+    return Latency(len(recorded) + failures, failures, sorted(recorded), sorted(observed))
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    health: Figures
+    submit: Figures
+    status: Figures
+    latency: Latency
+
+
+def run(args: argparse.Namespace) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
+        server_a, server_b = Path(tmp, "a"), Path(tmp, "b")
+        server_a.mkdir()
+        server_b.mkdir()
+        health, submit, status = load_phases(args, server_a)
+        console.log(f"d. submit->RUNNING, {args.latency_jobs} jobs one at a time")
+        with trainyard_server(server_b, max_concurrent=4,
+                              database_url=args.database_url) as address:
+            latency = measure_submit_to_running(address, args.latency_jobs, args.phase_seconds)
+    return Outcome(health, submit, status, latency)
+
+
+def load_phases(args: argparse.Namespace, workdir: Path) -> tuple[Figures, Figures, Figures]:
+    """Phases a-c on one server whose only run slot a blocker job holds."""
+    def load(kind: str, requests: int, ids: tuple[str, ...] = ()) -> Figures:
+        return run_load(Load(kind, address, requests, args.phase_seconds, ids),
+                        args.clients, args.processes)
+
+    with (trainyard_server(workdir, max_concurrent=1, database_url=args.database_url)
+          as address, grpc.insecure_channel(address) as channel):
+        stub = pb_grpc.TrainingServiceStub(channel)
+        require_empty_queue(stub)
+        with blocker_job(stub):
+            console.log("a. health checks")
+            health = load("health", args.requests_per_client)
+            console.log("b. submits (all stay WAITING behind the blocker)")
+            submit = load("submit", args.requests_per_client)
+            if not submit.job_ids:
+                raise RuntimeError(f"no submit succeeded: {submit.first_error}")
+            console.log("c. status queries")
+            status = load("status", args.requests_per_client, submit.job_ids)
+            if args.database_url:
+                # The next server shares this database, and its queue must start empty.
+                console.log("   cancelling the submitted jobs")
+                load("cancel", 0, submit.job_ids)
+    return health, submit, status
+
+
+def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
+    h, s, st, lat = outcome.health, outcome.submit, outcome.status, outcome.latency
+    ratio = s.per_s / h.per_s if h.per_s else 0.0
+    recorded_p50 = percentile(lat.recorded_ms, 50)
+    return {
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "grpcio": grpc.__version__},
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": {"clients": args.clients, "client_processes": args.processes,
+                   "requests_per_client": args.requests_per_client,
+                   "latency_jobs": args.latency_jobs,
+                   "database": "postgresql" if args.database_url else "sqlite"},
+        "health_calls_per_s": round(h.per_s, 1),
+        "health_p50_ms": round(h.p50_ms, 2),
+        "health_p99_ms": round(h.p99_ms, 2),
+        "submit_per_s": round(s.per_s, 1),
+        "submit_p50_ms": round(s.p50_ms, 2),
+        "submit_p99_ms": round(s.p99_ms, 2),
+        "status_per_s": round(st.per_s, 1),
+        "status_p50_ms": round(st.p50_ms, 2),
+        "status_p99_ms": round(st.p99_ms, 2),
+        "submit_to_running_p50_ms": round(recorded_p50, 2),
+        "submit_to_running_p99_ms": round(percentile(lat.recorded_ms, 99), 2),
+        "submit_call_to_running_p50_ms": round(percentile(lat.observed_ms, 50), 2),
+        "submit_call_to_running_p99_ms": round(percentile(lat.observed_ms, 99), 2),
+        "counts": {"health_calls": h.calls, "submits": s.calls, "status_calls": st.calls,
+                   "latency_jobs": lat.jobs,
+                   "errors": h.errors + s.errors + st.errors + lat.failures},
+        "ratios": {"submit_vs_health": round(ratio, 3)},
+        "goals": {
+            "submit_vs_health_at_least": {"target": GOAL_SUBMIT_VS_HEALTH,
+                                          "value": round(ratio, 3),
+                                          "pass": ratio >= GOAL_SUBMIT_VS_HEALTH},
+            "submit_to_running_p50_ms_at_most": {
+                "target": GOAL_SUBMIT_TO_RUNNING_P50_MS, "value": round(recorded_p50, 2),
+                "pass": recorded_p50 <= GOAL_SUBMIT_TO_RUNNING_P50_MS},
+        },
+    }
+
+
+def render(outcome: Outcome, results: dict[str, Any]) -> None:
+    table = Table(title=f"Trainyard submit benchmark ({results['config']['database']}, "
+                        f"{results['config']['clients']} clients)")
+    for col in ("figure", "rate /s", "p50 ms", "p99 ms", "calls", "errors"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for name, f in (("a. health check (ceiling)", outcome.health),
+                    ("b. durable submit (Train)", outcome.submit),
+                    ("c. status (GetTrainingStatus)", outcome.status)):
+        table.add_row(name, f"{f.per_s:,.0f}", f"{f.p50_ms:.2f}", f"{f.p99_ms:.2f}",
+                      str(f.calls), str(f.errors))
+    lat = outcome.latency
+    for name, values in (("d. submit->RUNNING (recorded)", lat.recorded_ms),
+                         ("   submit call->RUNNING (observed)", lat.observed_ms)):
+        table.add_row(name, "", f"{percentile(values, 50):.2f}",
+                      f"{percentile(values, 99):.2f}", str(len(values)), str(lat.failures))
+    table.add_section()
+    labels = {"submit_vs_health_at_least": "goal: submits/s >= {target:.0%} of health/s",
+              "submit_to_running_p50_ms_at_most": "goal: submit->RUNNING p50 <= {target:g} ms"}
+    for key, goal in results["goals"].items():
+        mark = "[green]pass[/]" if goal["pass"] else "[red]miss[/]"
+        value = (f"{goal['value']:.0%}" if key.startswith("submit_vs")
+                 else f"{goal['value']:.2f} ms")
+        table.add_row(labels[key].format(target=goal["target"]), value, mark)
+    console.print(table)
+    for name, f in (("health", outcome.health), ("submit", outcome.submit),
+                    ("status", outcome.status)):
+        if f.errors:
+            console.print(f"[yellow]{name}: {f.errors} errors, first: {f.first_error}[/]")
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--clients", type=int, default=32, help="concurrent clients (threads)")
+    p.add_argument("--processes", type=int, default=4,
+                   help="client processes the clients are spread over")
+    p.add_argument("--requests-per-client", type=int, default=60,
+                   help="calls per client in each load phase")
+    p.add_argument("--latency-jobs", type=int, default=100,
+                   help="trivial jobs for submit->RUNNING")
+    p.add_argument("--phase-seconds", type=float, default=30.0,
+                   help="wall-clock cap of each phase")
+    p.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
+    p.add_argument("--database-url", default="",
+                   help="postgresql://... to benchmark PostgreSQL instead of SQLite; "
+                        "the database must hold no unfinished jobs")
+    args = p.parse_args(argv)
+    if args.clients < 1 or args.processes < 1 or args.requests_per_client < 1:
+        p.error("--clients, --processes and --requests-per-client must be at least 1")
+    args.processes = min(args.processes, args.clients)
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    outcome = run(args)
+    results = results_dict(outcome, args)
+    render(outcome, results)
+    write_json(results, args.json)
+    console.print(f"results: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

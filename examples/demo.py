@@ -1,0 +1,325 @@
+"""End to end: start a Trainyard server, register the digits dataset, run a learning-rate
+sweep of examples/trainer.py on it, follow the jobs live and compare the results.
+
+Run from the repository root: `make demo` (or `.venv/bin/python examples/demo.py`).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Column, Table
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+from trainyard.client import Client, JobStatus, TrainSpec, TrainyardError
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_DIR = REPO / ".trainyard-demo"
+TRAINER = REPO / "examples" / "trainer.py"
+LEARNING_RATES = ("0.01", "0.05", "0.1", "0.5")
+EPOCHS = 15
+SWEEP_LABEL = "digits-lr"
+SERVER_START_TIMEOUT = 30.0
+SWEEP_TIMEOUT = 300.0
+CANCEL_TIMEOUT = 20.0
+POLL_INTERVAL = 0.3
+UNFINISHED = ["WAITING", "LAUNCHING", "RUNNING", "PREEMPTED"]
+STATE_STYLE = {"WAITING": "yellow", "LAUNCHING": "cyan", "RUNNING": "blue",
+               "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "magenta",
+               "PREEMPTED": "yellow"}
+
+console = Console()
+
+
+class DemoError(Exception):
+    """A step of the demo that cannot go on; the message says why."""
+
+
+def styled(state: str) -> str:
+    return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
+
+
+# --- the server ------------------------------------------------------------------------------
+
+def start_server(demo_dir: Path) -> subprocess.Popen[bytes]:
+    # Its own session: Ctrl-C reaches only the demo, which then shuts things down in order.
+    with (demo_dir / "server.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+             "--port-file", str(demo_dir / "port"), "--data-dir", str(demo_dir),
+             "--max-concurrent", "2"],
+            cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_for_port(server: subprocess.Popen[bytes], demo_dir: Path) -> int:
+    port_file = demo_dir / "port"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if port_file.exists():
+            return int(port_file.read_text())
+        if server.poll() is not None:
+            raise DemoError(f"the server exited with status {server.returncode}; "
+                            f"{demo_dir / 'server.log'} ends with:\n"
+                            f"{log_tail(demo_dir / 'server.log')}")
+        time.sleep(0.1)
+    raise DemoError(f"the server wrote no port file within {SERVER_START_TIMEOUT:.0f}s; "
+                    f"{demo_dir / 'server.log'} ends with:\n{log_tail(demo_dir / 'server.log')}")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def cancel_unfinished(client: Client) -> None:
+    """Cancel jobs still queued or running, so none outlives the demo's server."""
+    try:
+        jobs, _ = client.list_jobs(states=UNFINISHED)
+        for job in jobs:
+            client.cancel(job.job_id)
+        deadline = time.monotonic() + CANCEL_TIMEOUT
+        while jobs and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+            jobs, _ = client.list_jobs(states=UNFINISHED)
+    except TrainyardError as exc:
+        console.print(f"[red]could not cancel the remaining jobs[/]: {exc}")
+
+
+# --- dataset and sweep -----------------------------------------------------------------------
+
+def write_digits(directory: Path) -> None:
+    """train.csv and test.csv: the label, then the 64 pixel values (0..16) per row."""
+    digits = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(
+        digits.data.astype(np.int64), digits.target, test_size=0.2, random_state=0,
+        stratify=digits.target)
+    for name, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
+        np.savetxt(directory / f"{name}.csv", np.column_stack([y, x]), fmt="%d", delimiter=",")
+
+
+def register_digits(client: Client) -> str:
+    with tempfile.TemporaryDirectory(prefix="trainyard-digits-") as staging:
+        write_digits(Path(staging))
+        dataset = client.register_dataset("digits", staging)
+    console.print(f"registered dataset [bold]digits:{dataset.version[:12]}[/] "
+                  f"({dataset.file_count} files, {dataset.size_bytes / 1024:.0f} KiB)")
+    return dataset.version
+
+
+def submit_sweep(client: Client, dataset_version: str) -> dict[str, str]:
+    """Submit one job per learning rate; returns job id -> learning rate."""
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(TRAINER))}"
+    jobs: dict[str, str] = {}
+    for lr in LEARNING_RATES:
+        submitted = client.train(TrainSpec(
+            name=f"digits-lr-{lr}", command=command, dataset=f"digits:{dataset_version}",
+            hyperparameters={"LR": lr, "EPOCHS": str(EPOCHS), "SEED": "0"},
+            labels={"sweep": SWEEP_LABEL}))
+        jobs[submitted.job_id] = lr
+    console.print(f"submitted {len(jobs)} jobs (labels sweep={SWEEP_LABEL}), "
+                  "at most 2 run at once")
+    return jobs
+
+
+# --- live progress ---------------------------------------------------------------------------
+
+def epochs_done(st: JobStatus) -> int:
+    if st.state == "SUCCEEDED":
+        return EPOCHS
+    return max((int(m["step"]) for m in st.metrics.values()), default=0)
+
+
+def progress_info(st: JobStatus) -> str:
+    if st.state == "WAITING" and st.pending_reason:
+        return st.pending_reason["message"]
+    if st.state in ("FAILED", "CANCELLED"):
+        return st.message
+    shown = [f"{label} {st.metrics[key]['value']:.3f}"
+             for key, label in (("loss", "loss"), ("test_accuracy", "test acc"))
+             if key in st.metrics]
+    return "  ".join(shown)
+
+
+def update_task(bar: Progress, task: TaskID, st: JobStatus) -> None:
+    # The elapsed clock runs only while the job holds a slot.
+    started = bar.tasks[task].started
+    if st.state in ("LAUNCHING", "RUNNING") and not started:
+        bar.start_task(task)
+    bar.update(task, completed=epochs_done(st), state=styled(st.state), info=progress_info(st))
+    if st.is_final and started:
+        bar.stop_task(task)
+
+
+def follow(client: Client, jobs: dict[str, str]) -> dict[str, JobStatus]:
+    columns = (TextColumn("{task.description}"), TextColumn("{task.fields[state]}"),
+               BarColumn(bar_width=12), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[info]}",
+                          table_column=Column(no_wrap=True, overflow="ellipsis")))
+    statuses: dict[str, JobStatus] = {}
+    with Progress(*columns, console=console) as bar:
+        tasks = {job_id: bar.add_task(f"LR={lr}", total=EPOCHS, start=False,
+                                      state=styled("WAITING"), info="")
+                 for job_id, lr in jobs.items()}
+        deadline = time.monotonic() + SWEEP_TIMEOUT
+        while True:
+            for job_id, task in tasks.items():
+                statuses[job_id] = client.status(job_id)
+                update_task(bar, task, statuses[job_id])
+            if all(st.is_final for st in statuses.values()):
+                return statuses
+            if time.monotonic() > deadline:
+                raise DemoError(f"the sweep did not finish within {SWEEP_TIMEOUT:.0f}s")
+            time.sleep(POLL_INTERVAL)
+
+
+# --- results ---------------------------------------------------------------------------------
+
+def run_seconds(st: JobStatus) -> float | None:
+    """From the last start of the process to the job's final state."""
+    starts = [t.time for t in st.transitions if t.to_state == "RUNNING" and t.time]
+    end = st.transitions[-1].time if st.transitions and st.is_final else None
+    if not starts or end is None:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(starts[-1])).total_seconds()
+
+
+def metric(st: JobStatus, key: str) -> float | None:
+    return float(st.metrics[key]["value"]) if key in st.metrics else None
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def best_run(statuses: dict[str, JobStatus]) -> JobStatus | None:
+    done = [st for st in statuses.values()
+            if st.state == "SUCCEEDED" and st.model and metric(st, "test_accuracy") is not None]
+    return max(done, key=lambda st: metric(st, "test_accuracy") or 0.0, default=None)
+
+
+def results_table(statuses: dict[str, JobStatus], best: JobStatus | None) -> Table:
+    table = Table(title="digits: learning-rate sweep", show_edge=False)
+    for name in ("job", "LR", "state", "loss", "train acc", "test acc", "time"):
+        table.add_column(name, justify="left" if name in ("job", "state") else "right")
+    for st in sorted(statuses.values(), key=lambda st: float(st.spec["hyperparameters"]["LR"])):
+        table.add_row(
+            st.job_id, st.spec["hyperparameters"]["LR"], styled(st.state),
+            fmt(metric(st, "loss"), ".4f"), fmt(metric(st, "train_accuracy"), ".4f"),
+            fmt(metric(st, "test_accuracy"), ".4f"), fmt(run_seconds(st), ".1f") + "s",
+            style="bold" if st is best else None)
+    return table
+
+
+def model_dir(uri: str) -> Path:
+    return Path(url2pathname(urlparse(uri).path))
+
+
+def report(client: Client, statuses: dict[str, JobStatus]) -> None:
+    best = best_run(statuses)
+    console.print(results_table(statuses, best))
+    for st in statuses.values():
+        if st.state != "SUCCEEDED":
+            logs = b"".join(client.logs(st.job_id)).decode(errors="replace").splitlines()
+            console.print(f"[red]{st.job_id} {st.state}[/]: {st.message}; its log ends with:")
+            console.print("\n".join(logs[-10:]), markup=False, highlight=False)
+    if best is not None and best.model is not None:
+        model = best.model
+        console.print(f"best: [bold]{best.name}[/] (test accuracy "
+                      f"{metric(best, 'test_accuracy'):.4f}); model {model['model_name']} "
+                      f"v{model['version']} ({model['content_hash'][:12]}) is in")
+        console.print(f"  {model_dir(model['uri'])}", highlight=False, soft_wrap=True)
+
+
+# --- putting it together ---------------------------------------------------------------------
+
+def run_demo(client: Client) -> bool:
+    version = register_digits(client)
+    jobs = submit_sweep(client, version)
+    statuses = follow(client, jobs)
+    report(client, statuses)
+    return all(st.state == "SUCCEEDED" for st in statuses.values())
+
+
+@contextmanager
+def demo_server() -> Iterator[Client]:
+    """A fresh server on a free port, stopped (with its jobs) however the block ends."""
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    DEMO_DIR.mkdir()
+    server = start_server(DEMO_DIR)
+    client: Client | None = None
+    try:
+        port = wait_for_port(server, DEMO_DIR)
+        console.print(f"trainyard server on 127.0.0.1:{port} "
+                      f"(data and logs in {DEMO_DIR.relative_to(REPO)}/)")
+        client = Client(f"127.0.0.1:{port}")
+        yield client
+    finally:
+        # A second Ctrl-C must not leave the server or a job behind.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if client is not None:
+            cancel_unfinished(client)
+            client.close()
+        stop_server(server)
+
+
+def on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # run the same cleanup as Ctrl-C
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, on_sigterm)
+    started = time.monotonic()
+    try:
+        with demo_server() as client:
+            ok = run_demo(client)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: stopped the jobs and the server")
+        return 130
+    except (DemoError, TrainyardError) as exc:
+        console.print(f"[red]demo failed[/]: {exc}", highlight=False)
+        return 1
+    console.print(f"{'all jobs succeeded' if ok else '[red]some jobs did not succeed[/]'} "
+                  f"in {time.monotonic() - started:.1f}s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Shared fixtures: real SQLite and PostgreSQL stores, a real server on loopback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.postgres import ThrowawayPostgres, find_bindir
+from trainyard.client import Client
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.db import Database, open_database, sqlite_url
+from trainyard.tracker import TrackerConfig
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+DIALECTS = ["sqlite", "postgresql"]
+
+
+def missing(component: str) -> None:
+    """Skip locally, but fail under CI, where every real component must be present."""
+    if IN_CI:
+        pytest.fail(f"{component} is required under CI=true but is not available")
+    pytest.skip(f"{component} is not available")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[ThrowawayPostgres | None]:
+    bindir = find_bindir()
+    if bindir is None:
+        yield None
+        return
+    pg = ThrowawayPostgres(bindir)
+    pg.start()
+    try:
+        yield pg
+    finally:
+        pg.stop()
+
+
+@pytest.fixture(params=DIALECTS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path,
+                 postgres: ThrowawayPostgres | None) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path)
+    if postgres is None:
+        missing("PostgreSQL (initdb/pg_ctl)")
+        raise AssertionError("unreachable")
+    return postgres.new_database()
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    database = open_database(database_url)
+    yield database
+    database.close()
+
+
+def start_server(tmp_path: Path, database_url: str = "", **tracker: object) -> TrainyardServer:
+    config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url, port=0,
+                          tracker=TrackerConfig(**tracker))  # type: ignore[arg-type]
+    server = TrainyardServer(config)
+    server.start()
+    return server
+
+
+@pytest.fixture
+def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
+    srv = start_server(tmp_path, database_url, max_concurrent=2, cancel_grace=2.0)
+    yield srv
+    srv.stop(grace=0)
+
+
+@pytest.fixture
+def client(server: TrainyardServer) -> Iterator[Client]:
+    with Client(f"127.0.0.1:{server.port}", timeout=20) as c:
+        yield c

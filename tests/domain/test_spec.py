@@ -1,0 +1,55 @@
+from dataclasses import replace
+
+import pytest
+
+from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources, validate_spec
+
+GOOD = JobSpec(name="train-1", command="python train.py", hyperparameters={"LR": "0.1"},
+               dataset=DatasetRef("digits", "a" * 64), labels={"team": "vision"})
+
+BAD = [
+    ("name", replace(GOOD, name=""), "must not be empty"),
+    ("name", replace(GOOD, name="has space"), "letters"),
+    ("name", replace(GOOD, name="x" * 200), "128"),
+    ("command", replace(GOOD, command="  "), "must not be empty"),
+    ("command", replace(GOOD, command="a\x00b"), "NUL"),
+    ("image", replace(GOOD, image="busybox"), "Docker"),
+    ("resources.cpus", replace(GOOD, resources=Resources(cpus=-1)), "positive"),
+    ("resources.cpus", replace(GOOD, resources=Resources(cpus=float("nan"))), "positive"),
+    ("resources.cpus", replace(GOOD, resources=Resources(cpus=100000)), "limit"),
+    ("resources.memory_mb", replace(GOOD, resources=Resources(memory_mb=-5)), "positive"),
+    ("resources.memory_mb", replace(GOOD, resources=Resources(memory_mb=10**12)), "limit"),
+    ("resources.gpus", replace(GOOD, resources=Resources(gpus=-1)), "negative"),
+    ("resources.gpus", replace(GOOD, resources=Resources(gpus=1000)), "limit"),
+    ("queue", replace(GOOD, queue="no/slash"), "queue"),
+    ("priority", replace(GOOD, priority=10**9), "between"),
+    ("dataset.name", replace(GOOD, dataset=DatasetRef("", "a" * 64)), "empty"),
+    ("dataset.version", replace(GOOD, dataset=DatasetRef("digits", "abc")), "64-character"),
+    ("hyperparameters.1LR", replace(GOOD, hyperparameters={"1LR": "x"}),
+     "environment variable"),
+    ("hyperparameters.MY-LR", replace(GOOD, hyperparameters={"MY-LR": "x"}),
+     "environment variable"),
+    ("hyperparameters.JOB_ID", replace(GOOD, hyperparameters={"JOB_ID": "x"}), "reserved"),
+    ("hyperparameters.MODEL_SAVE_PATH", replace(GOOD, hyperparameters={"MODEL_SAVE_PATH": "/"}),
+     "reserved"),
+    ("hyperparameters.PATH", replace(GOOD, hyperparameters={"PATH": "/"}), "PATH"),
+    ("hyperparameters.TRAINYARD_X", replace(GOOD, hyperparameters={"TRAINYARD_X": "1"}),
+     "reserved"),
+    ("labels.bad key", replace(GOOD, labels={"bad key": "v"}), "key"),
+]
+
+
+def test_a_sound_spec_passes() -> None:
+    validate_spec(GOOD)
+    validate_spec(replace(GOOD, dataset=None, hyperparameters={}, labels={}))
+
+
+@pytest.mark.parametrize(("field", "spec", "words"), BAD, ids=[f"{b[0]}:{i}" for i, b in
+                                                                enumerate(BAD)])
+def test_each_bad_field_is_named(field: str, spec: JobSpec, words: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        validate_spec(spec)
+    assert info.value.field == field
+    assert words in info.value.problem
+    assert str(info.value).startswith(field + ":")

@@ -1,0 +1,119 @@
+"""The local-process executor against real processes."""
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase, describe_exit
+from trainyard.executors.local import LocalExecutor
+
+
+def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1) -> LaunchRequest:
+    work = tmp_path / f"work-{attempt}"
+    work.mkdir(exist_ok=True)
+    return LaunchRequest(job_id="job1", attempt=attempt, handle=ex.handle_for("job1", attempt),
+                         command=command, env={"PATH": os.environ["PATH"], "GREETING": "hi"},
+                         workdir=work, log_path=tmp_path / f"log-{attempt}")
+
+
+def wait_for(ex: LocalExecutor, handle: str, phases: set[Phase],
+             timeout: float = 10) -> Observation:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        obs = ex.poll(handle)
+        if obs.phase in phases:
+            return obs
+        time.sleep(0.02)
+    raise AssertionError(f"{handle} never reached {phases}; last {obs}")
+
+
+def until(check: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_runs_in_its_workdir_with_its_env_and_records_the_exit(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    exited: list[str] = []
+    ex.set_exit_listener(exited.append)
+    req = request(tmp_path, ex, 'echo "$GREETING from $(pwd)"; echo oops >&2; exit 3')
+    ex.launch(req)
+    obs = wait_for(ex, req.handle, {Phase.EXITED})
+    assert obs.exit_code == 3
+    until(lambda: exited == [req.handle])
+    assert req.log_path.read_text().splitlines() == [f"hi from {req.workdir}", "oops"]
+
+
+def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, "true")
+    ex.launch(req)
+    with pytest.raises(LaunchError, match="already launched"):
+        ex.launch(req)
+
+
+def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    # The job ignores TERM and starts a grandchild; both must die.
+    req = request(tmp_path, ex, "trap '' TERM; sleep 60 & echo $! > child.pid; wait; sleep 60")
+    ex.launch(req)
+    wait_for(ex, req.handle, {Phase.RUNNING})
+    until(lambda: (req.workdir / "child.pid").exists() and
+          (req.workdir / "child.pid").read_text().strip() != "")
+    child = int((req.workdir / "child.pid").read_text())
+    ex.cancel(req.handle, grace_seconds=1.5)
+    time.sleep(0.3)
+    assert ex.poll(req.handle).phase is Phase.RUNNING  # TERM ignored, the grace not yet over
+    obs = wait_for(ex, req.handle, {Phase.LOST, Phase.EXITED})
+    assert obs.phase is Phase.LOST  # KILLed with its wrapper: no exit status recorded
+    until(lambda: not Path(f"/proc/{child}").exists() or
+          Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"))
+
+
+def test_a_job_that_stops_on_term_has_its_status_recorded(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, "sleep 60")
+    ex.launch(req)
+    wait_for(ex, req.handle, {Phase.RUNNING})
+    ex.cancel(req.handle, grace_seconds=30)
+    obs = wait_for(ex, req.handle, {Phase.EXITED, Phase.LOST})
+    assert obs == Observation(Phase.EXITED, exit_code=143)
+
+
+def test_a_new_executor_adopts_a_running_job_and_sees_it_end(tmp_path: Path) -> None:
+    first = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, first, "sleep 0.5; exit 7")
+    first.launch(req)
+    wait_for(first, req.handle, {Phase.RUNNING})
+    restarted = LocalExecutor(tmp_path / "state")  # what a restarted service builds
+    ended: list[str] = []
+    restarted.set_exit_listener(ended.append)
+    assert restarted.adopt(req.handle).phase is Phase.RUNNING
+    until(lambda: ended == [req.handle])
+    assert restarted.poll(req.handle) == Observation(Phase.EXITED, exit_code=7)
+
+
+def test_unknown_handle_is_lost(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    obs = ex.adopt(ex.handle_for("ghost", 1))
+    assert obs.phase is Phase.LOST and "never started" in obs.message
+
+
+def test_a_recycled_pid_is_not_mistaken_for_the_job(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    handle = ex.handle_for("job9", 1)
+    (tmp_path / "state" / handle).mkdir(parents=True)
+    (tmp_path / "state" / handle / "pid").write_text(f"{os.getpid()}\n")  # alive, not ours
+    assert ex.poll(handle).phase is Phase.LOST
+
+
+def test_exit_descriptions() -> None:
+    assert describe_exit(0) == "exited with code 0"
+    assert describe_exit(2) == "exited with code 2"
+    assert describe_exit(137) == "killed by SIGKILL (possibly out of memory), exit code 137"
+    assert describe_exit(143) == "killed by SIGTERM, exit code 143"

@@ -1,0 +1,44 @@
+from trainyard.scheduler import FifoPolicy, PendingJob, RunningJob, Snapshot
+from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
+
+
+def pending(*seqs: int) -> list[PendingJob]:
+    return [PendingJob(f"j{s}", "default", 0, s) for s in seqs]
+
+
+def running(n: int) -> list[RunningJob]:
+    return [RunningJob(f"r{i}", "default") for i in range(n)]
+
+
+def test_admits_in_submit_order_up_to_the_free_slots() -> None:
+    snap = Snapshot(pending=pending(5, 2, 9, 3), running=running(1), max_concurrent=3, now=0)
+    decisions = FifoPolicy().schedule(snap)
+    assert decisions.admit == ("j2", "j3")
+    assert set(decisions.pending) == {"j5", "j9"}
+
+
+def test_priority_does_not_reorder_fifo() -> None:
+    jobs = [PendingJob("late", "default", 100, 2), PendingJob("early", "default", 0, 1)]
+    decisions = FifoPolicy().schedule(Snapshot(jobs, [], max_concurrent=1, now=0))
+    assert decisions.admit == ("early",)
+
+
+def test_every_waiting_job_gets_a_reason_with_its_place() -> None:
+    snap = Snapshot(pending=pending(1, 2, 3), running=running(2), max_concurrent=2, now=0)
+    decisions = FifoPolicy().schedule(snap)
+    assert decisions.admit == ()
+    reasons = decisions.pending
+    assert {r.code for r in reasons.values()} == {GLOBAL_CONCURRENCY_LIMIT}
+    assert reasons["j1"].message == "all 2 job slots are in use (2 running or launching)."
+    assert "1 waiting job is ahead" in reasons["j2"].message
+    assert "2 waiting jobs are ahead" in reasons["j3"].message
+
+
+def test_over_full_cluster_admits_nothing() -> None:
+    snap = Snapshot(pending=pending(1), running=running(5), max_concurrent=2, now=0)
+    assert FifoPolicy().schedule(snap).admit == ()
+
+
+def test_empty_snapshot() -> None:
+    decisions = FifoPolicy().schedule(Snapshot([], [], max_concurrent=4, now=0))
+    assert decisions.admit == () and decisions.pending == {}

@@ -1,0 +1,132 @@
+"""The tracker, one pass at a time (no background thread), on both dialects."""
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete
+
+from trainyard.domain.spec import DatasetRef, JobSpec
+from trainyard.domain.states import JobState
+from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
+from trainyard.store.schema import dataset_versions
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.tracker import TrackerConfig
+
+
+@pytest.fixture
+def stack(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
+    srv = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", database_url=database_url,
+                                       tracker=TrackerConfig(max_concurrent=1)))
+    yield srv
+    srv.db.close()
+
+
+def settle(srv: TrainyardServer, job_id: str, timeout: float = 15) -> JobState:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        srv.tracker.run_once()
+        state = srv.jobs.get(job_id).state
+        if state.is_final():
+            return state
+        time.sleep(0.02)
+    raise AssertionError(f"{job_id} still {state}")
+
+
+def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer) -> None:
+    ids = [stack.service.train(JobSpec(name=f"j{i}", command="sleep 5"))[0] for i in range(3)]
+    stack.tracker.run_once()
+    states = [stack.jobs.get(i).state for i in ids]
+    assert states == [JobState.RUNNING, JobState.WAITING, JobState.WAITING]
+    second = stack.service.status(ids[1])
+    assert second.queue_position == 1
+    assert second.job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+    assert "all 1 job slot is in use" in second.job.pending_message
+    assert "1 waiting job is ahead" in stack.jobs.get(ids[2]).pending_message
+    for job_id in ids:
+        stack.service.cancel(job_id)
+    assert settle(stack, ids[0]) is JobState.CANCELLED
+
+
+def test_success_collects_metrics_and_the_model(stack: TrainyardServer) -> None:
+    command = (
+        'printf \'{"step": 1, "loss": 0.9}\\nnot json\\n{"step": 2, "loss": 0.4, "acc": 0.8}\\n\''
+        ' >> "$METRICS_PATH"; echo "$LR" > "$MODEL_SAVE_PATH/weights.txt"'
+    )
+    job_id, _ = stack.service.train(JobSpec(name="model-a", command=command,
+                                            hyperparameters={"LR": "0.3"}))
+    assert settle(stack, job_id) is JobState.SUCCEEDED
+    status = stack.service.status(job_id)
+    assert status.job.exit_code == 0 and status.job.malformed_metric_lines == 1
+    assert status.latest_metrics == {"loss": (0.4, 2), "acc": (0.8, 2)}
+    model = status.model
+    assert model is not None and (model.model_name, model.version) == ("model-a", 1)
+    stored = Path(model.uri.removeprefix("file://"))
+    assert (stored / "weights.txt").read_text() == "0.3\n"
+    assert [e.to_state for e in status.events] == [
+        JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING, JobState.SUCCEEDED]
+    # A second run of the same name is the model's next version.
+    again, _ = stack.service.train(JobSpec(name="model-a", command=command,
+                                           hyperparameters={"LR": "0.5"}))
+    settle(stack, again)
+    assert stack.service.status(again).model.version == 2  # type: ignore[union-attr]
+
+
+def test_failure_records_the_exit_code(stack: TrainyardServer) -> None:
+    job_id, _ = stack.service.train(JobSpec(name="bad", command="echo boom >&2; exit 4"))
+    assert settle(stack, job_id) is JobState.FAILED
+    job = stack.jobs.get(job_id)
+    assert job.exit_code == 4 and job.message == "exited with code 4"
+    logs = b"".join(d for _, d in stack.service.logs(job_id, follow=False, offset=0,
+                                                      is_active=lambda: True))
+    assert logs == b"boom\n"
+
+
+def test_contract_environment(stack: TrainyardServer, tmp_path: Path) -> None:
+    data = tmp_path / "ds"
+    data.mkdir()
+    (data / "x.csv").write_text("1,2\n")
+    record, _ = stack.service.register_dataset("toy", str(data))
+    command = ('cat "$TRAINING_DATA_PATH/x.csv" > "$MODEL_SAVE_PATH/seen"; env > '
+               '"$MODEL_SAVE_PATH/env"; touch "$TRAINING_DATA_PATH/new" 2>/dev/null; true')
+    spec = JobSpec(name="env", command=command, hyperparameters={"LR": "0.1", "EPOCHS": "2"},
+                   dataset=DatasetRef("toy", record.version))
+    job_id, _ = stack.service.train(spec)
+    assert settle(stack, job_id) is JobState.SUCCEEDED
+    stored = Path(stack.service.status(job_id).model.uri.removeprefix("file://"))  # type: ignore[union-attr]
+    env = dict(line.split("=", 1) for line in (stored / "env").read_text().splitlines()
+               if "=" in line)
+    paths = stack.workspace.attempt(job_id, 1)
+    assert env["JOB_ID"] == job_id
+    assert env["TRAINING_DATA_PATH"] == record.path
+    assert env["MODEL_SAVE_PATH"] == str(paths.model_dir)
+    assert env["METRICS_PATH"] == str(paths.metrics_path)
+    assert env["CHECKPOINT_PATH"] == str(paths.checkpoint_dir)
+    assert env["HYPERPARAMETERS"] == '{"EPOCHS": "2", "LR": "0.1"}'
+    assert env["LR"] == "0.1" and env["EPOCHS"] == "2"
+    assert (stored / "seen").read_text() == "1,2\n"
+    assert not (Path(record.path) / "new").exists() or Path(record.path).stat().st_mode & 0o222 == 0
+
+
+def test_cancel_running_job_ends_cancelled(stack: TrainyardServer) -> None:
+    job_id, _ = stack.service.train(JobSpec(name="long", command="sleep 60"))
+    stack.tracker.run_once()
+    assert stack.jobs.get(job_id).state is JobState.RUNNING
+    assert stack.service.cancel(job_id) is JobState.RUNNING
+    assert settle(stack, job_id) is JobState.CANCELLED
+    assert stack.jobs.get(job_id).message.startswith("cancelled by request")
+
+
+def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServer,
+                                                           tmp_path: Path) -> None:
+    data = tmp_path / "ds"
+    data.mkdir()
+    (data / "a").write_text("a")
+    record, _ = stack.service.register_dataset("gone", str(data))
+    job_id, _ = stack.service.train(JobSpec(name="j", command="true",
+                                            dataset=DatasetRef("gone", record.version)))
+    with stack.db.write() as conn:
+        conn.execute(delete(dataset_versions))
+    assert settle(stack, job_id) is JobState.FAILED
+    assert "launch failed: dataset gone:" in stack.jobs.get(job_id).message
