@@ -192,9 +192,10 @@ def follow(client: Client, jobs: dict[str, str]) -> dict[str, JobStatus]:
     columns = (TextColumn("{task.description}"), TextColumn("{task.fields[state]}"),
                BarColumn(bar_width=12), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[info]}",
-                          table_column=Column(no_wrap=True, overflow="ellipsis")))
+                          table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")))
     statuses: dict[str, JobStatus] = {}
-    with Progress(*columns, console=console) as bar:
+    # expand: the info column takes what is left of the line, the others keep their width.
+    with Progress(*columns, console=console, expand=True) as bar:
         tasks = {job_id: bar.add_task(f"LR={lr}", total=EPOCHS, start=False,
                                       state=styled("WAITING"), info="")
                  for job_id, lr in jobs.items()}
@@ -262,9 +263,10 @@ def report(client: Client, statuses: dict[str, JobStatus]) -> None:
             console.print("\n".join(logs[-10:]), markup=False, highlight=False)
     if best is not None and best.model is not None:
         model = best.model
-        console.print(f"best: [bold]{best.name}[/] (test accuracy "
-                      f"{metric(best, 'test_accuracy'):.4f}); model {model['model_name']} "
-                      f"v{model['version']} ({model['content_hash'][:12]}) is in")
+        console.print(f"best run: [bold]{best.name}[/] "
+                      f"(test accuracy {metric(best, 'test_accuracy'):.4f})")
+        console.print(f"its model {model['model_name']} v{model['version']} "
+                      f"(content {model['content_hash'][:12]}) is stored in")
         console.print(f"  {model_dir(model['uri'])}", highlight=False, soft_wrap=True)
 
 

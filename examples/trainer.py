@@ -132,9 +132,9 @@ def save_model(params: Params, config: Config, test_acc: float) -> Path:
     for i, (w, b) in enumerate(params):
         arrays[f"w{i}"], arrays[f"b{i}"] = w, b
     np.savez(out / "weights.npz", **arrays)
+    # No job id or time in here: the same run gives byte-identical files, so the same hash.
     meta = {"model": "mlp", "layers": [params[0][0].shape[0], *(w.shape[1] for w, _ in params)],
-            "hyperparameters": asdict(config), "test_accuracy": test_acc,
-            "job_id": runtime.job_id()}
+            "hyperparameters": asdict(config), "test_accuracy": test_acc}
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
     return out
 

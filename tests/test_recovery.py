@@ -1,0 +1,100 @@
+"""SIGKILL the server while jobs wait and run; a restart loses nothing and runs nothing twice."""
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.serverproc import ServerProcess
+from trainyard.client import Client, TrainSpec
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState
+from trainyard.server import ServerConfig, TrainyardServer
+
+
+def wait_until(check, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_crash_mid_run_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
+                                                            database_url: str) -> None:
+    ran = tmp_path / "ran.log"
+    url = "" if database_url.startswith("sqlite") else database_url
+    server = ServerProcess(tmp_path / "data", url, max_concurrent=2).start()
+    try:
+        client = Client(server.address)
+
+        def job(name: str, body: str) -> str:
+            command = f'echo "$JOB_ID" >> {ran}; {body}'
+            return client.train(TrainSpec(name=name, command=command)).job_id
+
+        ends_while_down = job("ends-while-down", "sleep 0.5; exit 3")
+        outlives_crash = job("outlives-crash", "sleep 4")
+        waiting = [job(f"waiting-{i}", "sleep 0.2") for i in range(4)]
+        wait_until(lambda: client.status(outlives_crash).state == "RUNNING"
+                   and client.status(ends_while_down).state == "RUNNING", what="two running")
+        assert all(client.status(j).state == "WAITING" for j in waiting)
+        server.kill()
+        client.close()
+
+        time.sleep(1.0)  # the first job ends while no service watches it
+        server.start()
+        client = Client(server.address)
+        everything = [ends_while_down, outlives_crash, *waiting]
+        wait_until(lambda: all(client.status(j).is_final for j in everything), timeout=60,
+                   what="every job final")
+
+        down = client.status(ends_while_down)
+        assert down.state == "FAILED" and down.exit_code == 3
+        assert "while the service was down" in down.message
+        assert client.status(outlives_crash).state == "SUCCEEDED"
+        assert [client.status(j).state for j in waiting] == ["SUCCEEDED"] * 4
+
+        runs = Counter(ran.read_text().split())
+        assert runs == Counter(everything), "a job ran twice or not at all"
+        for job_id in everything:
+            launches = [t for t in client.status(job_id).transitions if t.to_state == "LAUNCHING"]
+            assert len(launches) == 1
+        # Waiting jobs kept their submit order through the crash.
+        started = [client.status(j).transitions[1].time for j in waiting]
+        assert started == sorted(started)
+        client.close()
+    finally:
+        server.stop()
+
+
+def test_crash_between_launching_and_launch_is_failed_not_rerun(tmp_path: Path,
+                                                                database_url: str) -> None:
+    config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url)
+    first = TrainyardServer(config)
+    job_id, _ = first.service.train(JobSpec(name="x", command="true"))
+    # The tracker wrote LAUNCHING with its handle, then the process died before launching.
+    first.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                          attempt=1, executor="local",
+                          handle=first.tracker.executor.handle_for(job_id, 1))
+    first.db.close()
+    second = TrainyardServer(config)
+    try:
+        second.tracker.recover()
+        job = second.jobs.get(job_id)
+        assert job.state is JobState.FAILED
+        assert "never started" in job.message
+    finally:
+        second.db.close()
+
+
+def test_graceful_stop_leaves_jobs_running_for_the_next_start(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", max_concurrent=1).start()
+    try:
+        with Client(server.address) as client:
+            job_id = client.train(TrainSpec(name="long", command="sleep 1.5")).job_id
+            wait_until(lambda: client.status(job_id).state == "RUNNING", what="running")
+        server.stop()
+        server.start()
+        with Client(server.address) as client:
+            assert client.wait(job_id).state == "SUCCEEDED"
+    finally:
+        server.stop()
