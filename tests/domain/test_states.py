@@ -34,7 +34,7 @@ def test_the_path_of_a_successful_job() -> None:
 
 
 def test_final_states_only_leave_through_retry() -> None:
-    assert FINAL_STATES == {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+    assert {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED} == FINAL_STATES
     assert ALLOWED_TRANSITIONS[JobState.SUCCEEDED] == frozenset()
     assert ALLOWED_TRANSITIONS[JobState.CANCELLED] == frozenset()
     assert ALLOWED_TRANSITIONS[JobState.FAILED] == {JobState.WAITING}

@@ -10,8 +10,8 @@ from sqlalchemy import delete
 from trainyard.domain.spec import DatasetRef, JobSpec
 from trainyard.domain.states import JobState
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
-from trainyard.store.schema import dataset_versions
 from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.schema import dataset_versions
 from trainyard.tracker import TrackerConfig
 
 

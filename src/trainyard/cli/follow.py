@@ -36,8 +36,9 @@ def _summary(st: JobStatus) -> str:
 def follow_job(client: Client, job_id: str, *, quiet: bool = False,
                interval: float = 0.25) -> JobStatus:
     st = client.status(job_id)
-    with Progress(TextColumn("{task.fields[state]}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                  TimeElapsedColumn(), console=console, disable=quiet, transient=False) as bar:
+    columns = (TextColumn("{task.fields[state]}"), BarColumn(),
+               TextColumn("{task.fields[info]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=quiet, transient=False) as bar:
         task = bar.add_task(job_id, total=None, state=styled_state(st.state), info="")
         while True:
             total, done = _progress(st)

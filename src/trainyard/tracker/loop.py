@@ -13,8 +13,14 @@ from dataclasses import dataclass, replace
 from trainyard.domain.contract import contract_env
 from trainyard.domain.errors import StaleState, TrainyardError
 from trainyard.domain.states import JobState
-from trainyard.executors.base import Executor, LaunchError, LaunchRequest, Observation, Phase
-from trainyard.executors.base import describe_exit
+from trainyard.executors.base import (
+    Executor,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    describe_exit,
+)
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.scheduler import PendingJob, Policy, RunningJob, Snapshot
