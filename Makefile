@@ -15,14 +15,14 @@ $(STAMP): pyproject.toml requirements.lock
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest -q
 
 proto: $(STAMP)
 	$(PY) -m trainyard.protogen
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff check src tests $(wildcard bench examples)
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)

@@ -42,6 +42,7 @@ DEMO_DIR = REPO / ".trainyard-demo"
 TRAINER = REPO / "examples" / "trainer.py"
 LEARNING_RATES = ("0.01", "0.05", "0.1", "0.5")
 EPOCHS = 15
+MAX_CONCURRENT = 2  # fewer slots than jobs, so the queue shows
 SWEEP_LABEL = "digits-lr"
 SERVER_START_TIMEOUT = 30.0
 SWEEP_TIMEOUT = 300.0
@@ -71,7 +72,7 @@ def start_server(demo_dir: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
              "--port-file", str(demo_dir / "port"), "--data-dir", str(demo_dir),
-             "--max-concurrent", "2"],
+             "--max-concurrent", str(MAX_CONCURRENT)],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -155,7 +156,7 @@ def submit_sweep(client: Client, dataset_version: str) -> dict[str, str]:
             labels={"sweep": SWEEP_LABEL}))
         jobs[submitted.job_id] = lr
     console.print(f"submitted {len(jobs)} jobs (labels sweep={SWEEP_LABEL}), "
-                  "at most 2 run at once")
+                  f"at most {MAX_CONCURRENT} run at once")
     return jobs
 
 
@@ -180,7 +181,7 @@ def progress_info(st: JobStatus) -> str:
 
 def update_task(bar: Progress, task: TaskID, st: JobStatus) -> None:
     # The elapsed clock runs only while the job holds a slot.
-    started = bar.tasks[task].started
+    started = next(t.started for t in bar.tasks if t.id == task)
     if st.state in ("LAUNCHING", "RUNNING") and not started:
         bar.start_task(task)
     bar.update(task, completed=epochs_done(st), state=styled(st.state), info=progress_info(st))
