@@ -139,3 +139,14 @@ def test_metrics_ingest_exactly_once(db: Database) -> None:
     assert metrics.series(job_id, "loss") == [(1, 0.5), (2, 0.25)]
     job = store.get(job_id)
     assert job.metrics_offset == 100 and job.malformed_metric_lines == 2
+
+
+def test_migrations_build_exactly_the_declared_schema(db: Database) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from trainyard.store.schema import metadata
+
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == [], f"schema.py and the migrations disagree: {diff}"
