@@ -98,7 +98,6 @@ def server(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    errors.print(f"trainyard serving on {host}:{bound} (data: {srv.workspace.data_dir})")
     while not stop["now"]:
         time.sleep(0.2)
     srv.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +18,13 @@ from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
 from trainyard.store.records import EventRecord, JobRecord
 from trainyard.store.schema import job_events, job_labels, jobs
+
+log = logging.getLogger(__name__)
+
+# Statements built once: parameters travel separately, so SQLAlchemy's compiled cache hits.
+_INSERT_JOB = insert(jobs)
+_INSERT_LABEL = insert(job_labels)
+_INSERT_EVENT = insert(job_events)
 
 
 def new_job_id() -> str:
@@ -67,32 +75,30 @@ class JobStore:
         job_id = new_job_id()
         try:
             with self.db.write() as conn:
-                conn.execute(
-                    insert(jobs).values(
-                        id=job_id, client_request_id=client_request_id or None, owner=owner,
-                        state=JobState.WAITING.value, attempt=0, message="", exit_code=None,
-                        cancel_requested=False, pending_code="", pending_message="",
-                        executor="", handle="", metrics_offset=0, malformed_metric_lines=0,
-                        submitted_at=now, updated_at=now, **_spec_columns(spec),
-                    )
-                )
+                conn.execute(_INSERT_JOB, {
+                    "id": job_id, "client_request_id": client_request_id or None,
+                    "owner": owner, "state": JobState.WAITING.value, "attempt": 0,
+                    "message": "", "exit_code": None, "cancel_requested": False,
+                    "pending_code": "", "pending_message": "", "executor": "", "handle": "",
+                    "metrics_offset": 0, "malformed_metric_lines": 0, "submitted_at": now,
+                    "updated_at": now, **_spec_columns(spec),
+                })
                 if spec.labels:
                     conn.execute(
-                        insert(job_labels),
+                        _INSERT_LABEL,
                         [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()],
                     )
-                conn.execute(
-                    insert(job_events).values(
-                        job_id=job_id, from_state=None, to_state=JobState.WAITING.value,
-                        time=now, reason="submitted",
-                    )
-                )
+                conn.execute(_INSERT_EVENT, {
+                    "job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
+                    "time": now, "reason": "submitted",
+                })
         except IntegrityError:
             # Lost a race with a concurrent retry of the same request.
             found = self._by_request_id(client_request_id) if client_request_id else None
             if found is None:
                 raise
             return self._same_request(found, spec), True
+        log.info("job %s: submitted (%s)", job_id, spec.name)
         self.db.feed.notify()
         return job_id, False
 
@@ -129,12 +135,11 @@ class JobStore:
             )
             if result.rowcount != 1:
                 raise StaleState(f"job {job_id} is no longer {expected}")
-            conn.execute(
-                insert(job_events).values(
-                    job_id=job_id, from_state=expected.value, to_state=target.value, time=now,
-                    reason=reason,
-                )
-            )
+            log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
+            conn.execute(_INSERT_EVENT, {
+                "job_id": job_id, "from_state": expected.value, "to_state": target.value,
+                "time": now, "reason": reason,
+            })
         self.db.feed.notify()
 
     def update_fields(self, job_id: str, expected: JobState, **fields: Any) -> bool:
