@@ -133,7 +133,7 @@ def test_waiting_jobs_show_position_and_reason_and_cancel_at_once(client: Client
     assert st.state == "WAITING" and st.queue_position == 2
     assert st.pending_reason is not None
     assert st.pending_reason["code"] == "GLOBAL_CONCURRENCY_LIMIT"
-    assert "1 waiting job is ahead" in st.pending_reason["message"]
+    assert "all 2 job slots are in use" in st.pending_reason["message"]
     assert client.cancel(waiting[0]) == "CANCELLED"
     assert client.status(waiting[1]).queue_position == 1
     for job_id in blockers:

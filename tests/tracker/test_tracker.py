@@ -42,8 +42,8 @@ def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer
     second = stack.service.status(ids[1])
     assert second.queue_position == 1
     assert second.job.pending_code == GLOBAL_CONCURRENCY_LIMIT
-    assert "all 1 job slot is in use" in second.job.pending_message
-    assert "1 waiting job is ahead" in stack.jobs.get(ids[2]).pending_message
+    assert "the only job slot is in use" in second.job.pending_message
+    assert stack.service.status(ids[2]).queue_position == 2
     for job_id in ids:
         stack.service.cancel(job_id)
     assert settle(stack, ids[0]) is JobState.CANCELLED

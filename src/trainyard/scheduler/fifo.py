@@ -18,20 +18,15 @@ class FifoPolicy:
         ordered = sorted(snapshot.pending, key=fifo_key)
         free = max(0, snapshot.max_concurrent - len(snapshot.running))
         admit = tuple(job.job_id for job in ordered[:free])
-        pending: dict[str, PendingReason] = {}
-        for ahead, job in enumerate(ordered[free:]):
-            pending[job.job_id] = PendingReason(
-                GLOBAL_CONCURRENCY_LIMIT,
-                _limit_sentence(snapshot.max_concurrent, len(snapshot.running) + len(admit),
-                                ahead),
-            )
+        # The sentence is the same for every waiting job and changes only with the limit,
+        # so it is stored once per job, not rewritten on every pass; the queue position
+        # (computed when asked) says how many are ahead.
+        reason = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(snapshot.max_concurrent))
+        pending = {job.job_id: reason for job in ordered[free:]}
         return Decisions(admit=admit, pending=pending)
 
 
-def _limit_sentence(limit: int, active: int, ahead: int) -> str:
-    slots = "slot is" if limit == 1 else "slots are"
-    sentence = f"all {limit} job {slots} in use ({active} running or launching)"
-    if ahead:
-        jobs = "job is" if ahead == 1 else "jobs are"
-        sentence += f"; {ahead} waiting {jobs} ahead of this one"
-    return sentence + "."
+def _limit_sentence(limit: int) -> str:
+    slots = "the only job slot is" if limit == 1 else f"all {limit} job slots are"
+    return (f"{slots} in use; it starts when a running job ends and the jobs ahead of it "
+            "have started.")

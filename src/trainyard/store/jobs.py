@@ -13,10 +13,10 @@ from sqlalchemy import and_, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
-from trainyard.domain.spec import JobSpec
+from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
-from trainyard.store.records import EventRecord, JobRecord
+from trainyard.store.records import EventRecord, JobRecord, QueuedJob
 from trainyard.store.schema import job_events, job_labels, jobs
 
 log = logging.getLogger(__name__)
@@ -182,6 +182,17 @@ class JobStore:
                 .order_by(jobs.c.seq)
             ).all()
         return [JobRecord.from_row(r) for r in rows]
+
+    def queued(self) -> list[QueuedJob]:
+        """The waiting jobs in submit order, with only the columns admission needs."""
+        c = jobs.c
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus)
+                .where(c.state == JobState.WAITING.value).order_by(c.seq)
+            ).all()
+        return [QueuedJob(r.id, r.queue, r.priority, r.seq,
+                          Resources(r.cpus, r.memory_mb, r.gpus)) for r in rows]
 
     def events(self, job_id: str, after_id: int = 0) -> list[EventRecord]:
         with self.db.read() as conn:

@@ -70,6 +70,15 @@ class JobRecord:
 
 
 @dataclass(frozen=True)
+class QueuedJob:
+    id: str
+    queue: str
+    priority: int
+    seq: int
+    resources: Resources
+
+
+@dataclass(frozen=True)
 class EventRecord:
     id: int
     job_id: str

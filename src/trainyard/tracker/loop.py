@@ -87,12 +87,16 @@ class Tracker:
         while not self._stop.is_set():
             self._wake.clear()
             busy = False
+            started = time.monotonic()
             try:
                 busy = self.run_once()
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
             interval = self.config.active_interval if busy else self.config.idle_interval
             self._wake.wait(interval)
+            # Under a stream of wake-ups, rest as long as the pass took, so the loop takes at
+            # most half the CPU from the API; an idle service still reacts at once.
+            self._stop.wait(min(time.monotonic() - started, 0.25))
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -194,21 +198,19 @@ class Tracker:
 
     def _schedule(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits."""
-        waiting = self.jobs.in_states([JobState.WAITING])
-        running = self.jobs.in_states(ACTIVE)
+        waiting = self.jobs.queued()
         if not waiting:
             self._reasons.clear()
             return 0
+        running = self.jobs.in_states(ACTIVE)
         snapshot = Snapshot(
-            pending=[PendingJob(j.id, j.spec.queue, j.spec.priority, j.seq, j.spec.resources)
-                     for j in waiting],
+            pending=[PendingJob(j.id, j.queue, j.priority, j.seq, j.resources) for j in waiting],
             running=[RunningJob(j.id, j.spec.queue, j.spec.resources) for j in running],
             max_concurrent=self.config.max_concurrent,
             now=self.clock(),
         )
         decisions = self.policy.schedule(snapshot)
-        by_id = {j.id: j for j in waiting}
-        launched = sum(1 for job_id in decisions.admit if self._launch(by_id[job_id]))
+        launched = sum(1 for job_id in decisions.admit if self._launch(self.jobs.get(job_id)))
         reasons = {k: (r.code, r.message) for k, r in decisions.pending.items()}
         changed = {k: v for k, v in reasons.items() if self._reasons.get(k) != v}
         self.jobs.set_pending_reasons(changed)
