@@ -39,7 +39,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 50051  # 0 picks a free port
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
-    grpc_workers: int = 64
+    grpc_workers: int = 256  # streams (watch, logs) each hold a thread while open
 
 
 class TrainyardServer:
