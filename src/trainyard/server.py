@@ -62,7 +62,8 @@ class TrainyardServer:
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
             datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir),
-            workspace=self.workspace, on_change=self.tracker.wake,
+            workspace=self.workspace, on_submit=self.tracker.wake,
+            on_cancel=self.tracker.job_cancelled,
         )
         self.health = health.HealthServicer()
         self.grpc = grpc.server(

@@ -39,7 +39,9 @@ class TrainingService:
     datasets: DatasetRegistry
     workspace: Workspace
     limits: SpecLimits = field(default_factory=SpecLimits)
-    on_change: Callable[[], None] = lambda: None  # wakes the tracker
+    # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
+    on_submit: Callable[[], None] = lambda: None
+    on_cancel: Callable[[], None] = lambda: None
 
     # --- jobs ----------------------------------------------------------------------------
 
@@ -53,7 +55,7 @@ class TrainingService:
         job_id, existing = self.jobs.create(spec, owner=owner,
                                             client_request_id=client_request_id or None)
         if not existing:
-            self.on_change()
+            self.on_submit()
         return job_id, existing
 
     def status(self, job_id: str) -> JobStatus:
@@ -96,9 +98,10 @@ class TrainingService:
                                          reason="cancelled by request",
                                          message="cancelled before it started",
                                          pending_code="", pending_message="")
+                    self.on_cancel()
                     return JobState.CANCELLED
                 if self.jobs.update_fields(job_id, job.state, cancel_requested=True):
-                    self.on_change()
+                    self.on_cancel()
                     return job.state
             except StaleState:
                 pass

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 from trainyard.store.feed import ChangeFeed
+from trainyard.store.group_commit import GroupCommitter
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -41,6 +42,7 @@ class Database:
             threading.Lock() if self.is_sqlite else contextlib.nullcontext()
         )
         self.feed = ChangeFeed()
+        self.group = GroupCommitter(self.write)
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
@@ -54,6 +56,7 @@ class Database:
             yield conn
 
     def close(self) -> None:
+        self.group.close()
         self.engine.dispose()
 
 
@@ -71,12 +74,14 @@ def make_engine(url: str) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=16,
-            max_overflow=32,
+            # Enough pooled connections for every concurrent handler: a connection opened
+            # past the pool is closed on return and its set-up paid again next time.
+            url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=64,
+            max_overflow=64,
         )
         event.listen(engine, "connect", _configure_sqlite)
         return engine
-    return create_engine(url, pool_size=16, max_overflow=32, pool_pre_ping=True)
+    return create_engine(url, pool_size=32, max_overflow=32, pool_pre_ping=True)
 
 
 def migrate(engine: Engine) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
@@ -73,32 +73,32 @@ class JobStore:
                 return self._same_request(found, spec), True
         now = time.time() if now is None else now
         job_id = new_job_id()
+        row = {
+            "id": job_id, "client_request_id": client_request_id or None, "owner": owner,
+            "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
+            "cancel_requested": False, "pending_code": "", "pending_message": "",
+            "executor": "", "handle": "", "metrics_offset": 0, "malformed_metric_lines": 0,
+            "submitted_at": now, "updated_at": now, **_spec_columns(spec),
+        }
+        labels = [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()]
+        event = {"job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
+                 "time": now, "reason": "submitted"}
+
+        def insert_job(conn: Connection) -> None:
+            conn.execute(_INSERT_JOB, row)
+            if labels:
+                conn.execute(_INSERT_LABEL, labels)
+            conn.execute(_INSERT_EVENT, event)
+
         try:
-            with self.db.write() as conn:
-                conn.execute(_INSERT_JOB, {
-                    "id": job_id, "client_request_id": client_request_id or None,
-                    "owner": owner, "state": JobState.WAITING.value, "attempt": 0,
-                    "message": "", "exit_code": None, "cancel_requested": False,
-                    "pending_code": "", "pending_message": "", "executor": "", "handle": "",
-                    "metrics_offset": 0, "malformed_metric_lines": 0, "submitted_at": now,
-                    "updated_at": now, **_spec_columns(spec),
-                })
-                if spec.labels:
-                    conn.execute(
-                        _INSERT_LABEL,
-                        [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()],
-                    )
-                conn.execute(_INSERT_EVENT, {
-                    "job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
-                    "time": now, "reason": "submitted",
-                })
+            self.db.group.run(insert_job)
         except IntegrityError:
             # Lost a race with a concurrent retry of the same request.
             found = self._by_request_id(client_request_id) if client_request_id else None
             if found is None:
                 raise
             return self._same_request(found, spec), True
-        log.info("job %s: submitted (%s)", job_id, spec.name)
+        log.debug("job %s: submitted (%s)", job_id, spec.name)
         self.db.feed.notify()
         return job_id, False
 
@@ -183,13 +183,13 @@ class JobStore:
             ).all()
         return [JobRecord.from_row(r) for r in rows]
 
-    def queued(self) -> list[QueuedJob]:
+    def queued(self, after_seq: int = 0) -> list[QueuedJob]:
         """The waiting jobs in submit order, with only the columns admission needs."""
         c = jobs.c
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus)
-                .where(c.state == JobState.WAITING.value).order_by(c.seq)
+                .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           Resources(r.cpus, r.memory_mb, r.gpus)) for r in rows]

@@ -28,6 +28,7 @@ from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord
+from trainyard.tracker.waiting import WaitingJobs
 from trainyard.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class Tracker:
         self._thread: threading.Thread | None = None
         self._signalled: set[str] = set()  # handles already asked to stop
         self._reasons: dict[str, tuple[str, str]] = {}  # last pending reasons written
+        self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         executor.set_exit_listener(lambda _handle: self.wake())
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -81,6 +83,10 @@ class Tracker:
             self._thread.join(timeout=10)
 
     def wake(self) -> None:
+        self._wake.set()
+
+    def job_cancelled(self) -> None:
+        self.waiting.invalidate()
         self._wake.set()
 
     def _run(self) -> None:
@@ -198,7 +204,7 @@ class Tracker:
 
     def _schedule(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits."""
-        waiting = self.jobs.queued()
+        waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()
             return 0
@@ -210,7 +216,10 @@ class Tracker:
             now=self.clock(),
         )
         decisions = self.policy.schedule(snapshot)
-        launched = sum(1 for job_id in decisions.admit if self._launch(self.jobs.get(job_id)))
+        launched = 0
+        for job_id in decisions.admit:
+            self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
+            launched += self._launch(self.jobs.get(job_id))
         reasons = {k: (r.code, r.message) for k, r in decisions.pending.items()}
         changed = {k: v for k, v in reasons.items() if self._reasons.get(k) != v}
         self.jobs.set_pending_reasons(changed)
