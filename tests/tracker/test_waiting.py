@@ -19,17 +19,17 @@ def test_reads_new_rows_incrementally_and_everything_when_told(db: Database) -> 
     waiting = WaitingJobs(store, full_read_every=10, clock=clock)
     a = store.create(JobSpec(name="a", command="true"))[0]
     b = store.create(JobSpec(name="b", command="true"))[0]
-    assert [j.id for j in waiting.current()] == [a, b]
+    assert [j.job_id for j in waiting.current()] == [a, b]
     c = store.create(JobSpec(name="c", command="true"))[0]
-    assert [j.id for j in waiting.current()] == [a, b, c]
+    assert [j.job_id for j in waiting.current()] == [a, b, c]
     waiting.remove(a)
-    assert [j.id for j in waiting.current()] == [b, c]
+    assert [j.job_id for j in waiting.current()] == [b, c]
     # A cancel outside the tracker is invisible to incremental reads until invalidated...
     store.transition(b, JobState.WAITING, JobState.CANCELLED, reason="x")
-    assert [j.id for j in waiting.current()] == [b, c]
+    assert [j.job_id for j in waiting.current()] == [b, c]
     waiting.invalidate()
-    assert [j.id for j in waiting.current()] == [a, c]  # a is still WAITING in the store
+    assert [j.job_id for j in waiting.current()] == [a, c]  # a is still WAITING in the store
     # ...or until the period for a full read comes round.
     store.transition(c, JobState.WAITING, JobState.CANCELLED, reason="x")
     clock.now = 10
-    assert [j.id for j in waiting.current()] == [a]
+    assert [j.job_id for j in waiting.current()] == [a]

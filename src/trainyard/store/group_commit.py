@@ -1,50 +1,53 @@
 """Group commit: concurrent writers share one transaction and one sync to disk.
 
-Each caller still returns only after its own work is committed, so durability is the same
-as a transaction per call; what changes is that 32 concurrent submits cost one commit
-instead of 32 taken one after another under the write lock.
+Each caller still returns only after its own rows are committed, so durability is the same
+as a transaction per call; what changes is that 32 concurrent submits cost one commit and
+one multi-row insert per table, instead of 32 transactions taken in turn.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Executable
 
-T = TypeVar("T")
 MAX_BATCH = 256
 
+# One write: a statement (insert or update) and the rows of parameters for it. Within a
+# batch every caller's rows for one statement go in together, in the order statements were
+# first seen: parents before children when callers list them that way.
+Write = tuple[Executable, Sequence[dict[str, Any]]]
 
-class _Work(Generic[T]):
-    __slots__ = ("done", "error", "fn", "result")
 
-    def __init__(self, fn: Callable[[Connection], T]) -> None:
-        self.fn = fn
+class _Work:
+    __slots__ = ("done", "error", "writes")
+
+    def __init__(self, writes: Sequence[Write]) -> None:
+        self.writes = writes
         self.done = threading.Event()
-        self.result: T | None = None
         self.error: BaseException | None = None
 
 
 class GroupCommitter:
     def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._transaction = transaction
-        self._queue: queue.SimpleQueue[_Work[Any] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def run(self, fn: Callable[[Connection], T]) -> T:
-        """Run fn inside a shared transaction; return its result once that has committed."""
+    def execute(self, writes: Sequence[Write]) -> None:
+        """Run the statements for their rows in a shared transaction; return once it has
+        committed."""
         self._ensure_thread()
-        work = _Work(fn)
+        work = _Work(writes)
         self._queue.put(work)
         work.done.wait()
         if work.error is not None:
             raise work.error
-        return work.result  # type: ignore[return-value]
 
     def close(self) -> None:
         with self._lock:
@@ -63,45 +66,51 @@ class GroupCommitter:
 
     def _loop(self) -> None:
         while True:
-            batch = list(self._drain())
-            if not batch:
-                return
-            self._commit(batch)
-            if batch[-1] is None:
+            batch, stop = self._drain()
+            if batch:
+                self._commit(batch)
+            if stop:
                 return
 
-    def _drain(self) -> Iterator[_Work[Any]]:
+    def _drain(self) -> tuple[list[_Work], bool]:
         first = self._queue.get()
         if first is None:
-            return
-        yield first
-        for _ in range(MAX_BATCH - 1):
+            return [], True
+        batch = [first]
+        while len(batch) < MAX_BATCH:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                return
+                break
             if item is None:
-                self._queue.put(None)  # stop after this batch
-                return
-            yield item
+                return batch, True
+            batch.append(item)
+        return batch, False
 
-    def _commit(self, batch: list[_Work[Any]]) -> None:
+    def _commit(self, batch: list[_Work]) -> None:
+        by_statement: dict[int, tuple[Executable, list[dict[str, Any]]]] = {}
+        for work in batch:
+            for statement, rows in work.writes:
+                by_statement.setdefault(id(statement), (statement, []))[1].extend(rows)
         try:
             with self._transaction() as conn:
-                results = [work.fn(conn) for work in batch]
+                for statement, rows in by_statement.values():
+                    if rows:
+                        conn.execute(statement, rows)
         except Exception:
-            # One bad item (say a duplicate key) must not fail its neighbours: retry alone.
+            # One bad row (say a duplicate key) must not fail its neighbours: retry alone.
             for work in batch:
                 self._commit_one(work)
             return
-        for work, result in zip(batch, results, strict=True):
-            work.result = result
+        for work in batch:
             work.done.set()
 
-    def _commit_one(self, work: _Work[Any]) -> None:
+    def _commit_one(self, work: _Work) -> None:
         try:
             with self._transaction() as conn:
-                work.result = work.fn(conn)
+                for statement, rows in work.writes:
+                    if rows:
+                        conn.execute(statement, list(rows))
         except BaseException as exc:  # handed to the caller, who re-raises it
             work.error = exc
         work.done.set()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import secrets
+import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, func, insert, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
@@ -25,11 +25,20 @@ log = logging.getLogger(__name__)
 _INSERT_JOB = insert(jobs)
 _INSERT_LABEL = insert(job_labels)
 _INSERT_EVENT = insert(job_events)
+_SET_PENDING_REASON = (
+    update(jobs)
+    .where(jobs.c.id == bindparam("b_id"), jobs.c.state == JobState.WAITING.value)
+    .values(pending_code=bindparam("b_code"), pending_message=bindparam("b_message"))
+)
+
+
+# Ids need uniqueness, not secrecy; Random() is seeded from os.urandom at start-up.
+_random = random.Random()
 
 
 def new_job_id() -> str:
     # Time-ordered prefix for readability, random suffix for uniqueness across servers.
-    return f"{int(time.time() * 1000):x}{secrets.token_hex(4)}"
+    return f"{int(time.time() * 1000):x}{_random.getrandbits(32):08x}"
 
 
 @dataclass(frozen=True)
@@ -84,14 +93,9 @@ class JobStore:
         event = {"job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
                  "time": now, "reason": "submitted"}
 
-        def insert_job(conn: Connection) -> None:
-            conn.execute(_INSERT_JOB, row)
-            if labels:
-                conn.execute(_INSERT_LABEL, labels)
-            conn.execute(_INSERT_EVENT, event)
-
         try:
-            self.db.group.run(insert_job)
+            self.db.group.execute([(_INSERT_JOB, [row]), (_INSERT_LABEL, labels),
+                                  (_INSERT_EVENT, [event])])
         except IntegrityError:
             # Lost a race with a concurrent retry of the same request.
             found = self._by_request_id(client_request_id) if client_request_id else None
@@ -155,15 +159,10 @@ class JobStore:
 
     def set_pending_reasons(self, reasons: Mapping[str, tuple[str, str]]) -> None:
         """Record why each waiting job waits (only rows still WAITING are touched)."""
-        if not reasons:
-            return
-        with self.db.write() as conn:
-            for job_id, (code, message) in reasons.items():
-                conn.execute(
-                    update(jobs)
-                    .where(jobs.c.id == job_id, jobs.c.state == JobState.WAITING.value)
-                    .values(pending_code=code, pending_message=message)
-                )
+        if reasons:
+            rows = [{"b_id": job_id, "b_code": code, "b_message": message}
+                    for job_id, (code, message) in reasons.items()]
+            self.db.group.execute([(_SET_PENDING_REASON, rows)])
 
     # --- reads ----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from trainyard.executors.base import (
 )
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
-from trainyard.scheduler import PendingJob, Policy, RunningJob, Snapshot
+from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
@@ -65,9 +65,10 @@ class Tracker:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._signalled: set[str] = set()  # handles already asked to stop
-        self._reasons: dict[str, tuple[str, str]] = {}  # last pending reasons written
+        self._reconcile_due = True
+        self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
-        executor.set_exit_listener(lambda _handle: self.wake())
+        executor.set_exit_listener(self._job_exited)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -83,26 +84,39 @@ class Tracker:
             self._thread.join(timeout=10)
 
     def wake(self) -> None:
+        """New work to admit."""
         self._wake.set()
 
     def job_cancelled(self) -> None:
         self.waiting.invalidate()
+        self._reconcile_due = True
+        self._wake.set()
+
+    def _job_exited(self, _handle: str) -> None:
+        self._reconcile_due = True
         self._wake.set()
 
     def _run(self) -> None:
+        last_reconcile = float("-inf")
         while not self._stop.is_set():
             self._wake.clear()
-            busy = False
             started = time.monotonic()
+            # Submits only need admission; following running jobs (exit status, metrics) is
+            # due when one exited or was cancelled, or on its own period.
+            reconcile = self._reconcile_due or started - last_reconcile >= \
+                self.config.active_interval
+            if reconcile:
+                self._reconcile_due = False
+                last_reconcile = started
+            busy = False
             try:
-                busy = self.run_once()
+                busy = self.run_once(reconcile=reconcile)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
-            interval = self.config.active_interval if busy else self.config.idle_interval
-            self._wake.wait(interval)
             # Under a stream of wake-ups, rest as long as the pass took, so the loop takes at
-            # most half the CPU from the API; an idle service still reacts at once.
+            # most half the CPU from the API; a short pass means a short rest.
             self._stop.wait(min(time.monotonic() - started, 0.25))
+            self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -113,14 +127,13 @@ class Tracker:
             log.info("recovered %s (%s): %s", job.id, job.state, obs.phase)
             self._apply(job, obs, recovering=True)
 
-    def run_once(self) -> bool:
-        """One reconcile-and-schedule pass. Returns True while jobs are active."""
-        active = 0
-        for job in self.jobs.in_states(ACTIVE):
-            if self._track(job):
-                active += 1
-        active += self._schedule()
-        return active > 0
+    def run_once(self, reconcile: bool = True) -> bool:
+        """One pass: follow the active jobs (if reconcile), then admit. True while jobs are
+        active."""
+        if reconcile:
+            for job in self.jobs.in_states(ACTIVE):
+                self._track(job)
+        return self._schedule() > 0
 
     def _track(self, job: JobRecord) -> bool:
         """Follow one active job; True if it is still active afterwards."""
@@ -203,14 +216,15 @@ class Tracker:
     # --- admission -----------------------------------------------------------------------
 
     def _schedule(self) -> int:
-        """Ask the policy what to start, start it, record why the rest waits."""
+        """Ask the policy what to start, start it, record why the rest waits. Returns the
+        number of active jobs afterwards."""
+        running = self.jobs.in_states(ACTIVE)
         waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()
-            return 0
-        running = self.jobs.in_states(ACTIVE)
+            return len(running)
         snapshot = Snapshot(
-            pending=[PendingJob(j.id, j.queue, j.priority, j.seq, j.resources) for j in waiting],
+            pending=waiting,
             running=[RunningJob(j.id, j.spec.queue, j.spec.resources) for j in running],
             max_concurrent=self.config.max_concurrent,
             now=self.clock(),
@@ -220,11 +234,14 @@ class Tracker:
         for job_id in decisions.admit:
             self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
             launched += self._launch(self.jobs.get(job_id))
-        reasons = {k: (r.code, r.message) for k, r in decisions.pending.items()}
-        changed = {k: v for k, v in reasons.items() if self._reasons.get(k) != v}
+        # Write only reasons that changed; policies hand out shared reason objects, so the
+        # identity check settles most jobs without comparing sentences.
+        before = self._reasons
+        changed = {k: (r.code, r.message) for k, r in decisions.pending.items()
+                   if (old := before.get(k)) is not r and old != r}
         self.jobs.set_pending_reasons(changed)
-        self._reasons = reasons
-        return launched
+        self._reasons = decisions.pending
+        return len(running) + launched
 
     def _launch(self, job: JobRecord) -> bool:
         attempt = job.attempt + 1

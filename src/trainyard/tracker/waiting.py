@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from trainyard.scheduler import PendingJob
 from trainyard.store.jobs import JobStore
-from trainyard.store.records import QueuedJob
 
 
 class WaitingJobs:
@@ -21,7 +21,7 @@ class WaitingJobs:
         self._jobs = jobs
         self._full_read_every = full_read_every
         self._clock = clock
-        self._by_id: dict[str, QueuedJob] = {}
+        self._by_id: dict[str, PendingJob] = {}
         self._max_seq = 0
         self._read_at = float("-inf")
         self._stale = True
@@ -33,8 +33,8 @@ class WaitingJobs:
     def remove(self, job_id: str) -> None:
         self._by_id.pop(job_id, None)
 
-    def current(self) -> list[QueuedJob]:
-        """The waiting jobs in submit order."""
+    def current(self) -> list[PendingJob]:
+        """The waiting jobs in submit order, as the scheduler takes them."""
         now = self._clock()
         if self._stale or now - self._read_at >= self._full_read_every:
             self._stale = False
@@ -45,6 +45,7 @@ class WaitingJobs:
         else:
             rows = self._jobs.queued(after_seq=self._max_seq)
         for row in rows:
-            self._by_id[row.id] = row
+            self._by_id[row.id] = PendingJob(row.id, row.queue, row.priority, row.seq,
+                                             row.resources)
             self._max_seq = max(self._max_seq, row.seq)
         return list(self._by_id.values())
