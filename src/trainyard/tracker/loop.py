@@ -34,6 +34,7 @@ from trainyard.workspace import Workspace
 log = logging.getLogger(__name__)
 
 ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
+REST_FACTOR = 2.0
 # What a job's process inherits from the service; everything else is the contract's.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
@@ -113,9 +114,9 @@ class Tracker:
                 busy = self.run_once(reconcile=reconcile)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
-            # Under a stream of wake-ups, rest as long as the pass took, so the loop takes at
-            # most half the CPU from the API; a short pass means a short rest.
-            self._stop.wait(min(time.monotonic() - started, 0.25))
+            # Under a stream of wake-ups, rest in proportion to the pass, so the loop takes at
+            # most a third of a CPU from the API; a short pass means a short rest.
+            self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
             self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
 
     # --- one pass ------------------------------------------------------------------------
