@@ -7,7 +7,6 @@ one multi-row insert per table, instead of 32 transactions taken in turn.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -28,64 +27,47 @@ class _Work:
 
     def __init__(self, writes: Sequence[Write]) -> None:
         self.writes = writes
-        self.done = threading.Event()
+        self.done = False
         self.error: BaseException | None = None
 
 
 class GroupCommitter:
+    """Leader-based: the first caller to find no commit in progress commits everything
+    queued so far, its own work included; the others wait for that commit or lead the next.
+    No thread of its own, so a lone caller pays no hand-off."""
+
     def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._transaction = transaction
-        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._pending: list[_Work] = []
+        self._leading = False
 
     def execute(self, writes: Sequence[Write]) -> None:
         """Run the statements for their rows in a shared transaction; return once it has
         committed."""
-        self._ensure_thread()
         work = _Work(writes)
-        self._queue.put(work)
-        work.done.wait()
+        with self._cond:
+            self._pending.append(work)
+            while not work.done:
+                if self._leading:
+                    self._cond.wait()
+                    continue
+                self._leading = True
+                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                self._cond.release()
+                try:
+                    self._commit(batch)
+                finally:
+                    self._cond.acquire()
+                    self._leading = False
+                    for done in batch:
+                        done.done = True
+                    self._cond.notify_all()
         if work.error is not None:
             raise work.error
 
     def close(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                self._queue.put(None)
-                self._thread.join(timeout=10)
-                self._thread = None
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._loop, name="group-commit",
-                                                    daemon=True)
-                    self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            batch, stop = self._drain()
-            if batch:
-                self._commit(batch)
-            if stop:
-                return
-
-    def _drain(self) -> tuple[list[_Work], bool]:
-        first = self._queue.get()
-        if first is None:
-            return [], True
-        batch = [first]
-        while len(batch) < MAX_BATCH:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                return batch, True
-            batch.append(item)
-        return batch, False
+        """Nothing to stop: commits run on their callers' threads."""
 
     def _commit(self, batch: list[_Work]) -> None:
         by_statement: dict[int, tuple[Executable, list[dict[str, Any]]]] = {}
@@ -101,9 +83,6 @@ class GroupCommitter:
             # One bad row (say a duplicate key) must not fail its neighbours: retry alone.
             for work in batch:
                 self._commit_one(work)
-            return
-        for work in batch:
-            work.done.set()
 
     def _commit_one(self, work: _Work) -> None:
         try:
@@ -113,4 +92,3 @@ class GroupCommitter:
                         conn.execute(statement, list(rows))
         except BaseException as exc:  # handed to the caller, who re-raises it
             work.error = exc
-        work.done.set()
