@@ -59,14 +59,16 @@ class TrainingService:
         return job_id, existing
 
     def status(self, job_id: str) -> JobStatus:
-        job = self.jobs.get(job_id)
-        return JobStatus(
-            job=job,
-            queue_position=self.jobs.queue_position(job),
-            events=self.jobs.events(job_id),
-            latest_metrics=self.metrics.latest(job_id),
-            model=self.models.for_job(job_id) if job.state is JobState.SUCCEEDED else None,
-        )
+        with self.jobs.db.read() as conn:  # one pooled connection for all five reads
+            job = self.jobs.get(job_id, conn)
+            succeeded = job.state is JobState.SUCCEEDED
+            return JobStatus(
+                job=job,
+                queue_position=self.jobs.queue_position(job, conn),
+                events=self.jobs.events(job_id, conn=conn),
+                latest_metrics=self.metrics.latest(job_id, conn),
+                model=self.models.for_job(job_id, conn=conn) if succeeded else None,
+            )
 
     def list_jobs(self, *, states: Sequence[JobState] = (), queue: str = "",
                   labels: Mapping[str, str] | None = None, page_size: int = 0,

@@ -51,9 +51,13 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+    def read(self, conn: Connection | None = None) -> Iterator[Connection]:
+        """A connection for reads; with `conn`, that one, so a caller can group its reads."""
+        if conn is not None:
             yield conn
+            return
+        with self.engine.connect() as fresh:
+            yield fresh
 
     def close(self) -> None:
         self.group.close()

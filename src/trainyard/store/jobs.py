@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
@@ -25,6 +25,16 @@ log = logging.getLogger(__name__)
 _INSERT_JOB = insert(jobs)
 _INSERT_LABEL = insert(job_labels)
 _INSERT_EVENT = insert(job_events)
+_SELECT_JOB = select(jobs).where(jobs.c.id == bindparam("b_id"))
+_SELECT_EVENTS = (
+    select(job_events)
+    .where(job_events.c.job_id == bindparam("b_id"), job_events.c.id > bindparam("b_after"))
+    .order_by(job_events.c.id)
+)
+_COUNT_AHEAD = select(func.count()).select_from(jobs).where(
+    jobs.c.state == JobState.WAITING.value, jobs.c.queue == bindparam("b_queue"),
+    jobs.c.seq < bindparam("b_seq"),
+)
 _SET_PENDING_REASON = (
     update(jobs)
     .where(jobs.c.id == bindparam("b_id"), jobs.c.state == JobState.WAITING.value)
@@ -166,9 +176,9 @@ class JobStore:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def get(self, job_id: str) -> JobRecord:
-        with self.db.read() as conn:
-            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
+    def get(self, job_id: str, conn: Connection | None = None) -> JobRecord:
+        with self.db.read(conn) as c:
+            row = c.execute(_SELECT_JOB, {"b_id": job_id}).first()
         if row is None:
             raise NotFound("job", job_id)
         return JobRecord.from_row(row)
@@ -193,13 +203,10 @@ class JobStore:
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           Resources(r.cpus, r.memory_mb, r.gpus)) for r in rows]
 
-    def events(self, job_id: str, after_id: int = 0) -> list[EventRecord]:
-        with self.db.read() as conn:
-            rows = conn.execute(
-                select(job_events)
-                .where(job_events.c.job_id == job_id, job_events.c.id > after_id)
-                .order_by(job_events.c.id)
-            ).all()
+    def events(self, job_id: str, after_id: int = 0,
+               conn: Connection | None = None) -> list[EventRecord]:
+        with self.db.read(conn) as c:
+            rows = c.execute(_SELECT_EVENTS, {"b_id": job_id, "b_after": after_id}).all()
         return [
             EventRecord(
                 id=r.id, job_id=r.job_id,
@@ -209,18 +216,13 @@ class JobStore:
             for r in rows
         ]
 
-    def queue_position(self, job: JobRecord) -> int:
+    def queue_position(self, job: JobRecord, conn: Connection | None = None) -> int:
         """1-based place among the waiting jobs of its queue, in the order they are admitted."""
         if job.state is not JobState.WAITING:
             return 0
-        with self.db.read() as conn:
-            ahead = conn.execute(
-                select(func.count()).select_from(jobs).where(
-                    jobs.c.state == JobState.WAITING.value,
-                    jobs.c.queue == job.spec.queue,
-                    jobs.c.seq < job.seq,
-                )
-            ).scalar_one()
+        with self.db.read(conn) as c:
+            ahead = c.execute(_COUNT_AHEAD, {"b_queue": job.spec.queue, "b_seq": job.seq}
+                              ).scalar_one()
         return int(ahead) + 1
 
     def list(

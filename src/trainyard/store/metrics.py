@@ -5,11 +5,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from trainyard.store.db import Database
 from trainyard.store.records import MetricPoint
 from trainyard.store.schema import jobs, metrics
+
+_LATEST = select(metrics.c.key, metrics.c.value, metrics.c.step).where(
+    metrics.c.id.in_(
+        select(func.max(metrics.c.id))
+        .where(metrics.c.job_id == bindparam("b_job"))
+        .group_by(metrics.c.key)
+    )
+)
 
 
 class MetricStore:
@@ -47,19 +55,11 @@ class MetricStore:
                 conn.execute(insert(metrics), rows)
         return True
 
-    def latest(self, job_id: str) -> dict[str, tuple[float, int | None]]:
+    def latest(self, job_id: str,
+               conn: Connection | None = None) -> dict[str, tuple[float, int | None]]:
         """The newest value of each metric key, with its step."""
-        newest = (
-            select(func.max(metrics.c.id))
-            .where(metrics.c.job_id == job_id)
-            .group_by(metrics.c.key)
-        )
-        with self.db.read() as conn:
-            rows = conn.execute(
-                select(metrics.c.key, metrics.c.value, metrics.c.step).where(
-                    metrics.c.id.in_(newest)
-                )
-            ).all()
+        with self.db.read(conn) as c:
+            rows = c.execute(_LATEST, {"b_job": job_id}).all()
         return {r.key: (r.value, r.step) for r in rows}
 
     def series(self, job_id: str, key: str) -> list[tuple[int | None, float]]:

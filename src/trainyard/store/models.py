@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Connection, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.store.db import Database
@@ -55,11 +55,12 @@ class ModelStore:
                 continue
         raise RuntimeError(f"could not number a new version of model {model_name!r}")
 
-    def for_job(self, job_id: str, attempt: int | None = None) -> ModelRecord | None:
+    def for_job(self, job_id: str, attempt: int | None = None,
+                conn: Connection | None = None) -> ModelRecord | None:
         query = select(model_versions).where(model_versions.c.job_id == job_id)
         if attempt is not None:
             query = query.where(model_versions.c.attempt == attempt)
-        with self.db.read() as conn:
-            row = conn.execute(query.order_by(model_versions.c.id.desc())).first()
+        with self.db.read(conn) as c:
+            row = c.execute(query.order_by(model_versions.c.id.desc())).first()
         return _record(row._mapping) if row else None
 
