@@ -23,22 +23,24 @@ Write = tuple[Executable, Sequence[dict[str, Any]]]
 
 
 class _Work:
-    __slots__ = ("done", "error", "writes")
+    __slots__ = ("done", "error", "wake", "writes")
 
     def __init__(self, writes: Sequence[Write]) -> None:
         self.writes = writes
         self.done = False
         self.error: BaseException | None = None
+        self.wake = threading.Event()  # set when done, or when handed the lead
 
 
 class GroupCommitter:
-    """Leader-based: the first caller to find no commit in progress commits everything
-    queued so far, its own work included; the others wait for that commit or lead the next.
-    No thread of its own, so a lone caller pays no hand-off."""
+    """Leader-based: a caller that finds no commit in progress commits everything queued,
+    its own work included. Whoever queued meanwhile waits on its own event and is woken
+    once: when its work is committed, or to lead the next batch. No thread of its own, so
+    a lone caller pays no hand-off."""
 
     def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._transaction = transaction
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._pending: list[_Work] = []
         self._leading = False
 
@@ -46,25 +48,30 @@ class GroupCommitter:
         """Run the statements for their rows in a shared transaction; return once it has
         committed."""
         work = _Work(writes)
-        with self._cond:
+        with self._lock:
             self._pending.append(work)
-            while not work.done:
-                if self._leading:
-                    self._cond.wait()
-                    continue
-                self._leading = True
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                self._cond.release()
-                try:
-                    self._commit(batch)
-                finally:
-                    self._cond.acquire()
-                    self._leading = False
-                    for done in batch:
-                        done.done = True
-                    self._cond.notify_all()
+            lead = not self._leading
+            self._leading = True
+        if not lead:
+            work.wake.wait()
+        while not work.done:
+            self._lead_one_batch(work)
         if work.error is not None:
             raise work.error
+
+    def _lead_one_batch(self, own: _Work) -> None:
+        with self._lock:
+            batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+        self._commit(batch)
+        for done in batch:
+            done.done = True
+            done.wake.set()
+        with self._lock:
+            if not self._pending:
+                self._leading = False
+            elif own.done:
+                self._pending[0].wake.set()  # it leads the next batch
+            # else: own work is still queued (a long queue), so lead again
 
     def close(self) -> None:
         """Nothing to stop: commits run on their callers' threads."""

@@ -114,9 +114,11 @@ class Tracker:
                 busy = self.run_once(reconcile=reconcile)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
-            # Under a stream of wake-ups, rest in proportion to the pass, so the loop takes at
-            # most a third of a CPU from the API; a short pass means a short rest.
-            self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
+            if self._wake.is_set():
+                # Woken again during the pass: a stream of submits. Rest in proportion to
+                # the pass, so the loop takes at most a third of a CPU from the API. A
+                # lone wake-up is served at once.
+                self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
             self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
 
     # --- one pass ------------------------------------------------------------------------
