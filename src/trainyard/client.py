@@ -36,7 +36,7 @@ def _iso(ts: Timestamp) -> str | None:
 
 
 def _state(value: int) -> str:
-    return pb.JobState.Name(value)  # type: ignore[arg-type]
+    return str(pb.JobState.Name(value))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ class Client:
     def health(self) -> str:
         stub = health_pb2_grpc.HealthStub(self._channel)
         resp = self._call(stub.Check, health_pb2.HealthCheckRequest(service=""))
-        return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status))
 
     def wait(self, job_id: str) -> JobStatus:
         """Block until the job is final (following WatchJob), then return its status."""

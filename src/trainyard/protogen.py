@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -33,4 +32,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

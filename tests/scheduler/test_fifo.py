@@ -35,6 +35,14 @@ def test_every_waiting_job_gets_a_reason_with_its_place() -> None:
     assert reasons["j1"] == reasons["j2"] == reasons["j3"]
 
 
+def test_saturation_is_declared_only_when_every_slot_is_taken() -> None:
+    policy = FifoPolicy()
+    full = policy.schedule(Snapshot(pending(1, 2), running(1), max_concurrent=2, now=0))
+    assert full.admit == ("j1",) and full.saturated == full.pending["j2"]
+    room = policy.schedule(Snapshot(pending(1), running(0), max_concurrent=2, now=0))
+    assert room.admit == ("j1",) and room.saturated is None
+
+
 def test_over_full_cluster_admits_nothing() -> None:
     snap = Snapshot(pending=pending(1), running=running(5), max_concurrent=2, now=0)
     assert FifoPolicy().schedule(snap).admit == ()

@@ -9,6 +9,7 @@ from sqlalchemy import delete
 
 from trainyard.domain.spec import DatasetRef, JobSpec
 from trainyard.domain.states import JobState
+from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
 from trainyard.server import ServerConfig, TrainyardServer
 from trainyard.store.schema import dataset_versions
@@ -130,3 +131,33 @@ def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServ
         conn.execute(delete(dataset_versions))
     assert settle(stack, job_id) is JobState.FAILED
     assert "launch failed: dataset gone:" in stack.jobs.get(job_id).message
+
+
+class CountingPolicy(FifoPolicy):
+    def __init__(self) -> None:
+        self.passes = 0
+
+    def schedule(self, snapshot: Snapshot) -> Decisions:
+        self.passes += 1
+        return super().schedule(snapshot)
+
+
+def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
+    stack: TrainyardServer,
+) -> None:
+    policy = CountingPolicy()
+    stack.tracker.policy = policy
+    first, _ = stack.service.train(JobSpec(name="first", command="sleep 30"))
+    stack.tracker.run_once()
+    assert policy.passes == 1 and stack.jobs.get(first).state is JobState.RUNNING
+    later = [stack.service.train(JobSpec(name=f"later{i}", command="true"))[0]
+             for i in range(3)]
+    stack.tracker.run_once(reconcile=False)  # what a submit-only wake-up runs
+    assert policy.passes == 1
+    for job_id in later:
+        job = stack.jobs.get(job_id)
+        assert job.state is JobState.WAITING and job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+    stack.service.cancel(first)
+    assert settle(stack, first) is JobState.CANCELLED
+    assert policy.passes > 1
+    assert settle(stack, later[0]) is JobState.SUCCEEDED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from trainyard.domain.errors import InvalidArgument
@@ -11,17 +13,17 @@ from trainyard.service import JobStatus
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.v1 import training_pb2 as pb
 
-_TO_PB = {state: pb.JobState.Value(state.value) for state in JobState}
-_FROM_PB = {v: k for k, v in _TO_PB.items()}
+_TO_PB = {state: cast(pb.JobState, pb.JobState.Value(state.value)) for state in JobState}
+_FROM_PB = {int(v): k for k, v in _TO_PB.items()}
 
 
-def state_to_pb(state: JobState) -> pb.JobState.ValueType:
+def state_to_pb(state: JobState) -> pb.JobState:
     return _TO_PB[state]
 
 
 def state_from_pb(value: int, field: str = "state") -> JobState:
     try:
-        return _FROM_PB[value]  # type: ignore[index]
+        return _FROM_PB[value]
     except KeyError:
         raise InvalidArgument(field, f"unknown job state {value}") from None
 
@@ -72,7 +74,7 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
 
 def transition_to_pb(event: EventRecord) -> pb.StateTransition:
     return pb.StateTransition(
-        from_state=state_to_pb(event.from_state) if event.from_state else 0,
+        from_state=state_to_pb(event.from_state) if event.from_state else None,
         to_state=state_to_pb(event.to_state), time=timestamp(event.time), reason=event.reason,
     )
 

@@ -23,7 +23,8 @@ class FifoPolicy:
         # (computed when asked) says how many are ahead.
         reason = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(snapshot.max_concurrent))
         pending = {job.job_id: reason for job in ordered[free:]}
-        return Decisions(admit=admit, pending=pending)
+        full = len(snapshot.running) + len(admit) >= snapshot.max_concurrent
+        return Decisions(admit=admit, pending=pending, saturated=reason if full else None)
 
 
 def _limit_sentence(limit: int) -> str:

@@ -43,6 +43,10 @@ class PendingReason:
 class Decisions:
     admit: tuple[str, ...]  # job ids in launch order
     pending: dict[str, PendingReason]  # every job not admitted, with why it waits
+    # Set when nothing can start until an active job ends or the policy's inputs change in
+    # some way other than new submissions; a job submitted meanwhile waits for this reason.
+    # It lets the caller answer a stream of submits without a full pass for each.
+    saturated: PendingReason | None = None
 
 
 class Policy(Protocol):

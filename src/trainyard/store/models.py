@@ -14,7 +14,7 @@ from trainyard.store.records import JobRecord, ModelRecord
 from trainyard.store.schema import model_versions
 
 
-def _record(m: Mapping[str, Any]) -> ModelRecord:
+def _record(m: Mapping[Any, Any]) -> ModelRecord:
     return ModelRecord(m["model_name"], m["version"], m["content_hash"], m["uri"],
                        m["size_bytes"], m["file_count"], m["job_id"], m["attempt"],
                        m["created_at"])

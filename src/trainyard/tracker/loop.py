@@ -34,7 +34,7 @@ from trainyard.workspace import Workspace
 log = logging.getLogger(__name__)
 
 ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
-REST_FACTOR = 2.0
+REST_FACTOR = 4.0
 # What a job's process inherits from the service; everything else is the contract's.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
@@ -67,6 +67,7 @@ class Tracker:
         self._thread: threading.Thread | None = None
         self._signalled: set[str] = set()  # handles already asked to stop
         self._reconcile_due = True
+        self._saturated: PendingReason | None = None  # from the last full pass
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         executor.set_exit_listener(self._job_exited)
@@ -116,7 +117,7 @@ class Tracker:
                 log.exception("tracker pass failed")
             if self._wake.is_set():
                 # Woken again during the pass: a stream of submits. Rest in proportion to
-                # the pass, so the loop takes at most a third of a CPU from the API. A
+                # the pass, so the loop takes at most a fifth of a CPU from the API. A
                 # lone wake-up is served at once.
                 self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
             self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
@@ -136,7 +137,20 @@ class Tracker:
         if reconcile:
             for job in self.jobs.in_states(ACTIVE):
                 self._track(job)
+        elif self._saturated is not None and self._explain_new_jobs(self._saturated):
+            return True  # saturation means jobs are active
         return self._schedule() > 0
+
+    def _explain_new_jobs(self, reason: PendingReason) -> bool:
+        """While the policy is saturated and only submits happened, new jobs cannot start:
+        record why they wait without a full pass over the queue. False if a full read of
+        the queue is due instead."""
+        new = self.waiting.read_new()
+        if new is None:
+            return False
+        self.jobs.set_pending_reasons({j.job_id: (reason.code, reason.message) for j in new})
+        self._reasons.update((j.job_id, reason) for j in new)
+        return True
 
     def _track(self, job: JobRecord) -> bool:
         """Follow one active job; True if it is still active afterwards."""
@@ -225,6 +239,7 @@ class Tracker:
         waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()
+            self._saturated = None
             return len(running)
         snapshot = Snapshot(
             pending=waiting,
@@ -233,6 +248,7 @@ class Tracker:
             now=self.clock(),
         )
         decisions = self.policy.schedule(snapshot)
+        self._saturated = decisions.saturated
         launched = 0
         for job_id in decisions.admit:
             self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue

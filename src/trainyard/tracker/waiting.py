@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from trainyard.scheduler import PendingJob
 from trainyard.store.jobs import JobStore
+from trainyard.store.records import QueuedJob
 
 
 class WaitingJobs:
@@ -35,17 +36,30 @@ class WaitingJobs:
 
     def current(self) -> list[PendingJob]:
         """The waiting jobs in submit order, as the scheduler takes them."""
-        now = self._clock()
-        if self._stale or now - self._read_at >= self._full_read_every:
+        if not self._full_read_due():
+            self._add(self._jobs.queued(after_seq=self._max_seq))
+        else:
             self._stale = False
-            self._read_at = now
+            self._read_at = self._clock()
             self._by_id = {}
             self._max_seq = 0
-            rows = self._jobs.queued()
-        else:
-            rows = self._jobs.queued(after_seq=self._max_seq)
-        for row in rows:
-            self._by_id[row.id] = PendingJob(row.id, row.queue, row.priority, row.seq,
-                                             row.resources)
-            self._max_seq = max(self._max_seq, row.seq)
+            self._add(self._jobs.queued())
         return list(self._by_id.values())
+
+    def read_new(self) -> list[PendingJob] | None:
+        """Only the jobs submitted since the last read; None when a full read is due."""
+        if self._full_read_due():
+            return None
+        return self._add(self._jobs.queued(after_seq=self._max_seq))
+
+    def _full_read_due(self) -> bool:
+        return self._stale or self._clock() - self._read_at >= self._full_read_every
+
+    def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
+        added = []
+        for row in rows:
+            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources)
+            self._by_id[row.id] = job
+            self._max_seq = max(self._max_seq, row.seq)
+            added.append(job)
+        return added
