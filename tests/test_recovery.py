@@ -66,22 +66,27 @@ def test_crash_mid_run_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
         server.stop()
 
 
-def test_crash_between_launching_and_launch_is_failed_not_rerun(tmp_path: Path,
-                                                                database_url: str) -> None:
+def test_crash_between_launching_and_launch_starts_the_job_once(tmp_path: Path,
+                                                                  database_url: str) -> None:
     config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url)
     first = TrainyardServer(config)
-    job_id, _ = first.service.train(JobSpec(name="x", command="true"))
-    # The tracker wrote LAUNCHING with its handle, then the process died before launching.
+    marker = tmp_path / "ran"
+    job_id, _ = first.service.train(JobSpec(name="x", command=f"echo once >> {marker}"))
+    # The tracker wrote LAUNCHING with its handle, then the service died before launching.
     first.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
                           attempt=1, executor="local",
                           handle=first.tracker.executor.handle_for(job_id, 1))
     first.db.close()
     second = TrainyardServer(config)
     try:
-        second.tracker.recover()
-        job = second.jobs.get(job_id)
-        assert job.state is JobState.FAILED
-        assert "never started" in job.message
+        second.tracker.recover()  # looks the handle up, finds nothing, launches it
+        assert second.jobs.get(job_id).state is JobState.RUNNING
+        second.tracker.recover()  # a second restart adopts it instead
+        wait_until(lambda: (second.tracker.run_once() or True) and
+                   second.jobs.get(job_id).state.is_final(), what="final")
+        assert second.jobs.get(job_id).state is JobState.SUCCEEDED
+        assert marker.read_text() == "once\n"
+        assert [e.to_state for e in second.jobs.events(job_id)].count(JobState.LAUNCHING) == 1
     finally:
         second.db.close()
 

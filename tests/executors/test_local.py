@@ -101,7 +101,28 @@ def test_a_new_executor_adopts_a_running_job_and_sees_it_end(tmp_path: Path) -> 
 def test_unknown_handle_is_lost(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "state")
     obs = ex.adopt(ex.handle_for("ghost", 1))
-    assert obs.phase is Phase.LOST and "never started" in obs.message
+    assert obs.phase is Phase.NOT_FOUND and "never started" in obs.message
+    assert ex.cancel(ex.handle_for("ghost", 1), grace_seconds=1)  # nothing to stop
+
+
+def test_cancel_before_the_process_is_up_asks_to_be_repeated(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    handle = ex.handle_for("job2", 1)
+    (tmp_path / "state" / handle).mkdir(parents=True)  # launched, pid not yet written
+    assert ex.poll(handle).phase is Phase.STARTING
+    assert ex.cancel(handle, grace_seconds=1) is False
+
+
+def test_release_kills_what_a_finished_job_left_running(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, "sleep 60 & echo $! > child.pid; exit 0")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    child = int((req.workdir / "child.pid").read_text())
+    assert Path(f"/proc/{child}").exists()
+    ex.release(req.handle)
+    until(lambda: not Path(f"/proc/{child}").exists() or
+          Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"))
 
 
 def test_a_recycled_pid_is_not_mistaken_for_the_job(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ def stack(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
     srv.db.close()
 
 
+
 def settle(srv: TrainyardServer, job_id: str, timeout: float = 15) -> JobState:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -161,3 +162,32 @@ def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     assert settle(stack, first) is JobState.CANCELLED
     assert policy.passes > 1
     assert settle(stack, later[0]) is JobState.SUCCEEDED
+
+
+def test_the_last_metric_lines_are_ingested_even_without_a_newline(
+    stack: TrainyardServer,
+) -> None:
+    # After the tracker has read step 1, the job writes a complete line and an unterminated
+    # one and exits: one pass must ingest both, the first as a running job's, the second as
+    # the final read.
+    command = ('printf \'{"step": 1, "loss": 0.9}\\n\' >> "$METRICS_PATH"; sleep 0.3; '
+               'printf \'{"step": 2, "loss": 0.4}\\n{"step": 3, "loss": 0.2}\' '
+               '>> "$METRICS_PATH"')
+    job_id, _ = stack.service.train(JobSpec(name="tail", command=command))
+    stack.tracker.run_once()
+    time.sleep(0.1)
+    stack.tracker.run_once()  # ingests step 1 while the job still runs
+    time.sleep(0.5)  # the job writes the rest and exits
+    assert settle(stack, job_id) is JobState.SUCCEEDED
+    assert stack.tracker.metrics.series(job_id, "loss") == [(1, 0.9), (2, 0.4), (3, 0.2)]
+
+
+@pytest.mark.parametrize("sabotage", ["mkdir", "mkfifo"])
+def test_a_job_that_breaks_its_metrics_file_cannot_stall_the_tracker(
+    stack: TrainyardServer, sabotage: str,
+) -> None:
+    command = f'rm "$METRICS_PATH"; {sabotage} "$METRICS_PATH"; sleep 0.3'
+    job_id, _ = stack.service.train(JobSpec(name="saboteur", command=command))
+    other, _ = stack.service.train(JobSpec(name="other", command="true"))
+    assert settle(stack, job_id) is JobState.SUCCEEDED
+    assert settle(stack, other) is JobState.SUCCEEDED

@@ -29,12 +29,13 @@ FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLE
 # The single source of truth for which transitions exist (DESIGN.md, "Job states").
 ALLOWED_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.WAITING: frozenset({JobState.LAUNCHING, JobState.CANCELLED}),
+    # LAUNCHING -> CANCELLED: cancelled before its process existed.
     JobState.LAUNCHING: frozenset({JobState.RUNNING, JobState.FAILED, JobState.CANCELLED}),
     JobState.RUNNING: frozenset(
         {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED}
     ),
     JobState.FAILED: frozenset({JobState.WAITING}),  # only through a retry policy
-    JobState.PREEMPTED: frozenset({JobState.WAITING}),
+    JobState.PREEMPTED: frozenset({JobState.WAITING, JobState.CANCELLED}),
     JobState.SUCCEEDED: frozenset(),
     JobState.CANCELLED: frozenset(),
 }

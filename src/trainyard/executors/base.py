@@ -22,6 +22,7 @@ class LaunchRequest:
 
 
 class Phase(StrEnum):
+    NOT_FOUND = "NOT_FOUND"  # the executor has nothing under this handle: never launched
     STARTING = "STARTING"  # launched, not yet confirmed alive
     RUNNING = "RUNNING"
     EXITED = "EXITED"
@@ -58,8 +59,15 @@ class Executor(Protocol):
         """After a restart: like poll, and resume watching a job that still runs."""
         ...
 
-    def cancel(self, handle: str, grace_seconds: float) -> None:
-        """Ask the job to stop, then force it after the grace period. Idempotent."""
+    def cancel(self, handle: str, grace_seconds: float) -> bool:
+        """Ask the job to stop, then force it after the grace period. Idempotent.
+
+        True once the job was asked to stop or has already ended; False while it cannot be
+        signalled yet (still starting): call again later."""
+        ...
+
+    def release(self, handle: str) -> None:
+        """The job is final: free what it still holds (leftover processes). Idempotent."""
         ...
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:

@@ -27,7 +27,9 @@ printf '%s\n' "$$" > "$3"
 /bin/sh -c "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 """
-STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
+STARTING_TIMEOUT = 10.0
+# Every process of a job inherits this, so leftovers are told apart from strangers.
+HANDLE_ENV = "TRAINYARD_HANDLE"  # a launched wrapper that wrote no pid by then never started
 
 
 class LocalExecutor:
@@ -38,6 +40,7 @@ class LocalExecutor:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._listener: Callable[[str], None] = lambda handle: None
         self._watched: set[str] = set()
+        self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
         self._lock = threading.Lock()
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
@@ -59,6 +62,7 @@ class LocalExecutor:
     def _pid_file(self, handle: str) -> Path:
         return self._dir(handle) / "pid"
 
+
     # --- protocol ------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
@@ -72,7 +76,8 @@ class LocalExecutor:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", request.command,
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle))],
-                    cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
+                    cwd=request.workdir, env={**request.env, HANDLE_ENV: request.handle},
+                    stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                     close_fds=True,
                 )
@@ -88,7 +93,7 @@ class LocalExecutor:
         if pid is None:
             hdir = self._dir(handle)
             if not hdir.exists():
-                return Observation(Phase.LOST, message="the process was never started")
+                return Observation(Phase.NOT_FOUND, message="the process was never started")
             if time.time() - hdir.stat().st_mtime > STARTING_TIMEOUT:
                 return Observation(Phase.LOST, message="the process did not start")
             return Observation(Phase.STARTING)
@@ -108,18 +113,47 @@ class LocalExecutor:
             self._watch(handle, lambda: _wait_pid(pid, lambda: self._is_ours(handle, pid)))
         return obs
 
-    def cancel(self, handle: str, grace_seconds: float) -> None:
+    def cancel(self, handle: str, grace_seconds: float) -> bool:
         pid = self._read_pid(handle)
-        if pid is None or not self._is_ours(handle, pid):
-            return  # already gone: nothing to stop
+        if pid is None:
+            # Not started yet, unless it never will be: then there is nothing to stop.
+            return self.poll(handle).phase is not Phase.STARTING
+        if not self._is_ours(handle, pid):
+            return True  # already gone: nothing to stop
         _signal_group(pid, signal.SIGTERM)
 
-        def force() -> None:
-            _signal_group(pid, signal.SIGKILL)
-
-        timer = threading.Timer(grace_seconds, force)
+        timer = threading.Timer(grace_seconds, self._kill_group, args=(handle, pid))
         timer.daemon = True
+        with self._lock:
+            self._timers[handle] = timer
         timer.start()
+        return True
+
+    def release(self, handle: str) -> None:
+        """The job is final: kill what it left running in its group (a data loader, a
+        `tensorboard &`) and drop any pending forced kill."""
+        with self._lock:
+            timer = self._timers.pop(handle, None)
+        if timer is not None:
+            timer.cancel()
+        pid = self._read_pid(handle)
+        if pid is not None:
+            self._kill_group(handle, pid)
+
+    def _kill_group(self, handle: str, pgid: int) -> None:
+        """SIGKILL every process of the job's group. A group id is only reused once its group
+        is empty, but each process is also checked for the job's handle before it dies."""
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return  # the group is empty
+        marker = f"{HANDLE_ENV}={handle}\0".encode()
+        for pid in _group_members(pgid):
+            try:
+                if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -183,6 +217,20 @@ def _wait_pid(pid: int, alive: Callable[[], bool]) -> None:
                 break
     finally:
         os.close(fd)
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

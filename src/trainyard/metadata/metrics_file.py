@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,14 +42,29 @@ def parse_line(line: bytes) -> MetricPoint | None:
     return MetricPoint(step, values) if values else None
 
 
+def _read_regular_file(path: Path, offset: int) -> bytes | None:
+    """Up to MAX_READ_BYTES from offset, or None unless path is a regular file. The job owns
+    the path: it may have swapped it for a link, a directory or a FIFO, none of which may
+    block or mislead the reader."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.pread(fd, MAX_READ_BYTES, offset)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_new_metrics(path: Path, offset: int, *, final: bool = False) -> MetricsBatch:
     """Parse complete lines after offset. A trailing partial line waits for the next pass,
     unless final (the writer has exited), when it is parsed too."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read(MAX_READ_BYTES)
-    except FileNotFoundError:
+    data = _read_regular_file(path, offset)
+    if data is None:
         return MetricsBatch([], 0, offset)
     end = len(data) if final and len(data) < MAX_READ_BYTES else data.rfind(b"\n") + 1
     points: list[MetricPoint] = []

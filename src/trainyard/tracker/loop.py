@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
 REST_FACTOR = 4.0
+MAX_TRACKING_FAILURES = 5
 # What a job's process inherits from the service; everything else is the contract's.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
@@ -68,6 +69,7 @@ class Tracker:
         self._signalled: set[str] = set()  # handles already asked to stop
         self._reconcile_due = True
         self._saturated: PendingReason | None = None  # from the last full pass
+        self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         executor.set_exit_listener(self._job_exited)
@@ -127,19 +129,52 @@ class Tracker:
     def recover(self) -> None:
         """Before admitting new work, re-attach to what the store says is running."""
         for job in self.jobs.in_states(ACTIVE):
-            obs = self.executor.adopt(job.handle)
-            log.info("recovered %s (%s): %s", job.id, job.state, obs.phase)
-            self._apply(job, obs, recovering=True)
+            self._guarded(job, self._recover_one)
+
+    def _recover_one(self, job: JobRecord) -> None:
+        obs = self.executor.adopt(job.handle)
+        log.info("recovered %s (%s): %s", job.id, job.state, obs.phase)
+        if obs.phase is Phase.NOT_FOUND and job.state is JobState.LAUNCHING:
+            # The service stopped between recording LAUNCHING and creating the process:
+            # nothing ran, so starting it now cannot run it twice.
+            self._start(job)
+            return
+        self._apply(job, obs, recovering=True)
 
     def run_once(self, reconcile: bool = True) -> bool:
         """One pass: follow the active jobs (if reconcile), then admit. True while jobs are
         active."""
         if reconcile:
             for job in self.jobs.in_states(ACTIVE):
-                self._track(job)
+                self._guarded(job, self._track)
         elif self._saturated is not None and self._explain_new_jobs(self._saturated):
             return True  # saturation means jobs are active
         return self._schedule() > 0
+
+    def _guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
+        """One job's trouble must not stall the others: log it, and fail the job if it
+        keeps happening."""
+        try:
+            step(job)
+        except StaleState:
+            return  # someone else moved it; the next pass sees the new state
+        except Exception as exc:
+            failures = self._failures.get(job.id, 0) + 1
+            self._failures[job.id] = failures
+            log.exception("tracking job %s failed (%d in a row)", job.id, failures)
+            if failures >= MAX_TRACKING_FAILURES:
+                self._give_up(job, f"tracking failed {failures} times: {exc}")
+        else:
+            self._failures.pop(job.id, None)
+
+    def _give_up(self, job: JobRecord, message: str) -> None:
+        try:
+            self.executor.cancel(job.handle, self.config.cancel_grace)
+            self.jobs.transition(job.id, job.state, JobState.FAILED, reason=message,
+                                 message=message, now=self.clock())
+            self._failures.pop(job.id, None)
+        except Exception:
+            log.exception("could not fail job %s", job.id)
 
     def _explain_new_jobs(self, reason: PendingReason) -> bool:
         """While the policy is saturated and only submits happened, new jobs cannot start:
@@ -152,57 +187,53 @@ class Tracker:
         self._reasons.update((j.job_id, reason) for j in new)
         return True
 
-    def _track(self, job: JobRecord) -> bool:
-        """Follow one active job; True if it is still active afterwards."""
-        if job.cancel_requested and job.handle not in self._signalled:
+    def _track(self, job: JobRecord) -> None:
+        """Follow one active job: deliver a cancel, ingest metrics, notice its end."""
+        if job.cancel_requested and job.handle not in self._signalled and \
+                self.executor.cancel(job.handle, self.config.cancel_grace):
             self._signalled.add(job.handle)
-            self.executor.cancel(job.handle, self.config.cancel_grace)
         if job.state is JobState.RUNNING:
-            self._ingest_metrics(job, final=False)
-        return self._apply(job, self.executor.poll(job.handle))
+            job = self._ingest_metrics(job, final=False)
+        self._apply(job, self.executor.poll(job.handle))
 
-    def _apply(self, job: JobRecord, obs: Observation, recovering: bool = False) -> bool:
-        try:
-            if obs.phase is Phase.STARTING:
-                return True
-            if obs.phase is Phase.RUNNING:
-                if job.state is JobState.LAUNCHING:
-                    self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
-                                         reason="process is running", now=self.clock())
-                return True
-            self._finish(job, obs, recovering)
-        except StaleState:
-            pass  # someone else moved it; the next pass sees the new state
-        return False
+    def _apply(self, job: JobRecord, obs: Observation, recovering: bool = False) -> None:
+        if obs.phase is Phase.STARTING:
+            return
+        if obs.phase is Phase.RUNNING:
+            if job.state is JobState.LAUNCHING:
+                self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
+                                     reason="process is running", now=self.clock())
+            return
+        self._finish(job, obs, recovering)
 
     def _finish(self, job: JobRecord, obs: Observation, recovering: bool) -> None:
         state = job.state
-        if state is JobState.LAUNCHING:
+        exited = obs.phase is Phase.EXITED
+        if state is JobState.LAUNCHING and exited:
+            # It ran: record that before how it ended.
             self.jobs.transition(job.id, state, JobState.RUNNING, now=self.clock(),
                                  reason="process had started" if recovering else "started")
             state = JobState.RUNNING
-        self._ingest_metrics(job, final=True)
+        if state is JobState.RUNNING:
+            job = self._ingest_metrics(job, final=True)
         code = obs.exit_code
-        fields = {"exit_code": code, "pending_code": "", "pending_message": ""}
-        if obs.phase is Phase.LOST:
-            outcome = describe_lost(obs.message)
-        else:
-            assert code is not None
-            outcome = describe_exit(code)
+        outcome = describe_exit(code) if exited and code is not None else \
+            describe_lost(obs.message)
         if job.cancel_requested:
             target, message = JobState.CANCELLED, "cancelled by request"
-            if obs.phase is Phase.EXITED:
+            if exited:
                 message += f"; {outcome}"
-        elif obs.phase is Phase.EXITED and code == 0:
-            target, message = JobState.SUCCEEDED, outcome
-            message += self._collect_model(job)
+        elif exited and code == 0:
+            target, message = JobState.SUCCEEDED, outcome + self._collect_model(job)
         else:
             target, message = JobState.FAILED, outcome
-        if recovering:
-            message += " (while the service was down)" if obs.phase is Phase.EXITED else ""
+        if recovering and exited:
+            message += " (while the service was down)"
         self.jobs.transition(job.id, state, target, reason=message, now=self.clock(),
-                             message=message, **fields)
+                             message=message, exit_code=code, pending_code="",
+                             pending_message="")
         self._signalled.discard(job.handle)
+        self.executor.release(job.handle)
 
     def _collect_model(self, job: JobRecord) -> str:
         paths = self.workspace.attempt(job.id, job.attempt)
@@ -214,21 +245,23 @@ class Tracker:
             return "; no model files were saved"
         return f"; model {model.model_name} version {model.version}"
 
-    def _ingest_metrics(self, job: JobRecord, *, final: bool) -> None:
+    def _ingest_metrics(self, job: JobRecord, *, final: bool) -> JobRecord:
+        """Ingest what the job appended to METRICS_PATH; return the job with its new offset."""
         path = self.workspace.attempt(job.id, job.attempt).metrics_path
         offset = job.metrics_offset
         while True:
             batch = read_new_metrics(path, offset, final=final)
             if batch.end_offset == offset:
-                return
+                break
             ok = self.metrics.ingest(job.id, job.attempt, from_offset=offset,
                                      to_offset=batch.end_offset, points=batch.points,
                                      malformed=batch.malformed)
             if not ok:
-                return
+                return self.jobs.get(job.id)  # another writer moved the offset; trust it
             offset = batch.end_offset
             if not final:
-                return
+                break
+        return replace(job, metrics_offset=offset)
 
     # --- admission -----------------------------------------------------------------------
 
@@ -263,6 +296,7 @@ class Tracker:
         return len(running) + launched
 
     def _launch(self, job: JobRecord) -> bool:
+        """Record LAUNCHING with the handle about to be created, then create it."""
         attempt = job.attempt + 1
         handle = self.executor.handle_for(job.id, attempt)
         try:
@@ -274,11 +308,13 @@ class Tracker:
             )
         except StaleState:
             return False  # cancelled meanwhile
-        job = replace(job, state=JobState.LAUNCHING, attempt=attempt, handle=handle,
-                      metrics_offset=0)
+        return self._start(replace(job, state=JobState.LAUNCHING, attempt=attempt,
+                                   handle=handle, metrics_offset=0))
+
+    def _start(self, job: JobRecord) -> bool:
+        """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
         try:
-            request = self._launch_request(job, handle)
-            self.executor.launch(request)
+            self.executor.launch(self._launch_request(job, job.handle))
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
