@@ -4,11 +4,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.serverproc import ServerProcess
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.db import AlreadyRunning
 
 
 def wait_until(check, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
@@ -103,3 +106,22 @@ def test_graceful_stop_leaves_jobs_running_for_the_next_start(tmp_path: Path) ->
             assert client.wait(job_id).state == "SUCCEEDED"
     finally:
         server.stop()
+
+
+def test_a_second_server_on_the_same_store_is_refused(tmp_path: Path, database_url: str) -> None:
+    first = TrainyardServer(ServerConfig(data_dir=tmp_path / "a", database_url=database_url,
+                                         port=0))
+    first.start()
+    try:
+        # Another data directory, the same database: two trackers would fight over jobs.
+        second = TrainyardServer(ServerConfig(data_dir=tmp_path / "b",
+                                              database_url=database_url, port=0))
+        with pytest.raises(AlreadyRunning, match="already"):
+            second.start()
+        second.db.close()
+    finally:
+        first.stop(grace=0)
+    third = TrainyardServer(ServerConfig(data_dir=tmp_path / "c", database_url=database_url,
+                                         port=0))
+    third.start()  # the claim ends with the server that held it
+    third.stop(grace=0)

@@ -80,6 +80,7 @@ class TrainyardServer:
 
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""
+        self.db.claim_exclusive()
         address = f"{self.config.host}:{self.config.port}"
         self.port = self.grpc.add_insecure_port(address)
         if self.port == 0:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from alembic import command
 from alembic.config import Config
@@ -17,6 +19,7 @@ from trainyard.store.feed import ChangeFeed
 from trainyard.store.group_commit import GroupCommitter
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+TRACKER_LOCK_KEY = 7210402
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -43,6 +46,7 @@ class Database:
         )
         self.feed = ChangeFeed()
         self.group = GroupCommitter(self.write)
+        self._lease: Any = None  # what holds claim_exclusive's lock
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
@@ -59,9 +63,50 @@ class Database:
         with self.engine.connect() as fresh:
             yield fresh
 
+    def claim_exclusive(self) -> None:
+        """Make this process the only one running a tracker on this database, for as long
+        as it lives. Two trackers would each adopt, poll and fail the other's jobs."""
+        if self.is_sqlite:
+            path = make_url(self.engine.url).database
+            self._lease = _flock(Path(f"{path}.lock"), f"the database {path}")
+            return
+        conn = self.engine.connect()
+        got = conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({TRACKER_LOCK_KEY})").scalar()
+        conn.commit()
+        if not got:
+            conn.close()
+            raise AlreadyRunning("another Trainyard server is already running against this "
+                                 "database")
+        self._lease = conn  # the session lock lasts as long as this connection
+
     def close(self) -> None:
         self.group.close()
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
         self.engine.dispose()
+
+
+class AlreadyRunning(Exception):
+    """Another server holds the exclusive claim on this database or data directory."""
+
+
+def _flock(path: Path, what: str) -> IO[str]:
+    """An exclusive, non-blocking lock on path, held while the returned file stays open."""
+    handle = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise AlreadyRunning(f"another Trainyard server (pid {holder}) is already using "
+                             f"{what}") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def _configure_sqlite(dbapi_conn: Any, _record: Any) -> None:
