@@ -62,16 +62,28 @@ class GroupCommitter:
     def _lead_one_batch(self, own: _Work) -> None:
         with self._lock:
             batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-        self._commit(batch)
+        try:
+            self._commit(batch)
+        except BaseException as exc:  # even an interrupt must not strand the waiters
+            for work in batch:
+                work.error = work.error or exc
+            with self._lock:
+                if own in self._pending:
+                    self._pending.remove(own)  # its caller is leaving with the error
+            self._finish(batch, hand_off=True)
+            raise
+        self._finish(batch, hand_off=own in batch)
+
+    def _finish(self, batch: list[_Work], *, hand_off: bool) -> None:
         for done in batch:
             done.done = True
             done.wake.set()
         with self._lock:
             if not self._pending:
                 self._leading = False
-            elif own.done:
+            elif hand_off:
                 self._pending[0].wake.set()  # it leads the next batch
-            # else: own work is still queued (a long queue), so lead again
+            # else: the leader's own work is still queued (a long queue): it leads again
 
     def close(self) -> None:
         """Nothing to stop: commits run on their callers' threads."""
