@@ -111,3 +111,14 @@ def test_unreachable_server_is_explained(server: ServerProcess) -> None:
 def test_server_flag_overrides_the_environment(server: ServerProcess) -> None:
     out = trainyard(server, "list", "--server", server.address, env_server=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_user_text_is_printed_as_written_not_as_markup(server: ServerProcess) -> None:
+    command = 'echo "[/] [adam] ${arr[@]}"'
+    sub = trainyard(server, "submit", "--name", "markup", "--command", command, "-o", "json")
+    job_id = json.loads(sub.stdout)["job_id"]
+    out = trainyard(server, "status", job_id)
+    assert out.returncode == 0, out.stderr
+    assert command in out.stdout
+    listed = trainyard(server, "list")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr

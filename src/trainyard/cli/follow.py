@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trainyard.cli.output import console, styled_state
@@ -45,11 +46,11 @@ def follow_job(client: Client, job_id: str, *, quiet: bool = False,
             info = (st.pending_reason or {}).get("message", "") if st.state == "WAITING" \
                 else _summary(st)
             bar.update(task, total=total, completed=done, state=styled_state(st.state),
-                       info=info)
+                       info=escape(info))
             if st.is_final:
                 break
             time.sleep(interval)
             st = client.status(job_id)
     if not quiet:
-        console.print(f"{job_id} {styled_state(st.state)}: {st.message}")
+        console.print(f"{job_id} {styled_state(st.state)}: {escape(st.message)}")
     return st

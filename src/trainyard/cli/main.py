@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from trainyard.cli.output import (
     Output,
@@ -44,7 +45,7 @@ def client_for(server: str | None) -> Iterator[Client]:
         with Client(server) as client:
             yield client
     except TrainyardError as exc:
-        errors.print(f"[red]error[/] ({exc.code}): {exc.message}", highlight=False)
+        errors.print(f"[red]error[/] ({exc.code}): {escape(exc.message)}", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -85,7 +86,8 @@ def server(
         srv = TrainyardServer(config)
         bound = srv.start()
     except Exception as exc:  # a start-up failure is a sentence, not a traceback
-        errors.print(f"[red]error[/]: cannot start the server: {exc}", highlight=False)
+        errors.print(f"[red]error[/]: cannot start the server: {escape(str(exc))}",
+                     highlight=False)
         raise typer.Exit(1) from None
     if port_file is not None:
         tmp = port_file.with_suffix(".tmp")
@@ -218,7 +220,7 @@ def watch(job_id: str, server: ServerOpt = None) -> None:
     with client_for(server) as client:
         for t in client.watch(job_id):
             console.print(f"[dim]{t.time}[/] {t.from_state or '-'} -> "
-                          f"{styled_state(t.to_state)}: {t.reason}")
+                          f"{styled_state(t.to_state)}: {escape(t.reason)}")
 
 
 @datasets_app.command("register")

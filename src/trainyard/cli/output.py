@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from trainyard.client import Dataset, JobStatus, JobSummary
@@ -37,45 +38,51 @@ def render_status(st: JobStatus) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("job", f"{st.job_id} ({st.name})")
+    # Everything a user wrote (commands, names, messages) is escaped: "[adam]" or "[/]"
+    # in a command must print as written, not be read as markup.
+    table.add_row("job", f"{escape(st.job_id)} ({escape(st.name)})")
     table.add_row("state", styled_state(st.state))
     if st.state == "WAITING":
-        table.add_row("position", f"{st.queue_position} in queue {st.queue}")
+        table.add_row("position", f"{st.queue_position} in queue {escape(st.queue)}")
         if st.pending_reason:
-            table.add_row("waiting", f"{st.pending_reason['message']} "
+            table.add_row("waiting", f"{escape(st.pending_reason['message'])} "
                                      f"[dim]({st.pending_reason['code']})[/]")
     if st.message:
-        table.add_row("message", st.message)
+        table.add_row("message", escape(st.message))
     spec = st.spec
-    table.add_row("command", spec["command"])
+    table.add_row("command", escape(spec["command"]))
     if spec["dataset"]:
-        table.add_row("dataset", f"{spec['dataset']['name']}:{spec['dataset']['version'][:12]}")
+        table.add_row("dataset", escape(f"{spec['dataset']['name']}:"
+                                        f"{spec['dataset']['version'][:12]}"))
     if spec["hyperparameters"]:
-        table.add_row("params", " ".join(f"{k}={v}" for k, v in spec["hyperparameters"].items()))
+        table.add_row("params", escape(" ".join(f"{k}={v}"
+                                                for k, v in spec["hyperparameters"].items())))
     for key, m in sorted(st.metrics.items()):
-        table.add_row(f"metric {key}", f"{m['value']:.6g} (step {m['step']})")
+        table.add_row(f"metric {escape(key)}", f"{m['value']:.6g} (step {m['step']})")
     if st.malformed_metric_lines:
         table.add_row("metrics", f"[yellow]{st.malformed_metric_lines} malformed line(s) "
                                  "skipped[/]")
     if st.model:
-        table.add_row("model", f"{st.model['model_name']} v{st.model['version']} "
+        table.add_row("model", f"{escape(st.model['model_name'])} v{st.model['version']} "
                                f"sha256:{st.model['content_hash'][:12]} {st.model['uri']}")
     for t in st.transitions:
-        table.add_row("", f"[dim]{t.time}[/] {t.from_state or '-'} -> {t.to_state}: {t.reason}")
+        table.add_row("", f"[dim]{t.time}[/] {t.from_state or '-'} -> {t.to_state}: "
+                          f"{escape(t.reason)}")
     console.print(table)
 
 
 def render_jobs(jobs: list[JobSummary]) -> None:
     table = Table("JOB", "NAME", "STATE", "QUEUE", "PRI", "SUBMITTED", "MESSAGE")
     for j in jobs:
-        table.add_row(j.job_id, j.name, styled_state(j.state), j.queue, str(j.priority),
-                      (j.submitted_at or "")[:19], j.message)
+        table.add_row(escape(j.job_id), escape(j.name), styled_state(j.state),
+                      escape(j.queue), str(j.priority),
+                      (j.submitted_at or "")[:19], escape(j.message))
     console.print(table)
 
 
 def render_datasets(datasets: list[Dataset]) -> None:
     table = Table("NAME", "VERSION", "FILES", "BYTES", "CREATED")
     for d in datasets:
-        table.add_row(d.name, d.version, str(d.file_count), str(d.size_bytes),
+        table.add_row(escape(d.name), d.version, str(d.file_count), str(d.size_bytes),
                       (d.created_at or "")[:19])
     console.print(table)
