@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
-from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
+from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.store.jobs import JobFilter, JobStore
@@ -48,8 +48,7 @@ class TrainingService:
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               owner: str = "") -> tuple[str, bool]:
         validate_spec(spec, self.limits)
-        if len(client_request_id) > 128:
-            raise InvalidArgument("client_request_id", "must be at most 128 characters")
+        check_text("client_request_id", client_request_id, 128)
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
         job_id, existing = self.jobs.create(spec, owner=owner,
@@ -73,15 +72,17 @@ class TrainingService:
     def list_jobs(self, *, states: Sequence[JobState] = (), queue: str = "",
                   labels: Mapping[str, str] | None = None, page_size: int = 0,
                   page_token: str = "") -> tuple[list[JobRecord], str]:
+        check_text("queue", queue)
+        for key, value in (labels or {}).items():
+            check_text(f"labels.{key}", key + value)
         if page_size < 0 or page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
         after: int | None = None
         if page_token:
-            try:
-                after = int(page_token)
-            except ValueError:
+            after = int(page_token) if page_token.isdigit() and len(page_token) < 19 else None
+            if after is None:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
-                                      "ListJobs response") from None
+                                      "ListJobs response")
         records, next_seq = self.jobs.list(JobFilter(states, queue, labels),
                                            page_size=page_size or DEFAULT_PAGE_SIZE,
                                            after_seq=after)
@@ -159,4 +160,5 @@ class TrainingService:
         return self.datasets.register(name, path)
 
     def list_datasets(self, name: str = "") -> list[DatasetRecord]:
+        check_text("name", name)
         return self.datasets.store.list(name)

@@ -89,6 +89,11 @@ BAD_REQUESTS = [
     ("hyperparameters.METRICS_PATH", pb.TrainRequest(name="x", command="true",
                                                      hyperparameters={"METRICS_PATH": "/"})),
     ("image", pb.TrainRequest(name="x", command="true", image="busybox")),
+    ("hyperparameters", pb.TrainRequest(name="x", command="true",
+                                        hyperparameters={f"P{i}": "v" * 16000
+                                                         for i in range(10)})),
+    ("client_request_id", pb.TrainRequest(name="x", command="true",
+                                          client_request_id="a\x00b")),
 ]
 
 
@@ -104,12 +109,24 @@ def test_bad_specs_are_rejected_naming_the_field_and_store_nothing(
     assert total_jobs(client) == 0
 
 
-def test_unknown_job_is_not_found(client: Client) -> None:
+@pytest.mark.parametrize("job_id", ["no-such-job", "x" * 300, "a\x00b"])
+def test_unknown_job_is_not_found(client: Client, job_id: str) -> None:
     for call in (client.status, client.cancel, lambda j: list(client.watch(j)),
                  lambda j: list(client.logs(j))):
         with pytest.raises(TrainyardError) as info:
-            call("no-such-job")
-        assert info.value.code == "NOT_FOUND" and "no-such-job" in info.value.message
+            call(job_id)
+        assert info.value.code == "NOT_FOUND" and "not found" in info.value.message
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"page_token": "9" * 40}, "page_token"), ({"page_token": "-1"}, "page_token"),
+    ({"queue": "a\x00"}, "queue"), ({"labels": {"k": "a\x00"}}, "labels.k"),
+])
+def test_bad_list_filters_are_invalid_arguments(client: Client, kwargs: dict[str, object],
+                                                field: str) -> None:
+    with pytest.raises(TrainyardError) as info:
+        client.list_jobs(**kwargs)  # type: ignore[arg-type]
+    assert info.value.code == "INVALID_ARGUMENT" and info.value.message.startswith(field)
 
 
 def test_cancelling_a_finished_job_is_a_failed_precondition(client: Client) -> None:

@@ -52,8 +52,18 @@ class SpecLimits:
     max_command_bytes: int = 64 * 1024
     max_hyperparameters: int = 256
     max_value_bytes: int = 16 * 1024
+    # HYPERPARAMETERS is one environment string: the kernel refuses any over 128 KiB.
+    max_hyperparameters_bytes: int = 64 * 1024
     max_labels: int = 64
     images_supported: bool = False
+
+
+def check_text(field: str, value: str, max_len: int = 256) -> None:
+    """A free-text request field that reaches the store: no NUL, bounded length."""
+    if "\x00" in value:
+        raise InvalidArgument(field, "must not contain NUL bytes")
+    if len(value) > max_len:
+        raise InvalidArgument(field, f"must be at most {max_len} characters")
 
 
 def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
@@ -133,6 +143,10 @@ def _validate_hyperparameters(params: dict[str, str], limits: SpecLimits) -> Non
         if "\x00" in value or len(value.encode()) > limits.max_value_bytes:
             raise InvalidArgument(field_name, f"value must be at most {limits.max_value_bytes} "
                                   "bytes without NUL bytes")
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in params.items())
+    if total > limits.max_hyperparameters_bytes:
+        raise InvalidArgument("hyperparameters", f"{total} bytes in all, more than the limit of "
+                              f"{limits.max_hyperparameters_bytes}")
 
 
 def _validate_labels(labels: dict[str, str], limits: SpecLimits) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
 
 from trainyard.store.db import Database
 from trainyard.store.records import DatasetRecord
@@ -21,16 +22,18 @@ class DatasetStore:
 
     def add(self, record: DatasetRecord) -> tuple[DatasetRecord, bool]:
         """Insert unless (name, version) exists; return the stored record and whether it is new."""
-        with self.db.write() as conn:
-            row = conn.execute(
-                select(dataset_versions).where(
-                    dataset_versions.c.name == record.name,
-                    dataset_versions.c.version == record.version,
-                )
-            ).first()
-            if row is not None:
-                return _record(row), False
-            conn.execute(insert(dataset_versions).values(**record.__dict__))
+        existing = self.get(record.name, record.version)
+        if existing is not None:
+            return existing, False
+        try:
+            with self.db.write() as conn:
+                conn.execute(insert(dataset_versions).values(**record.__dict__))
+        except IntegrityError:
+            # A concurrent registration of the same content won; its record is ours too.
+            existing = self.get(record.name, record.version)
+            if existing is None:
+                raise
+            return existing, False
         return record, True
 
     def get(self, name: str, version: str) -> DatasetRecord | None:

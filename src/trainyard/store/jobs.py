@@ -20,6 +20,7 @@ from trainyard.store.records import EventRecord, JobRecord, QueuedJob
 from trainyard.store.schema import job_events, job_labels, jobs
 
 log = logging.getLogger(__name__)
+MAX_JOB_ID = 32  # the width of jobs.id
 
 # Statements built once: parameters travel separately, so SQLAlchemy's compiled cache hits.
 _INSERT_JOB = insert(jobs)
@@ -177,6 +178,8 @@ class JobStore:
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, job_id: str, conn: Connection | None = None) -> JobRecord:
+        if len(job_id) > MAX_JOB_ID or "\x00" in job_id:
+            raise NotFound("job", job_id[:MAX_JOB_ID])  # could never have been issued
         with self.db.read(conn) as c:
             row = c.execute(_SELECT_JOB, {"b_id": job_id}).first()
         if row is None:
