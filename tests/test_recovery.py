@@ -30,22 +30,33 @@ def test_crash_mid_run_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
     try:
         client = Client(server.address)
 
+        def gate(name: str) -> str:
+            return (f"i=0; while [ ! -e {tmp_path / name} ] && [ $i -lt 1200 ]; do "
+                    "sleep 0.05; i=$((i+1)); done")
+
         def job(name: str, body: str) -> str:
             command = f'echo "$JOB_ID" >> {ran}; {body}'
             return client.train(TrainSpec(name=name, command=command)).job_id
 
-        ends_while_down = job("ends-while-down", "sleep 0.5; exit 3")
-        outlives_crash = job("outlives-crash", "sleep 4")
-        waiting = [job(f"waiting-{i}", "sleep 0.2") for i in range(4)]
+        # Jobs wait on gate files, so the test decides when each ends, however slow the host.
+        ends_while_down = job("ends-while-down", f"{gate('down')}; exit 3")
+        outlives_crash = job("outlives-crash", gate("adopted"))
+        waiting = [job(f"waiting-{i}", "true") for i in range(4)]
         wait_until(lambda: client.status(outlives_crash).state == "RUNNING"
                    and client.status(ends_while_down).state == "RUNNING", what="two running")
         assert all(client.status(j).state == "WAITING" for j in waiting)
         server.kill()
         client.close()
 
-        time.sleep(1.0)  # the first job ends while no service watches it
+        (tmp_path / "down").touch()  # the first job ends while no service watches it
+        exit_file = tmp_path / "data" / "executor" / f"trainyard-{ends_while_down}-1" / "exit"
+        wait_until(lambda: exit_file.exists() and exit_file.read_text().strip() == "3",
+                   what="the first job's exit status")
         server.start()
         client = Client(server.address)
+        # The second job was re-adopted, not finished: it still runs until let go.
+        assert client.status(outlives_crash).state == "RUNNING"
+        (tmp_path / "adopted").touch()
         everything = [ends_while_down, outlives_crash, *waiting]
         wait_until(lambda: all(client.status(j).is_final for j in everything), timeout=60,
                    what="every job final")

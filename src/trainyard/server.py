@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from trainyard.api.grpc_service import TrainingServicer
+from trainyard.domain.spec import SpecLimits
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
@@ -28,6 +29,11 @@ from trainyard.v1 import training_pb2_grpc as pb_grpc
 from trainyard.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+
+def count_gpus() -> int:
+    """NVIDIA devices on this host: local jobs cannot ask for more than exist."""
+    return sum(1 for dev in Path("/dev").glob("nvidia*") if dev.name[6:].isdigit())
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
 
@@ -62,7 +68,8 @@ class TrainyardServer:
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
             datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir),
-            workspace=self.workspace, on_submit=self.tracker.wake,
+            workspace=self.workspace, limits=SpecLimits(max_gpus=count_gpus()),
+            on_submit=self.tracker.wake,
             on_cancel=self.tracker.job_cancelled,
         )
         self.health = health.HealthServicer()

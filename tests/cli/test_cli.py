@@ -76,6 +76,10 @@ def test_waiting_job_status_and_cancel(server: ServerProcess) -> None:
         out = trainyard(server, "cancel", job_id, "-o", "json")
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["state"] in ("CANCELLED", "RUNNING", "LAUNCHING")
+    for job_id in ids:
+        trainyard(server, "watch", job_id)  # returns once the job is final
+        final = json.loads(trainyard(server, "status", job_id, "-o", "json").stdout)
+        assert final["state"] == "CANCELLED", final
     again = trainyard(server, "cancel", ids[2])
     assert again.returncode == 1 and "FAILED_PRECONDITION" in again.stderr
 

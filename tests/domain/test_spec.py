@@ -21,7 +21,7 @@ BAD = [
     ("resources.memory_mb", replace(GOOD, resources=Resources(memory_mb=-5)), "positive"),
     ("resources.memory_mb", replace(GOOD, resources=Resources(memory_mb=10**12)), "limit"),
     ("resources.gpus", replace(GOOD, resources=Resources(gpus=-1)), "negative"),
-    ("resources.gpus", replace(GOOD, resources=Resources(gpus=1000)), "limit"),
+    ("resources.gpus", replace(GOOD, resources=Resources(gpus=1000)), "GPUs this server"),
     ("queue", replace(GOOD, queue="no/slash"), "queue"),
     ("priority", replace(GOOD, priority=10**9), "between"),
     ("dataset.name", replace(GOOD, dataset=DatasetRef("", "a" * 64)), "empty"),

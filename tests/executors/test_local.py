@@ -87,13 +87,15 @@ def test_a_job_that_stops_on_term_has_its_status_recorded(tmp_path: Path) -> Non
 
 def test_a_new_executor_adopts_a_running_job_and_sees_it_end(tmp_path: Path) -> None:
     first = LocalExecutor(tmp_path / "state")
-    req = request(tmp_path, first, "sleep 0.5; exit 7")
+    gate = tmp_path / "go"
+    req = request(tmp_path, first, f"while [ ! -e {gate} ]; do sleep 0.02; done; exit 7")
     first.launch(req)
     wait_for(first, req.handle, {Phase.RUNNING})
     restarted = LocalExecutor(tmp_path / "state")  # what a restarted service builds
     ended: list[str] = []
     restarted.set_exit_listener(ended.append)
     assert restarted.adopt(req.handle).phase is Phase.RUNNING
+    gate.touch()
     until(lambda: ended == [req.handle])
     assert restarted.poll(req.handle) == Observation(Phase.EXITED, exit_code=7)
 

@@ -85,13 +85,16 @@ def test_failure_records_the_exit_code(stack: TrainyardServer) -> None:
     assert logs == b"boom\n"
 
 
-def test_contract_environment(stack: TrainyardServer, tmp_path: Path) -> None:
+def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINYARD_SERVER", "127.0.0.1:1")
+    monkeypatch.setenv("SOME_SECRET_TOKEN", "hunter2")
     data = tmp_path / "ds"
     data.mkdir()
     (data / "x.csv").write_text("1,2\n")
     record, _ = stack.service.register_dataset("toy", str(data))
     command = ('cat "$TRAINING_DATA_PATH/x.csv" > "$MODEL_SAVE_PATH/seen"; env > '
-               '"$MODEL_SAVE_PATH/env"; touch "$TRAINING_DATA_PATH/new" 2>/dev/null; true')
+               '"$MODEL_SAVE_PATH/env"')
     spec = JobSpec(name="env", command=command, hyperparameters={"LR": "0.1", "EPOCHS": "2"},
                    dataset=DatasetRef("toy", record.version))
     job_id, _ = stack.service.train(spec)
@@ -108,7 +111,12 @@ def test_contract_environment(stack: TrainyardServer, tmp_path: Path) -> None:
     assert env["HYPERPARAMETERS"] == '{"EPOCHS": "2", "LR": "0.1"}'
     assert env["LR"] == "0.1" and env["EPOCHS"] == "2"
     assert (stored / "seen").read_text() == "1,2\n"
-    assert not (Path(record.path) / "new").exists() or Path(record.path).stat().st_mode & 0o222 == 0
+    # The dataset is read-only by file mode (a job running as root could still write).
+    assert Path(record.path).stat().st_mode & 0o777 == 0o555
+    assert (Path(record.path) / "x.csv").stat().st_mode & 0o777 == 0o444
+    # Nothing of the service's own environment reaches the job beyond the allowed names.
+    assert "TRAINYARD_SERVER" not in env and "SOME_SECRET_TOKEN" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == ""  # no GPUs asked for, none visible
 
 
 def test_cancel_running_job_ends_cancelled(stack: TrainyardServer) -> None:

@@ -115,8 +115,8 @@ def _validate_resources(res: Resources, limits: SpecLimits) -> None:
     if res.gpus < 0:
         raise InvalidArgument("resources.gpus", f"must not be negative, got {res.gpus}")
     if res.gpus > limits.max_gpus:
-        raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the limit of "
-                              f"{limits.max_gpus}")
+        raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the "
+                              f"{limits.max_gpus} GPUs this server can give a job")
 
 
 def _validate_dataset_ref(ref: DatasetRef) -> None:

@@ -334,6 +334,8 @@ class Tracker:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = threads
         env["PYTHONUNBUFFERED"] = "1"
+        if job.spec.resources.gpus == 0:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # a job that asked for no GPU sees none
         env.update(contract_env(
             job_id=job.id, data_path=str(data_path), model_path=str(paths.model_dir),
             metrics_path=str(paths.metrics_path), checkpoint_path=str(paths.checkpoint_dir),
