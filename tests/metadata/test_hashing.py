@@ -4,46 +4,74 @@ from pathlib import Path
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
-from trainyard.metadata.hashing import digest_tree, store_tree
+from trainyard.metadata.hashing import store_tree
 
 
 def make_tree(root: Path, files: dict[str, bytes]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return root
 
 
+def digest(tmp_path: Path, root: Path) -> str:
+    return store_tree(root, tmp_path / "objects", "path")[0].digest
+
+
 def test_same_content_same_digest_whatever_the_location(tmp_path: Path) -> None:
     a = make_tree(tmp_path / "a", {"x.txt": b"1", "sub/y.bin": b"22"})
     b = make_tree(tmp_path / "b", {"sub/y.bin": b"22", "x.txt": b"1"})
     c = make_tree(tmp_path / "c", {"x.txt": b"1", "sub/y.bin": b"23"})
-    da, db_, dc = digest_tree(a, "path"), digest_tree(b, "path"), digest_tree(c, "path")
-    assert da.digest == db_.digest != dc.digest
-    assert da.file_count == 2 and da.size_bytes == 3
+    assert digest(tmp_path, a) == digest(tmp_path, b) != digest(tmp_path, c)
+    tree, _ = store_tree(a, tmp_path / "objects", "path")
+    assert tree.file_count == 2 and tree.size_bytes == 3
 
 
 def test_renaming_a_file_changes_the_digest(tmp_path: Path) -> None:
     a = make_tree(tmp_path / "a", {"x.txt": b"1"})
     b = make_tree(tmp_path / "b", {"z.txt": b"1"})
-    assert digest_tree(a, "path").digest != digest_tree(b, "path").digest
+    assert digest(tmp_path, a) != digest(tmp_path, b)
 
 
-def test_symlinks_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["file", "dir", "root"])
+def test_symlinks_are_refused_and_nothing_is_stored(tmp_path: Path, where: str) -> None:
     root = make_tree(tmp_path / "a", {"x.txt": b"1"})
-    os.symlink("/etc/passwd", root / "leak")
-    with pytest.raises(InvalidArgument, match="symbolic link") as info:
-        digest_tree(root, "path")
-    assert info.value.field == "path"
+    if where == "file":
+        os.symlink("/etc/passwd", root / "leak")
+    elif where == "dir":
+        os.symlink("/etc", root / "leak")
+    else:
+        root = tmp_path / "link"
+        os.symlink(tmp_path / "a", root)
+    with pytest.raises(InvalidArgument) as info:
+        store_tree(root, tmp_path / "objects", "model")
+    assert info.value.field == "model"
+    objects = tmp_path / "objects"
+    assert not objects.exists() or list(objects.iterdir()) == []  # staging cleaned up too
+
+
+def test_special_files_are_refused(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "a", {"x.txt": b"1"})
+    os.mkfifo(root / "pipe")
+    with pytest.raises(InvalidArgument, match="not a regular file"):
+        store_tree(root, tmp_path / "objects", "path")
 
 
 def test_stored_trees_are_read_only_and_deduplicated(tmp_path: Path) -> None:
     src = make_tree(tmp_path / "src", {"x.txt": b"1", "d/y": b"2"})
-    digest = digest_tree(src, "path")
-    first = store_tree(src, digest, tmp_path / "objects")
-    again = store_tree(src, digest, tmp_path / "objects")
-    assert first == again == tmp_path / "objects" / digest.digest
+    tree, first = store_tree(src, tmp_path / "objects", "path")
+    _, again = store_tree(src, tmp_path / "objects", "path")
+    assert first == again == tmp_path / "objects" / tree.digest
     assert (first / "d" / "y").read_bytes() == b"2"
     assert (first / "x.txt").stat().st_mode & 0o777 == 0o444
     assert first.stat().st_mode & 0o777 == 0o555
-    assert len(list((tmp_path / "objects").iterdir())) == 1
+    assert [p.name for p in (tmp_path / "objects").iterdir()] == [tree.digest]
+
+
+def test_an_empty_tree_stores_nothing(tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "src", {})
+    (src / "empty-dir").mkdir()
+    tree, stored = store_tree(src, tmp_path / "objects", "path")
+    assert stored is None and tree.file_count == 0
+    assert list((tmp_path / "objects").iterdir()) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainyard.metadata.hashing import digest_tree, store_tree
+from trainyard.metadata.hashing import store_tree
 from trainyard.store.models import ModelStore
 from trainyard.store.records import JobRecord, ModelRecord
 
@@ -17,12 +17,11 @@ class ArtifactCollector:
 
     def collect(self, job: JobRecord, model_dir: Path) -> ModelRecord | None:
         """Store the files the job saved and record them as a model version; None if none."""
-        if not model_dir.is_dir():
+        if not model_dir.exists():
             return None
-        digest = digest_tree(model_dir, "model")
-        if digest.file_count == 0:
+        digest, stored = store_tree(model_dir, self.objects_dir, "model")
+        if stored is None:
             return None
-        stored = store_tree(model_dir, digest, self.objects_dir)
         return self.models.add_version(
             job.spec.name, job, content_hash=digest.digest, uri=stored.as_uri(),
             size_bytes=digest.size_bytes, file_count=digest.file_count,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import NAME_RE
-from trainyard.metadata.hashing import digest_tree, store_tree
+from trainyard.metadata.hashing import store_tree
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.records import DatasetRecord
 
@@ -33,10 +33,9 @@ class DatasetRegistry:
         real = src.resolve()
         if real == self.data_dir or self.data_dir in real.parents or real in self.data_dir.parents:
             raise InvalidArgument("path", f"{path!r} overlaps the server's data directory")
-        digest = digest_tree(src, "path")
-        if digest.file_count == 0:
+        digest, stored = store_tree(src, self.objects_dir, "path")
+        if stored is None:
             raise InvalidArgument("path", f"{path!r} holds no files")
-        stored = store_tree(src, digest, self.objects_dir)
         return self.store.add(
             DatasetRecord(name=name, version=digest.digest, size_bytes=digest.size_bytes,
                           file_count=digest.file_count, path=str(stored),

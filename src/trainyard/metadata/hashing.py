@@ -1,4 +1,10 @@
-"""Content addressing of directory trees: one manifest hash names the whole tree."""
+"""Content addressing of directory trees: one manifest hash names the whole tree.
+
+A tree is hashed while it is copied into the store, so the name always matches the bytes
+stored, even if the source changes meanwhile (a job may still be writing its model
+directory). Links and special files are refused, never followed, so a tree cannot smuggle
+in content from outside itself.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from pathlib import Path
 from trainyard.domain.errors import InvalidArgument
 
 CHUNK = 1 << 20
+MANIFEST = ".manifest"
 
 
 @dataclass(frozen=True)
@@ -28,66 +35,81 @@ class TreeDigest:
     def file_count(self) -> int:
         return len(self.files)
 
-    def manifest(self) -> str:
-        return "".join(f"{sha}  {size}  {rel}\n" for rel, sha, size in self.files)
+
+def manifest_of(files: tuple[tuple[str, str, int], ...]) -> str:
+    return "".join(f"{sha}  {size}  {rel}\n" for rel, sha, size in files)
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+def store_tree(src: Path, objects_dir: Path, field: str) -> tuple[TreeDigest, Path | None]:
+    """Copy src into objects_dir/<digest>, read-only, unless that object exists already.
 
-
-def digest_tree(root: Path, field: str) -> TreeDigest:
-    """Hash every regular file under root. Links and special files are refused, not followed,
-    so a tree can never smuggle in content from outside itself."""
-    entries: list[tuple[str, str, int]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in [*dirnames, *filenames]:
-            full = Path(dirpath) / name
-            mode = full.lstat().st_mode
-            rel = full.relative_to(root).as_posix()
-            if stat.S_ISLNK(mode):
-                raise InvalidArgument(field, f"{rel!r} is a symbolic link; only regular files "
-                                      "and directories are stored")
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise InvalidArgument(field, f"{rel!r} is not a regular file")
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            entries.append((full.relative_to(root).as_posix(), file_sha256(full),
-                            full.stat().st_size))
-    files = tuple(sorted(entries))
-    manifest = TreeDigest("", files).manifest()
-    return TreeDigest(hashlib.sha256(manifest.encode()).hexdigest(), files)
-
-
-def store_tree(src: Path, digest: TreeDigest, objects_dir: Path) -> Path:
-    """Copy src into objects_dir/<digest> once, read-only; later calls reuse the copy."""
-    target = objects_dir / digest.digest
-    if target.exists():
-        return target
+    Returns the digest and the stored directory, or None for a tree without files.
+    Raises InvalidArgument(field, ...) for a link, a special file or an unreadable entry.
+    """
+    if src.is_symlink() or not src.is_dir():
+        raise InvalidArgument(field, f"{str(src)!r} is not a directory")
     objects_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=objects_dir))
     try:
-        for rel, _, _ in digest.files:
-            dest = staging / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / rel, dest)
-        (staging / ".manifest").write_text(digest.manifest())
-        _make_read_only(staging)
-        try:
-            os.rename(staging, target)
-        except OSError:
-            if not target.exists():
-                raise
+        files = tuple(sorted(_copy_tree(src, staging, field)))
+        digest = TreeDigest(hashlib.sha256(manifest_of(files).encode()).hexdigest(), files)
+        if not files:
+            return digest, None
+        target = objects_dir / digest.digest
+        if not target.exists():
+            (staging / MANIFEST).write_text(manifest_of(files))
+            _make_read_only(staging)
+            try:
+                os.rename(staging, target)
+            except OSError:
+                if not target.exists():
+                    raise
+        return digest, target
     finally:
         if staging.exists():
             _make_writable(staging)
             shutil.rmtree(staging)
-    return target
+
+
+def _copy_tree(src: Path, dest: Path, field: str) -> list[tuple[str, str, int]]:
+    def refuse(error: OSError) -> None:
+        raise InvalidArgument(field, f"cannot read {error.filename}: {error.strerror}")
+
+    entries: list[tuple[str, str, int]] = []
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False, onerror=refuse):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(src)
+        for name in dirnames:
+            if (here / name).is_symlink():
+                raise InvalidArgument(field, f"{(rel_dir / name).as_posix()!r} is a symbolic "
+                                      "link; only regular files and directories are stored")
+            (dest / rel_dir / name).mkdir()
+        for name in filenames:
+            rel = (rel_dir / name).as_posix()
+            sha, size = _copy_file(here / name, dest / rel, rel, field)
+            entries.append((rel, sha, size))
+    return entries
+
+
+def _copy_file(src: Path, dest: Path, rel: str, field: str) -> tuple[str, int]:
+    """Copy one regular file, hashing what is copied. O_NOFOLLOW: a link swapped in after
+    the directory was listed is refused too."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InvalidArgument(field, f"{rel!r} is a symbolic link or cannot be read "
+                              f"({exc.strerror})") from None
+    h = hashlib.sha256()
+    size = 0
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidArgument(field, f"{rel!r} is not a regular file")
+        with dest.open("wb") as out:
+            while chunk := fh.read(CHUNK):
+                h.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+    return h.hexdigest(), size
 
 
 def _make_read_only(root: Path) -> None:
