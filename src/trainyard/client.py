@@ -17,6 +17,7 @@ from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 SERVER_ENV = "TRAINYARD_SERVER"
+REGISTER_TIMEOUT = 3600.0
 FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
@@ -201,9 +202,9 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: Any, request: Any) -> Any:
+    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=timeout or self.timeout)
         except grpc.RpcError as exc:
             raise _translate(exc) from None
 
@@ -250,9 +251,11 @@ class Client:
             yield chunk.data
 
     def register_dataset(self, name: str, path: str) -> Dataset:
-        return Dataset.from_pb(self._call(
-            self._stub.RegisterDataset,
-            pb.RegisterDatasetRequest(name=name, path=os.path.abspath(path) if path else "")))
+        """The server copies and hashes the directory before it answers: a large one takes
+        a while, so this call waits up to REGISTER_TIMEOUT rather than the usual timeout."""
+        request = pb.RegisterDatasetRequest(name=name, path=os.path.abspath(path) if path else "")
+        return Dataset.from_pb(self._call(self._stub.RegisterDataset, request,
+                                          timeout=max(self.timeout, REGISTER_TIMEOUT)))
 
     def list_datasets(self, name: str = "") -> list[Dataset]:
         resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
