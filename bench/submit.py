@@ -7,9 +7,9 @@ Phases, on server A (SQLite in a fresh data dir unless --database-url, --max-con
 A blocker job (`sleep`) holds the only slot, so every job from (b) stays WAITING and no job
 process competes with the server for CPU while it is measured.
 
-Phase d, on server B (fresh data dir, --max-concurrent 4, empty queue): submit trivial jobs
-one at a time, each after the previous one finished, and read submit->RUNNING latency from
-the job's own recorded transitions.
+Phase d, run first, on server B (fresh data dir, --max-concurrent 4, empty queue): submit
+trivial jobs one at a time, each after the previous one finished, and read submit->RUNNING
+latency from the job's own recorded transitions.
 
 Load generation: each client is a thread with its own channel, and the clients are spread
 over several processes. A Python gRPC client spends much of each call in the interpreter,
@@ -455,12 +455,14 @@ def run(args: argparse.Namespace) -> Outcome:
         server_a, server_b = Path(tmp, "a"), Path(tmp, "b")
         server_a.mkdir()
         server_b.mkdir()
-        health, submit, status, ratios = load_phases(args, server_a)
+        # Phase d first: it needs an empty queue, and on a shared PostgreSQL database the
+        # load phases leave thousands of jobs behind.
         console.log(f"d. submit->RUNNING, {args.latency_jobs} jobs one at a time")
         with trainyard_server(server_b, max_concurrent=4,
                               database_url=args.database_url) as server:
             latency = measure_submit_to_running(server.address, args.latency_jobs,
                                                 args.phase_seconds)
+        health, submit, status, ratios = load_phases(args, server_a)
     return Outcome(health, submit, status, latency, ratios)
 
 
