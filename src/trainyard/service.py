@@ -3,6 +3,7 @@ persists and reads; it knows nothing of executors or wire formats."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ class TrainingService:
                   page_token: str = "") -> tuple[list[JobRecord], str]:
         check_text("queue", queue)
         for key, value in (labels or {}).items():
-            check_text(f"labels.{key}", key + value)
+            check_text(f"labels.{key}", key + value, 512)
         if page_size < 0 or page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
         after: int | None = None
@@ -135,13 +136,17 @@ class TrainingService:
         path = self.workspace.attempt(job_id, max(job.attempt, 1)).log_path
         while is_active():
             try:
-                with path.open("rb") as fh:
+                # O_NOFOLLOW: the job owns its run directory and could swap the log for a
+                # link to a file the service may read but the caller may not.
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:  # not there yet, or a link
+                fd = -1
+            if fd >= 0:
+                with os.fdopen(fd, "rb") as fh:
                     fh.seek(offset)
                     while data := fh.read(LOG_CHUNK):
                         yield offset, data
                         offset += len(data)
-            except FileNotFoundError:
-                pass
             if not follow:
                 return
             job = self.jobs.get(job_id)

@@ -199,3 +199,13 @@ def test_a_job_that_breaks_its_metrics_file_cannot_stall_the_tracker(
     other, _ = stack.service.train(JobSpec(name="other", command="true"))
     assert settle(stack, job_id) is JobState.SUCCEEDED
     assert settle(stack, other) is JobState.SUCCEEDED
+
+
+def test_a_log_swapped_for_a_link_is_not_followed(stack: TrainyardServer) -> None:
+    command = ('log="$(dirname "$METRICS_PATH")/output.log"; rm "$log"; '
+               'ln -s /etc/passwd "$log"')
+    job_id, _ = stack.service.train(JobSpec(name="sneaky", command=command))
+    assert settle(stack, job_id) is JobState.SUCCEEDED
+    logs = b"".join(d for _, d in stack.service.logs(job_id, follow=False, offset=0,
+                                                      is_active=lambda: True))
+    assert b"root:" not in logs
