@@ -27,9 +27,9 @@ printf '%s\n' "$$" > "$3"
 /bin/sh -c "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 """
-STARTING_TIMEOUT = 10.0
+STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
 # Every process of a job inherits this, so leftovers are told apart from strangers.
-HANDLE_ENV = "TRAINYARD_HANDLE"  # a launched wrapper that wrote no pid by then never started
+HANDLE_ENV = "TRAINYARD_HANDLE"
 
 
 class LocalExecutor:
@@ -61,7 +61,6 @@ class LocalExecutor:
 
     def _pid_file(self, handle: str) -> Path:
         return self._dir(handle) / "pid"
-
 
     # --- protocol ------------------------------------------------------------------------
 

@@ -103,7 +103,6 @@ class JobStore:
         labels = [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()]
         event = {"job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
                  "time": now, "reason": "submitted"}
-
         try:
             self.db.group.execute([(_INSERT_JOB, [row]), (_INSERT_LABEL, labels),
                                   (_INSERT_EVENT, [event])])

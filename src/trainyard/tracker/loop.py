@@ -314,7 +314,7 @@ class Tracker:
     def _start(self, job: JobRecord) -> bool:
         """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
         try:
-            self.executor.launch(self._launch_request(job, job.handle))
+            self.executor.launch(self._launch_request(job))
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
@@ -324,7 +324,7 @@ class Tracker:
                              reason="process started", now=self.clock())
         return True
 
-    def _launch_request(self, job: JobRecord, handle: str) -> LaunchRequest:
+    def _launch_request(self, job: JobRecord) -> LaunchRequest:
         paths = self.workspace.attempt(job.id, job.attempt)
         paths.create()
         data_path = self._data_path(job)
@@ -341,7 +341,7 @@ class Tracker:
             metrics_path=str(paths.metrics_path), checkpoint_path=str(paths.checkpoint_dir),
             hyperparameters=job.spec.hyperparameters,
         ))
-        return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=handle,
+        return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=job.handle,
                              command=job.spec.command, env=env, workdir=paths.workdir,
                              log_path=paths.log_path)
 
