@@ -35,6 +35,7 @@ from rich.table import Column, Table
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
+from trainyard.cli.output import styled_state
 from trainyard.client import Client, JobStatus, TrainSpec, TrainyardError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,19 +50,12 @@ SWEEP_TIMEOUT = 300.0
 CANCEL_TIMEOUT = 20.0
 POLL_INTERVAL = 0.3
 UNFINISHED = ["WAITING", "LAUNCHING", "RUNNING", "PREEMPTED"]
-STATE_STYLE = {"WAITING": "yellow", "LAUNCHING": "cyan", "RUNNING": "blue",
-               "SUCCEEDED": "green", "FAILED": "red", "CANCELLED": "magenta",
-               "PREEMPTED": "yellow"}
 
 console = Console()
 
 
 class DemoError(Exception):
     """A step of the demo that cannot go on; the message says why."""
-
-
-def styled(state: str) -> str:
-    return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -184,7 +178,8 @@ def update_task(bar: Progress, task: TaskID, st: JobStatus) -> None:
     started = next(t.started for t in bar.tasks if t.id == task)
     if st.state in ("LAUNCHING", "RUNNING") and not started:
         bar.start_task(task)
-    bar.update(task, completed=epochs_done(st), state=styled(st.state), info=progress_info(st))
+    bar.update(task, completed=epochs_done(st), state=styled_state(st.state),
+               info=progress_info(st))
     if st.is_final and started:
         bar.stop_task(task)
 
@@ -198,7 +193,7 @@ def follow(client: Client, jobs: dict[str, str]) -> dict[str, JobStatus]:
     # expand: the info column takes what is left of the line, the others keep their width.
     with Progress(*columns, console=console, expand=True) as bar:
         tasks = {job_id: bar.add_task(f"LR={lr}", total=EPOCHS, start=False,
-                                      state=styled("WAITING"), info="")
+                                      state=styled_state("WAITING"), info="")
                  for job_id, lr in jobs.items()}
         deadline = time.monotonic() + SWEEP_TIMEOUT
         while True:
@@ -243,7 +238,7 @@ def results_table(statuses: dict[str, JobStatus], best: JobStatus | None) -> Tab
         table.add_column(name, justify="left" if name in ("job", "state") else "right")
     for st in sorted(statuses.values(), key=lambda st: float(st.spec["hyperparameters"]["LR"])):
         table.add_row(
-            st.job_id, st.spec["hyperparameters"]["LR"], styled(st.state),
+            st.job_id, st.spec["hyperparameters"]["LR"], styled_state(st.state),
             fmt(metric(st, "loss"), ".4f"), fmt(metric(st, "train_accuracy"), ".4f"),
             fmt(metric(st, "test_accuracy"), ".4f"), fmt(run_seconds(st), ".1f") + "s",
             style="bold" if st is best else None)

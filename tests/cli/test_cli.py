@@ -126,3 +126,14 @@ def test_user_text_is_printed_as_written_not_as_markup(server: ServerProcess) ->
     assert command in out.stdout
     listed = trainyard(server, "list")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
+
+
+def test_a_second_server_on_the_same_data_dir_is_refused_with_a_sentence(
+    server: ServerProcess,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--data-dir",
+         str(server.data_dir)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "cannot start the server" in out.stderr and "already" in out.stderr
+    assert "Traceback" not in out.stderr
