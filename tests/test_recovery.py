@@ -89,7 +89,7 @@ def test_crash_between_launching_and_launch_starts_the_job_once(tmp_path: Path,
     # The tracker wrote LAUNCHING with its handle, then the service died before launching.
     first.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
                           attempt=1, executor="local",
-                          handle=first.tracker.executor.handle_for(job_id, 1))
+                          handle=first.executors["local"].handle_for(job_id, 1))
     first.db.close()
     second = TrainyardServer(config)
     try:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -12,7 +14,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from trainyard.api.grpc_service import TrainingServicer
-from trainyard.domain.spec import SpecLimits
+from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
+from trainyard.executors.base import Executor
+from trainyard.executors.docker import DockerConfig, DockerExecutor
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
@@ -31,9 +35,31 @@ from trainyard.workspace import Workspace
 log = logging.getLogger(__name__)
 
 
-def count_gpus() -> int:
-    """NVIDIA devices on this host: local jobs cannot ask for more than exist."""
-    return sum(1 for dev in Path("/dev").glob("nvidia*") if dev.name[6:].isdigit())
+def host_gpu_ids() -> tuple[str, ...]:
+    """The NVIDIA devices of this host, by index: what a pool can hand out by default."""
+    ids = [dev.name[6:] for dev in Path("/dev").glob("nvidia*") if dev.name[6:].isdigit()]
+    return tuple(sorted(ids, key=int))
+
+
+def host_memory_mb() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+
+
+def docker_pool_defaults(instance: str) -> DockerConfig:
+    """A Docker pool as large as this host, for a service that names no capacity."""
+    return DockerConfig(instance=instance, cpus=float(os.cpu_count() or 1),
+                        memory_mb=host_memory_mb(), gpu_ids=host_gpu_ids())
+
+
+def instance_id(data_dir: Path) -> str:
+    """A name for this service's store, kept in its data dir; labels its containers."""
+    path = data_dir / "instance-id"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        value = secrets.token_hex(6)
+        path.write_text(value + "\n")
+        return value
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
 
@@ -46,6 +72,8 @@ class ServerConfig:
     port: int = 50051  # 0 picks a free port
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     grpc_workers: int = 256  # streams (watch, logs) each hold a thread while open
+    # The Docker pool; None runs no containers. Its instance, when empty, is the store's.
+    docker: DockerConfig | None = None
 
 
 class TrainyardServer:
@@ -59,16 +87,28 @@ class TrainyardServer:
         metrics = MetricStore(self.db)
         models = ModelStore(self.db)
         dataset_store = DatasetStore(self.db)
+        self.pools: dict[str, PoolCapacity] = {LOCAL_POOL: PoolCapacity(
+            LOCAL_POOL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
+        self.executors: dict[str, Executor] = {
+            LOCAL_POOL: LocalExecutor(self.workspace.executor_dir)}
+        if config.docker is not None:
+            docker = config.docker
+            if not docker.instance:
+                docker = replace(docker, instance=instance_id(data_dir))
+            self.pools[DOCKER_POOL] = PoolCapacity(
+                DOCKER_POOL, max_jobs=docker.max_containers, cpus=docker.cpus,
+                memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
+            self.executors[DOCKER_POOL] = DockerExecutor(docker)
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
-            executor=LocalExecutor(self.workspace.executor_dir), policy=FifoPolicy(),
+            executors=self.executors, pools=self.pools, policy=FifoPolicy(),
             workspace=self.workspace, config=config.tracker,
         )
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
             datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir),
-            workspace=self.workspace, limits=SpecLimits(max_gpus=count_gpus()),
+            workspace=self.workspace, pools=self.pools,
             on_submit=self.tracker.wake,
             on_cancel=self.tracker.job_cancelled,
         )
@@ -104,6 +144,8 @@ class TrainyardServer:
         self.health.enter_graceful_shutdown()
         self.grpc.stop(grace).wait()
         self.tracker.stop()
+        for executor in self.executors.values():
+            executor.close()
         self.db.close()
 
     def wait(self) -> None:

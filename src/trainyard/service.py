@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
+from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
 from trainyard.metadata.datasets import DatasetRegistry
@@ -40,6 +41,9 @@ class TrainingService:
     datasets: DatasetRegistry
     workspace: Workspace
     limits: SpecLimits = field(default_factory=SpecLimits)
+    # The pools jobs can be placed in; a job no pool could ever hold is refused at submit.
+    pools: Mapping[str, PoolCapacity] = field(
+        default_factory=lambda: {LOCAL_POOL: PoolCapacity(LOCAL_POOL, max_jobs=1)})
     # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
     on_submit: Callable[[], None] = lambda: None
     on_cancel: Callable[[], None] = lambda: None
@@ -49,6 +53,7 @@ class TrainingService:
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               owner: str = "") -> tuple[str, bool]:
         validate_spec(spec, self.limits)
+        check_placement(spec, self.pools)
         check_text("client_request_id", client_request_id, 128)
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)

@@ -8,7 +8,7 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from trainyard.client import Client, TrainSpec, TrainyardError
-from trainyard.server import TrainyardServer, count_gpus
+from trainyard.server import TrainyardServer, host_gpu_ids
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -81,7 +81,7 @@ BAD_REQUESTS = [
     ("resources.gpus", pb.TrainRequest(name="x", command="true",
                                        resources=pb.Resources(gpus=100000))),
     ("resources.gpus", pb.TrainRequest(name="x", command="true",
-                                       resources=pb.Resources(gpus=count_gpus() + 1))),
+                                       resources=pb.Resources(gpus=len(host_gpu_ids()) + 1))),
     ("dataset", pb.TrainRequest(name="x", command="true",
                                 dataset=pb.DatasetRef(name="nope", version="a" * 64))),
     ("dataset.version", pb.TrainRequest(name="x", command="true",

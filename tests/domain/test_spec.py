@@ -14,7 +14,9 @@ BAD = [
     ("name", replace(GOOD, name="x" * 200), "128"),
     ("command", replace(GOOD, command="  "), "must not be empty"),
     ("command", replace(GOOD, command="a\x00b"), "NUL"),
-    ("image", replace(GOOD, image="busybox"), "Docker"),
+    ("image", replace(GOOD, image="Not An Image"), "image reference"),
+    ("image", replace(GOOD, image="x:"), "image reference"),
+    ("image", replace(GOOD, image="a" * 600), "at most 512"),
     ("resources.cpus", replace(GOOD, resources=Resources(cpus=-1)), "positive"),
     ("resources.cpus", replace(GOOD, resources=Resources(cpus=float("nan"))), "positive"),
     ("resources.cpus", replace(GOOD, resources=Resources(cpus=100000)), "limit"),
@@ -43,6 +45,12 @@ BAD = [
 def test_a_sound_spec_passes() -> None:
     validate_spec(GOOD)
     validate_spec(replace(GOOD, dataset=None, hyperparameters={}, labels={}))
+
+
+@pytest.mark.parametrize("image", ["busybox", "trainyard/demo-trainer:v1.2", "localhost:5000/a/b",
+                                   "x@sha256:" + "a" * 64, "sha256:" + "b" * 64])
+def test_image_references_pass(image: str) -> None:
+    validate_spec(replace(GOOD, command="", image=image))
 
 
 @pytest.mark.parametrize(("field", "spec", "words"), BAD, ids=[f"{b[0]}:{i}" for i, b in

@@ -7,16 +7,28 @@ from pathlib import Path
 
 import pytest
 
-from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase, describe_exit
+from trainyard.domain.spec import Resources
+from trainyard.executors.base import (
+    JobFiles,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    describe_exit,
+)
 from trainyard.executors.local import LocalExecutor
 
 
-def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1) -> LaunchRequest:
+def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1,
+            gpu_ids: tuple[str, ...] = ()) -> LaunchRequest:
     work = tmp_path / f"work-{attempt}"
     work.mkdir(exist_ok=True)
+    files = JobFiles(data=tmp_path, model=tmp_path / "model", metrics=tmp_path / "metrics",
+                     checkpoint=tmp_path / "ckpt", workdir=work, log=tmp_path / f"log-{attempt}")
     return LaunchRequest(job_id="job1", attempt=attempt, handle=ex.handle_for("job1", attempt),
-                         command=command, env={"PATH": os.environ["PATH"], "GREETING": "hi"},
-                         workdir=work, log_path=tmp_path / f"log-{attempt}")
+                         command=command, image="", env={"GREETING": "hi"},
+                         hyperparameters={"LR": "0.5"}, resources=Resources(gpus=len(gpu_ids)),
+                         gpu_ids=gpu_ids, files=files)
 
 
 def wait_for(ex: LocalExecutor, handle: str, phases: set[Phase],
@@ -46,7 +58,18 @@ def test_runs_in_its_workdir_with_its_env_and_records_the_exit(tmp_path: Path) -
     obs = wait_for(ex, req.handle, {Phase.EXITED})
     assert obs.exit_code == 3
     until(lambda: exited == [req.handle])
-    assert req.log_path.read_text().splitlines() == [f"hi from {req.workdir}", "oops"]
+    assert req.files.log.read_text().splitlines() == [f"hi from {req.files.workdir}", "oops"]
+
+
+@pytest.mark.parametrize(("gpu_ids", "visible"), [((), ""), (("1", "3"), "1,3")])
+def test_the_contract_and_exactly_the_allocated_gpus(tmp_path: Path, gpu_ids: tuple[str, ...],
+                                                       visible: str) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, 'echo "$CUDA_VISIBLE_DEVICES|$LR|$MODEL_SAVE_PATH|$JOB_ID"',
+                  gpu_ids=gpu_ids)
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text().strip() == f"{visible}|0.5|{req.files.model}|job1"
 
 
 def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:
@@ -63,9 +86,9 @@ def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path) -> None:
     req = request(tmp_path, ex, "trap '' TERM; sleep 60 & echo $! > child.pid; wait; sleep 60")
     ex.launch(req)
     wait_for(ex, req.handle, {Phase.RUNNING})
-    until(lambda: (req.workdir / "child.pid").exists() and
-          (req.workdir / "child.pid").read_text().strip() != "")
-    child = int((req.workdir / "child.pid").read_text())
+    until(lambda: (req.files.workdir / "child.pid").exists() and
+          (req.files.workdir / "child.pid").read_text().strip() != "")
+    child = int((req.files.workdir / "child.pid").read_text())
     ex.cancel(req.handle, grace_seconds=1.5)
     time.sleep(0.3)
     assert ex.poll(req.handle).phase is Phase.RUNNING  # TERM ignored, the grace not yet over
@@ -120,7 +143,7 @@ def test_release_kills_what_a_finished_job_left_running(tmp_path: Path) -> None:
     req = request(tmp_path, ex, "sleep 60 & echo $! > child.pid; exit 0")
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
-    child = int((req.workdir / "child.pid").read_text())
+    child = int((req.files.workdir / "child.pid").read_text())
     assert Path(f"/proc/{child}").exists()
     ex.release(req.handle)
     until(lambda: not Path(f"/proc/{child}").exists() or

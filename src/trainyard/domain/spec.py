@@ -12,6 +12,13 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$")
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+# A local image reference: lowercase path components, then an optional tag or digest; or
+# an image id.
+IMAGE_RE = re.compile(
+    r"^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?"
+    r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?"
+    r"(?:@sha256:[0-9a-f]{64})?)$"
+)
 DEFAULT_QUEUE = "default"
 
 
@@ -55,7 +62,7 @@ class SpecLimits:
     # HYPERPARAMETERS is one environment string: the kernel refuses any over 128 KiB.
     max_hyperparameters_bytes: int = 64 * 1024
     max_labels: int = 64
-    images_supported: bool = False
+    max_image_chars: int = 512
 
 
 def check_text(field: str, value: str, max_len: int = 256) -> None:
@@ -96,9 +103,11 @@ def _validate_program(spec: JobSpec, limits: SpecLimits) -> None:
         raise InvalidArgument("command", f"is longer than {limits.max_command_bytes} bytes")
     if "\x00" in spec.command:
         raise InvalidArgument("command", "must not contain NUL bytes")
-    if spec.image and not limits.images_supported:
-        raise InvalidArgument("image", "container images need the Docker executor, which this "
-                              "server does not run; give a command instead")
+    if spec.image:
+        check_text("image", spec.image, limits.max_image_chars)
+        if not IMAGE_RE.match(spec.image):
+            raise InvalidArgument("image", f"{spec.image!r} is not an image reference "
+                                  "(NAME[:TAG] or NAME@sha256:DIGEST, e.g. trainyard/demo)")
 
 
 def _validate_resources(res: Resources, limits: SpecLimits) -> None:

@@ -9,16 +9,44 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from trainyard.domain.contract import contract_env
+from trainyard.domain.spec import Resources
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """One attempt's files on the service's host; each executor shows them to the job in its
+    own way (as they are, or mounted at fixed paths in a container)."""
+
+    data: Path  # the dataset version, read-only
+    model: Path
+    metrics: Path
+    checkpoint: Path
+    workdir: Path
+    log: Path  # written by the executor, not by the job
+
 
 @dataclass(frozen=True)
 class LaunchRequest:
     job_id: str
     attempt: int
     handle: str
-    command: str
-    env: dict[str, str]
-    workdir: Path
-    log_path: Path
+    command: str  # run by /bin/sh -c; with an image, empty means the image's own command
+    image: str
+    env: dict[str, str]  # variables beyond the contract (thread counts, unbuffered output)
+    hyperparameters: dict[str, str]
+    resources: Resources
+    gpu_ids: tuple[str, ...]  # the devices allocated to this job, exactly
+    files: JobFiles
+
+    def contract(self, *, data: str, model: str, metrics: str,
+                 checkpoint: str) -> dict[str, str]:
+        """The job's environment, given where the job sees its files."""
+        env = dict(self.env)
+        env.update(contract_env(job_id=self.job_id, data_path=data, model_path=model,
+                                metrics_path=metrics, checkpoint_path=checkpoint,
+                                hyperparameters=self.hyperparameters))
+        return env
 
 
 class Phase(StrEnum):
@@ -27,13 +55,14 @@ class Phase(StrEnum):
     RUNNING = "RUNNING"
     EXITED = "EXITED"
     LOST = "LOST"  # gone without a recorded outcome
+    UNKNOWN = "UNKNOWN"  # the executor cannot tell right now (its engine is away): ask later
 
 
 @dataclass(frozen=True)
 class Observation:
     phase: Phase
     exit_code: int | None = None
-    message: str = ""
+    message: str = ""  # for EXITED, replaces the plain "exited with code N" when set
 
 
 class LaunchError(Exception):
@@ -72,6 +101,15 @@ class Executor(Protocol):
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
         """Called with the handle whenever a job's process ends."""
+        ...
+
+    def close(self) -> None:
+        """The service stops: end background watching. Jobs keep running."""
+        ...
+
+    def sweep(self, active: set[str]) -> list[str]:
+        """After a restart: remove what this executor launched that belongs to none of the
+        `active` handles; return a sentence for each thing removed."""
         ...
 
 

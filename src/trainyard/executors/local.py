@@ -30,6 +30,8 @@ printf '%s\n' "$?" > "$2"
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
 # Every process of a job inherits this, so leftovers are told apart from strangers.
 HANDLE_ENV = "TRAINYARD_HANDLE"
+# What a job's process inherits from the service; everything else is the contract's.
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
 
 class LocalExecutor:
@@ -65,17 +67,27 @@ class LocalExecutor:
     # --- protocol ------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
+        if request.image:
+            raise LaunchError("the local executor runs commands, not images")
         hdir = self._dir(request.handle)
         try:
             hdir.mkdir(parents=True)
         except FileExistsError as exc:
             raise LaunchError(f"{request.handle} was already launched once") from exc
+        files = request.files
+        env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
+        env.update(request.contract(data=str(files.data), model=str(files.model),
+                                    metrics=str(files.metrics),
+                                    checkpoint=str(files.checkpoint)))
+        # Exactly the allocated devices; none (an empty list) for a job that asked for none.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(request.gpu_ids)
+        env[HANDLE_ENV] = request.handle
         try:
-            with request.log_path.open("ab") as log:
+            with files.log.open("ab") as log:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", request.command,
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle))],
-                    cwd=request.workdir, env={**request.env, HANDLE_ENV: request.handle},
+                    cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                     close_fds=True,
@@ -127,6 +139,14 @@ class LocalExecutor:
             self._timers[handle] = timer
         timer.start()
         return True
+
+    def close(self) -> None:
+        """Waiter threads are daemons and end with the service; nothing to do."""
+
+    def sweep(self, active: set[str]) -> list[str]:
+        """Nothing to sweep: a local job's leftovers die with its release, and a restarted
+        service re-adopts or finalizes every handle the store knows."""
+        return []
 
     def release(self, handle: str) -> None:
         """The job is final: kill what it left running in its group (a data loader, a

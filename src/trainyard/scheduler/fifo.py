@@ -1,30 +1,84 @@
-"""First in, first out under one global concurrency limit."""
+"""First in, first out under one global concurrency limit and each pool's capacity."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from trainyard.domain.pools import PoolCapacity, add, allocate_gpus, shortfall
+from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snapshot
 
 GLOBAL_CONCURRENCY_LIMIT = "GLOBAL_CONCURRENCY_LIMIT"
+POOL_CAPACITY = "POOL_CAPACITY"  # the job does not fit in what its pool has free
+POOL_ORDER = "POOL_ORDER"  # an earlier job of the same pool waits for room first
 
 
 def fifo_key(job: PendingJob) -> int:
     return job.seq
 
 
+@dataclass
+class PoolUsage:
+    """What the active and just-admitted jobs hold of one pool."""
+
+    capacity: PoolCapacity
+    used: Resources = field(default_factory=lambda: Resources(0.0, 0, 0))
+    jobs: int = 0
+    gpus_taken: set[str] = field(default_factory=set)
+    blocked: PendingReason | None = None  # set once a job of this pool could not fit
+
+    def take(self, resources: Resources, gpu_ids: tuple[str, ...]) -> None:
+        self.used = add(self.used, resources)
+        self.jobs += 1
+        self.gpus_taken.update(gpu_ids)
+
+
 class FifoPolicy:
-    """Admit waiting jobs in submit order while fewer than max_concurrent are active."""
+    """Admit waiting jobs in submit order while fewer than max_concurrent are active and their
+    pool has room. A job that does not fit holds back the later jobs of its pool only."""
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         ordered = sorted(snapshot.pending, key=fifo_key)
+        usage = {name: PoolUsage(cap) for name, cap in snapshot.pools.items()}
+        for run in snapshot.running:
+            if run.pool in usage:
+                usage[run.pool].take(run.resources, run.gpu_ids)
         free = max(0, snapshot.max_concurrent - len(snapshot.running))
-        admit = tuple(job.job_id for job in ordered[:free])
         # The sentence is the same for every waiting job and changes only with the limit,
         # so it is stored once per job, not rewritten on every pass; the queue position
         # (computed when asked) says how many are ahead.
-        reason = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(snapshot.max_concurrent))
-        pending = {job.job_id: reason for job in ordered[free:]}
+        limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(snapshot.max_concurrent))
+        admit: list[str] = []
+        gpus: dict[str, tuple[str, ...]] = {}
+        pending: dict[str, PendingReason] = {}
+        for job in ordered:
+            if len(admit) >= free:
+                pending[job.job_id] = limit
+                continue
+            pool = usage.get(job.pool)
+            if pool is None:
+                admit.append(job.job_id)
+                continue
+            if pool.blocked is not None:
+                pending[job.job_id] = pool.blocked
+                continue
+            why = shortfall(pool.capacity, job.resources, pool.used, pool.jobs)
+            ids = allocate_gpus(pool.capacity, pool.gpus_taken, job.resources.gpus)
+            if why is not None or ids is None:
+                why = why or f"pool {job.pool!r} has too few GPUs free"
+                pending[job.job_id] = PendingReason(
+                    POOL_CAPACITY, f"{why}; it starts when enough of the pool is free.")
+                pool.blocked = PendingReason(
+                    POOL_ORDER, f"an earlier job waits for room in pool {job.pool!r}; the "
+                    "jobs of a pool start in submit order.")
+                continue
+            pool.take(job.resources, ids)
+            admit.append(job.job_id)
+            if ids:
+                gpus[job.job_id] = ids
         full = len(snapshot.running) + len(admit) >= snapshot.max_concurrent
-        return Decisions(admit=admit, pending=pending, saturated=reason if full else None)
+        return Decisions(admit=tuple(admit), pending=pending,
+                         saturated=limit if full else None, gpu_ids=gpus)
 
 
 def _limit_sentence(limit: int) -> str:

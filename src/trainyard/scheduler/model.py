@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from trainyard.domain.pools import LOCAL_POOL, PoolCapacity
 from trainyard.domain.spec import Resources
 
 
@@ -16,6 +17,7 @@ class PendingJob:
     priority: int
     seq: int  # submit order: lower was submitted first
     resources: Resources = field(default_factory=Resources)
+    pool: str = LOCAL_POOL
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,8 @@ class RunningJob:
     job_id: str
     queue: str
     resources: Resources = field(default_factory=Resources)
+    pool: str = LOCAL_POOL
+    gpu_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class Snapshot:
     running: Sequence[RunningJob]
     max_concurrent: int
     now: float
+    # Capacity per pool; a pool not listed is not accounted (only the global limit applies).
+    pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,8 @@ class Decisions:
     # some way other than new submissions; a job submitted meanwhile waits for this reason.
     # It lets the caller answer a stream of submits without a full pass for each.
     saturated: PendingReason | None = None
+    # The device ids each admitted job that asked for GPUs gets, disjoint from those in use.
+    gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Policy(Protocol):

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, and_, bindparam, exists, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
+from trainyard.domain.pools import pool_for
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
@@ -97,7 +98,8 @@ class JobStore:
             "id": job_id, "client_request_id": client_request_id or None, "owner": owner,
             "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
             "cancel_requested": False, "pending_code": "", "pending_message": "",
-            "executor": "", "handle": "", "metrics_offset": 0, "malformed_metric_lines": 0,
+            "executor": "", "handle": "", "gpu_ids": "", "metrics_offset": 0,
+            "malformed_metric_lines": 0,
             "submitted_at": now, "updated_at": now, **_spec_columns(spec),
         }
         labels = [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()]
@@ -199,11 +201,12 @@ class JobStore:
         c = jobs.c
         with self.db.read() as conn:
             rows = conn.execute(
-                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus)
+                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.image)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
-                          Resources(r.cpus, r.memory_mb, r.gpus)) for r in rows]
+                          Resources(r.cpus, r.memory_mb, r.gpus), pool_for(r.image))
+                for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,
                conn: Connection | None = None) -> list[EventRecord]:

@@ -24,6 +24,7 @@ class JobRecord:
     pending_message: str
     executor: str
     handle: str
+    gpu_ids: tuple[str, ...]
     metrics_offset: int
     malformed_metric_lines: int
     submitted_at: float
@@ -61,6 +62,7 @@ class JobRecord:
             pending_message=m["pending_message"],
             executor=m["executor"],
             handle=m["handle"],
+            gpu_ids=split_ids(m["gpu_ids"]),
             metrics_offset=m["metrics_offset"],
             malformed_metric_lines=m["malformed_metric_lines"],
             submitted_at=m["submitted_at"],
@@ -76,6 +78,15 @@ class QueuedJob:
     priority: int
     seq: int
     resources: Resources
+    pool: str
+
+
+def split_ids(joined: str) -> tuple[str, ...]:
+    return tuple(joined.split(",")) if joined else ()
+
+
+def join_ids(ids: tuple[str, ...]) -> str:
+    return ",".join(ids)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ jobs = Table(
     Column("pending_message", Text, nullable=False, default=""),
     Column("executor", String(32), nullable=False, default=""),
     Column("handle", String(256), nullable=False, default=""),
+    # Device ids allocated to the current attempt, comma-separated; empty without GPUs.
+    Column("gpu_ids", String(1024), nullable=False, default="", server_default=""),
     Column("metrics_offset", BigInteger, nullable=False, default=0),
     Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
     Column("submitted_at", Float, nullable=False),

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from trainyard.domain.contract import contract_env
 from trainyard.domain.errors import StaleState, TrainyardError
+from trainyard.domain.pools import PoolCapacity, pool_for
 from trainyard.domain.states import JobState
 from trainyard.executors.base import (
     Executor,
+    JobFiles,
     LaunchError,
     LaunchRequest,
     Observation,
@@ -27,7 +28,7 @@ from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
-from trainyard.store.records import JobRecord
+from trainyard.store.records import JobRecord, join_ids
 from trainyard.tracker.waiting import WaitingJobs
 from trainyard.workspace import Workspace
 
@@ -36,8 +37,6 @@ log = logging.getLogger(__name__)
 ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
 REST_FACTOR = 4.0
 MAX_TRACKING_FAILURES = 5
-# What a job's process inherits from the service; everything else is the contract's.
-INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,16 @@ class TrackerConfig:
 class Tracker:
     def __init__(
         self, *, jobs: JobStore, metrics: MetricStore, datasets: DatasetStore,
-        artifacts: ArtifactCollector, executor: Executor, policy: Policy,
-        workspace: Workspace, config: TrackerConfig, clock: Callable[[], float] = time.time,
+        artifacts: ArtifactCollector, executors: Mapping[str, Executor],
+        pools: Mapping[str, PoolCapacity], policy: Policy, workspace: Workspace,
+        config: TrackerConfig, clock: Callable[[], float] = time.time,
     ) -> None:
         self.jobs = jobs
         self.metrics = metrics
         self.datasets = datasets
         self.artifacts = artifacts
-        self.executor = executor
+        self.executors = executors  # by pool name
+        self.pools = pools
         self.policy = policy
         self.workspace = workspace
         self.config = config
@@ -72,7 +73,8 @@ class Tracker:
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
-        executor.set_exit_listener(self._job_exited)
+        for executor in executors.values():
+            executor.set_exit_listener(self._job_exited)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -127,12 +129,32 @@ class Tracker:
     # --- one pass ------------------------------------------------------------------------
 
     def recover(self) -> None:
-        """Before admitting new work, re-attach to what the store says is running."""
-        for job in self.jobs.in_states(ACTIVE):
+        """Before admitting new work, re-attach to what the store says is running, then
+        remove what the executors hold for no active job."""
+        active = self.jobs.in_states(ACTIVE)
+        for job in active:
             self._guarded(job, self._recover_one)
+        for pool, executor in self.executors.items():
+            handles = {j.handle for j in active if self._pool_of(j) == pool}
+            try:
+                for removed in executor.sweep(handles):
+                    log.warning("%s executor: %s", pool, removed)
+            except Exception:  # a sweep is housekeeping: it must not keep the service down
+                log.exception("sweeping the %s executor failed", pool)
+
+    def _pool_of(self, job: JobRecord) -> str:
+        """Launched jobs keep the executor they were launched by; others go by their spec."""
+        return job.executor or pool_for(job.spec.image)
+
+    def _executor(self, job: JobRecord) -> Executor:
+        pool = self._pool_of(job)
+        executor = self.executors.get(pool)
+        if executor is None:
+            raise LaunchError(f"this server runs no {pool} executor")
+        return executor
 
     def _recover_one(self, job: JobRecord) -> None:
-        obs = self.executor.adopt(job.handle)
+        obs = self._executor(job).adopt(job.handle)
         log.info("recovered %s (%s): %s", job.id, job.state, obs.phase)
         if obs.phase is Phase.NOT_FOUND and job.state is JobState.LAUNCHING:
             # The service stopped between recording LAUNCHING and creating the process:
@@ -169,7 +191,7 @@ class Tracker:
 
     def _give_up(self, job: JobRecord, message: str) -> None:
         try:
-            self.executor.cancel(job.handle, self.config.cancel_grace)
+            self._executor(job).cancel(job.handle, self.config.cancel_grace)
             self.jobs.transition(job.id, job.state, JobState.FAILED, reason=message,
                                  message=message, now=self.clock())
             self._failures.pop(job.id, None)
@@ -189,15 +211,16 @@ class Tracker:
 
     def _track(self, job: JobRecord) -> None:
         """Follow one active job: deliver a cancel, ingest metrics, notice its end."""
+        executor = self._executor(job)
         if job.cancel_requested and job.handle not in self._signalled and \
-                self.executor.cancel(job.handle, self.config.cancel_grace):
+                executor.cancel(job.handle, self.config.cancel_grace):
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=False)
-        self._apply(job, self.executor.poll(job.handle))
+        self._apply(job, executor.poll(job.handle))
 
     def _apply(self, job: JobRecord, obs: Observation, recovering: bool = False) -> None:
-        if obs.phase is Phase.STARTING:
+        if obs.phase in (Phase.STARTING, Phase.UNKNOWN):
             return
         if obs.phase is Phase.RUNNING:
             if job.state is JobState.LAUNCHING:
@@ -217,8 +240,10 @@ class Tracker:
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
         code = obs.exit_code
-        outcome = describe_exit(code) if exited and code is not None else \
-            describe_lost(obs.message)
+        if exited and code is not None:
+            outcome = obs.message or describe_exit(code)
+        else:
+            outcome = describe_lost(obs.message)
         if job.cancel_requested:
             target, message = JobState.CANCELLED, "cancelled by request"
             if exited:
@@ -233,7 +258,7 @@ class Tracker:
                              message=message, exit_code=code, pending_code="",
                              pending_message="")
         self._signalled.discard(job.handle)
-        self.executor.release(job.handle)
+        self._executor(job).release(job.handle)
 
     def _collect_model(self, job: JobRecord) -> str:
         paths = self.workspace.attempt(job.id, job.attempt)
@@ -276,16 +301,18 @@ class Tracker:
             return len(running)
         snapshot = Snapshot(
             pending=waiting,
-            running=[RunningJob(j.id, j.spec.queue, j.spec.resources) for j in running],
+            running=[RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j),
+                                j.gpu_ids) for j in running],
             max_concurrent=self.config.max_concurrent,
             now=self.clock(),
+            pools=self.pools,
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
         launched = 0
         for job_id in decisions.admit:
             self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
-            launched += self._launch(self.jobs.get(job_id))
+            launched += self._launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()))
         # Write only reasons that changed; policies hand out shared reason objects, so the
         # identity check settles most jobs without comparing sentences.
         before = self._reasons
@@ -295,26 +322,35 @@ class Tracker:
         self._reasons = decisions.pending
         return len(running) + launched
 
-    def _launch(self, job: JobRecord) -> bool:
-        """Record LAUNCHING with the handle about to be created, then create it."""
+    def _launch(self, job: JobRecord, gpu_ids: tuple[str, ...]) -> bool:
+        """Record LAUNCHING with the handle about to be created and the devices allocated,
+        then create it."""
         attempt = job.attempt + 1
-        handle = self.executor.handle_for(job.id, attempt)
+        pool = pool_for(job.spec.image)
+        executor = self.executors.get(pool)
+        if executor is None:  # refused at submit; only a changed configuration gets here
+            message = f"this server no longer runs the {pool} executor"
+            self.jobs.transition(job.id, JobState.WAITING, JobState.FAILED, reason=message,
+                                 message=message, now=self.clock())
+            return False
+        handle = executor.handle_for(job.id, attempt)
         try:
             self.jobs.transition(
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
-                now=self.clock(), attempt=attempt, executor=self.executor.name, handle=handle,
-                pending_code="", pending_message="", metrics_offset=0, message="",
-                exit_code=None,
+                now=self.clock(), attempt=attempt, executor=pool, handle=handle,
+                gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
+                metrics_offset=0, message="", exit_code=None,
             )
         except StaleState:
             return False  # cancelled meanwhile
         return self._start(replace(job, state=JobState.LAUNCHING, attempt=attempt,
-                                   handle=handle, metrics_offset=0))
+                                   executor=pool, handle=handle, gpu_ids=gpu_ids,
+                                   metrics_offset=0))
 
     def _start(self, job: JobRecord) -> bool:
         """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
         try:
-            self.executor.launch(self._launch_request(job))
+            self._executor(job).launch(self._launch_request(job))
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
@@ -327,23 +363,18 @@ class Tracker:
     def _launch_request(self, job: JobRecord) -> LaunchRequest:
         paths = self.workspace.attempt(job.id, job.attempt)
         paths.create()
-        data_path = self._data_path(job)
-        env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         # Keep numeric libraries within the CPUs the job asked for.
         threads = str(max(1, math.ceil(job.spec.resources.cpus)))
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[var] = threads
+        env = {var: threads for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                        "MKL_NUM_THREADS")}
         env["PYTHONUNBUFFERED"] = "1"
-        if job.spec.resources.gpus == 0:
-            env["CUDA_VISIBLE_DEVICES"] = ""  # a job that asked for no GPU sees none
-        env.update(contract_env(
-            job_id=job.id, data_path=str(data_path), model_path=str(paths.model_dir),
-            metrics_path=str(paths.metrics_path), checkpoint_path=str(paths.checkpoint_dir),
-            hyperparameters=job.spec.hyperparameters,
-        ))
+        files = JobFiles(data=Path(self._data_path(job)), model=paths.model_dir,
+                         metrics=paths.metrics_path, checkpoint=paths.checkpoint_dir,
+                         workdir=paths.workdir, log=paths.log_path)
         return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=job.handle,
-                             command=job.spec.command, env=env, workdir=paths.workdir,
-                             log_path=paths.log_path)
+                             command=job.spec.command, image=job.spec.image, env=env,
+                             hyperparameters=job.spec.hyperparameters,
+                             resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files)
 
     def _data_path(self, job: JobRecord) -> str:
         ref = job.spec.dataset

@@ -1,0 +1,83 @@
+"""Pools: named compute behind one executor, with a declared capacity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.spec import JobSpec, Resources
+
+LOCAL_POOL = "local"
+DOCKER_POOL = "docker"
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """What a pool can hold at once. None means the pool does not count that resource."""
+
+    name: str
+    max_jobs: int
+    cpus: float | None = None
+    memory_mb: int | None = None
+    gpu_ids: tuple[str, ...] = ()  # device ids handed to jobs, each to one job at a time
+
+    @property
+    def gpus(self) -> int:
+        return len(self.gpu_ids)
+
+
+def pool_for(image: str) -> str:
+    """A job with an image runs as a container; a bare command as a local process."""
+    return DOCKER_POOL if image else LOCAL_POOL
+
+
+def check_placement(spec: JobSpec, pools: Mapping[str, PoolCapacity]) -> None:
+    """Reject at submit a job that no pool of this server could ever run."""
+    name = pool_for(spec.image)
+    pool = pools.get(name)
+    if pool is None:
+        if name == DOCKER_POOL:
+            raise InvalidArgument("image", "container images need the Docker executor, which "
+                                  "this server does not run (start it with --docker); give a "
+                                  "command instead")
+        raise InvalidArgument("command", "this server runs no local processes; give an image")
+    res = spec.resources
+    if pool.cpus is not None and res.cpus > pool.cpus:
+        raise InvalidArgument("resources.cpus", f"{res.cpus:g} is more than the {pool.cpus:g} "
+                              f"CPUs of pool {name!r}")
+    if pool.memory_mb is not None and res.memory_mb > pool.memory_mb:
+        raise InvalidArgument("resources.memory_mb", f"{res.memory_mb} MiB is more than the "
+                              f"{pool.memory_mb} MiB of pool {name!r}")
+    if res.gpus > pool.gpus:
+        raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the {pool.gpus} "
+                              f"GPUs of pool {name!r}")
+
+
+def shortfall(pool: PoolCapacity, need: Resources, used: Resources, jobs: int) -> str | None:
+    """Why a job needing `need` does not fit next to what already uses the pool, as a phrase,
+    or None when it fits."""
+    if jobs + 1 > pool.max_jobs:
+        return f"all {pool.max_jobs} job slots of pool {pool.name!r} are in use"
+    if pool.cpus is not None and used.cpus + need.cpus > pool.cpus + 1e-9:
+        return (f"pool {pool.name!r} has {max(0.0, pool.cpus - used.cpus):g} of {pool.cpus:g} "
+                f"CPUs free and the job needs {need.cpus:g}")
+    if pool.memory_mb is not None and used.memory_mb + need.memory_mb > pool.memory_mb:
+        return (f"pool {pool.name!r} has {max(0, pool.memory_mb - used.memory_mb)} of "
+                f"{pool.memory_mb} MiB free and the job needs {need.memory_mb} MiB")
+    if used.gpus + need.gpus > pool.gpus:
+        return (f"pool {pool.name!r} has {max(0, pool.gpus - used.gpus)} of {pool.gpus} GPUs "
+                f"free and the job needs {need.gpus}")
+    return None
+
+
+def allocate_gpus(pool: PoolCapacity, taken: set[str], count: int) -> tuple[str, ...] | None:
+    """`count` free device ids of the pool in its declared order, or None if too few are free."""
+    if count == 0:
+        return ()
+    free = [gpu for gpu in pool.gpu_ids if gpu not in taken]
+    return tuple(free[:count]) if len(free) >= count else None
+
+
+def add(a: Resources, b: Resources) -> Resources:
+    return Resources(a.cpus + b.cpus, a.memory_mb + b.memory_mb, a.gpus + b.gpus)
