@@ -11,10 +11,12 @@ from pathlib import Path
 
 
 class ServerProcess:
-    def __init__(self, data_dir: Path, database_url: str = "", max_concurrent: int = 2) -> None:
+    def __init__(self, data_dir: Path, database_url: str = "", max_concurrent: int = 2,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
         self.max_concurrent = max_concurrent
+        self.extra_args = extra_args
         self.port_file = data_dir.parent / f"{data_dir.name}.port"
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -27,6 +29,7 @@ class ServerProcess:
                "--max-concurrent", str(self.max_concurrent)]
         if self.database_url:
             cmd += ["--database-url", self.database_url]
+        cmd += self.extra_args
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -71,6 +71,8 @@ class JobStatus:
     model: dict[str, Any] | None
     malformed_metric_lines: int
     cancel_requested: bool
+    executor: str = ""
+    gpu_ids: tuple[str, ...] = ()
 
     @property
     def is_final(self) -> bool:
@@ -106,7 +108,8 @@ class JobStatus:
                     "size_bytes": s.model.size_bytes, "file_count": s.model.file_count}
                    if s.HasField("model") else None),
             malformed_metric_lines=s.malformed_metric_lines,
-            cancel_requested=s.cancel_requested,
+            cancel_requested=s.cancel_requested, executor=s.executor,
+            gpu_ids=tuple(s.gpu_ids),
         )
 
 
@@ -158,7 +161,8 @@ class Resources:
 @dataclass
 class TrainSpec:
     name: str
-    command: str
+    command: str = ""  # with an image, empty runs the image's own command
+    image: str = ""
     dataset: str = ""  # NAME:VERSION
     hyperparameters: Mapping[str, str] = field(default_factory=dict)
     resources: Resources = field(default_factory=Resources)
@@ -169,7 +173,7 @@ class TrainSpec:
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
-            name=self.name, command=self.command,
+            name=self.name, command=self.command, image=self.image,
             hyperparameters={k: str(v) for k, v in self.hyperparameters.items()},
             resources=pb.Resources(cpus=self.resources.cpus,
                                    memory_mb=self.resources.memory_mb,

@@ -95,7 +95,8 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         transitions=[transition_to_pb(e) for e in status.events],
         submitted_at=timestamp(job.submitted_at), attempt=job.attempt,
         malformed_metric_lines=job.malformed_metric_lines,
-        cancel_requested=job.cancel_requested, owner=job.owner,
+        cancel_requested=job.cancel_requested, owner=job.owner, executor=job.executor,
+        gpu_ids=list(job.gpu_ids),
     )
     if job.state is JobState.WAITING and job.pending_code:
         msg.pending_reason.CopyFrom(pb.PendingReason(code=job.pending_code,

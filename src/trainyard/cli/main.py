@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import signal
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -20,17 +21,24 @@ from trainyard.cli.output import (
     errors,
     print_json,
     render_datasets,
+    render_images,
     render_jobs,
     render_status,
     styled_state,
 )
 from trainyard.client import Client, Resources, TrainSpec, TrainyardError
 
+if TYPE_CHECKING:
+    from trainyard.executors.docker import DockerConfig
+
 app = typer.Typer(help="Trainyard: submit, queue, run and track training jobs.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 datasets_app = typer.Typer(help="Register and list immutable dataset versions.",
                            no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+images_app = typer.Typer(help="Build and list container images in the local Docker engine "
+                         "(no registry needed).", no_args_is_help=True)
+app.add_typer(images_app, name="images")
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
@@ -71,6 +79,21 @@ def server(
     max_concurrent: Annotated[int, typer.Option(help="Jobs that may run at once.")] = 4,
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
                                                         "serving.")] = None,
+    docker: Annotated[bool, typer.Option(
+        "--docker/--no-docker", help="Run jobs submitted with --image as containers in the "
+        "local Docker engine.")] = False,
+    docker_cpus: Annotated[float, typer.Option(
+        help="CPUs of the Docker pool [default: this host's].")] = 0.0,
+    docker_memory: Annotated[int, typer.Option(
+        help="Memory of the Docker pool in MiB [default: this host's].")] = 0,
+    docker_max_containers: Annotated[int, typer.Option(
+        help="Containers that may run at once.")] = 8,
+    docker_gpu_ids: Annotated[str, typer.Option(
+        help="Comma-separated device ids the Docker pool hands out [default: this host's "
+        "NVIDIA devices]; 'none' for no GPUs.")] = "",
+    docker_user: Annotated[str, typer.Option(
+        help="UID:GID jobs run as in containers [default: the server's own user, or 65534 "
+        "(nobody) when it runs as root].")] = "",
 ) -> None:
     """Run the training service (gRPC) until interrupted."""
     from trainyard.server import ServerConfig, TrainyardServer
@@ -78,10 +101,13 @@ def server(
 
     if max_concurrent < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
+    docker_config = _docker_pool(docker_cpus, docker_memory, docker_max_containers,
+                                 docker_gpu_ids, docker_user) if docker else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
-                          tracker=TrackerConfig(max_concurrent=max_concurrent))
+                          tracker=TrackerConfig(max_concurrent=max_concurrent),
+                          docker=docker_config)
     try:
         srv = TrainyardServer(config)
         bound = srv.start()
@@ -105,10 +131,40 @@ def server(
     srv.stop()
 
 
+def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
+                 user: str) -> DockerConfig:
+    """The Docker pool from the server's options, checked; the host's size by default."""
+    from dataclasses import replace
+
+    from trainyard.server import docker_pool_defaults
+
+    pool = docker_pool_defaults(instance="")
+    if cpus < 0 or cpus != cpus:
+        raise typer.BadParameter("must be positive", param_hint="--docker-cpus")
+    if memory < 0:
+        raise typer.BadParameter("must be positive", param_hint="--docker-memory")
+    if max_containers < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--docker-max-containers")
+    ids = pool.gpu_ids
+    if gpu_ids:
+        ids = () if gpu_ids == "none" else tuple(i.strip() for i in gpu_ids.split(","))
+        if any(not i or not i.replace("-", "").isalnum() for i in ids) or \
+                len(set(ids)) != len(ids):
+            raise typer.BadParameter("expected distinct device ids like 0,1,2 or GPU-UUIDs",
+                                     param_hint="--docker-gpu-ids")
+    if user and not re.fullmatch(r"[0-9]+:[0-9]+", user):
+        raise typer.BadParameter("expected UID:GID, e.g. 1000:1000", param_hint="--docker-user")
+    return replace(pool, cpus=cpus or pool.cpus, memory_mb=memory or pool.memory_mb,
+                   max_containers=max_containers, gpu_ids=ids, user=user)
+
+
 @app.command()
 def submit(
     name: Annotated[str, typer.Option(help="Job name; also the model's name.")],
-    command: Annotated[str, typer.Option(help="Shell command to run.")],
+    command: Annotated[str, typer.Option(
+        help="Shell command to run; with --image, replaces the image's command.")] = "",
+    image: Annotated[str, typer.Option(
+        help="Run as a container of this local image (the server needs --docker).")] = "",
     dataset: Annotated[str, typer.Option(help="NAME:VERSION of a registered dataset.")] = "",
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="Hyperparameter KEY=VALUE (repeatable).")] = None,
@@ -128,7 +184,7 @@ def submit(
     if dataset and ":" not in dataset:
         raise typer.BadParameter("expected NAME:VERSION", param_hint="--dataset")
     spec = TrainSpec(
-        name=name, command=command, dataset=dataset,
+        name=name, command=command, image=image, dataset=dataset,
         hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, client_request_id=request_id,
@@ -257,3 +313,86 @@ def datasets_list(
 
 if __name__ == "__main__":
     app()
+
+
+# --- images: straight to the local engine, like the docker CLI ------------------------------
+
+@contextlib.contextmanager
+def _image_errors() -> Iterator[None]:
+    from trainyard.images import ImageError
+
+    try:
+        yield
+    except ImageError as exc:
+        errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _say(line: str) -> None:
+    errors.print(escape(line), highlight=False)
+
+
+@images_app.command("build-base")
+def images_build_base(
+    mirror: Annotated[str, typer.Option(help="Debian mirror debootstrap reads.")] =
+        "http://deb.debian.org/debian",
+    suite: Annotated[str, typer.Option(help="Debian release.")] = "bookworm",
+    cache_dir: Annotated[Path | None, typer.Option(
+        envvar="TRAINYARD_IMAGE_CACHE",
+        help="Where root file systems are cached [default: ~/.cache/trainyard/images].")] = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """Build the base image (Debian with python3, numpy, scikit-learn and trainyard.runtime)
+    with debootstrap, tagged trainyard/base:latest. Cached by its inputs."""
+    from trainyard.images import BaseInputs, build_base, engine
+
+    with _image_errors():
+        built = build_base(engine(), BaseInputs(suite=suite, mirror=mirror),
+                           cache_dir or Path.home() / ".cache" / "trainyard" / "images",
+                           say=_say)
+    if output is Output.json:
+        print_json({"tag": built.tag, "image_id": built.image_id, "cached": built.cached})
+    else:
+        note = " (cached)" if built.cached else ""
+        console.print(f"{built.tag} {built.image_id[7:19]}{note}", highlight=False)
+
+
+@images_app.command("build")
+def images_build(
+    context: Annotated[Path, typer.Argument(help="Directory holding a Dockerfile.")],
+    tag: Annotated[str, typer.Option(help="Image name, e.g. trainyard/demo-trainer.")],
+    output: OutputOpt = Output.text,
+) -> None:
+    """Build a trainer image from DIR/Dockerfile, offline (FROM a local image)."""
+    from trainyard.domain.errors import InvalidArgument
+    from trainyard.domain.spec import JobSpec, validate_spec
+    from trainyard.images import build_image, engine
+
+    try:
+        validate_spec(JobSpec(name="image", image=tag))
+    except InvalidArgument as exc:
+        raise typer.BadParameter(exc.problem, param_hint="--tag") from None
+    if not context.is_dir():
+        raise typer.BadParameter(f"{context} is not a directory", param_hint="DIR")
+    with _image_errors():
+        built = build_image(engine(), context, tag,
+                            say=_say if output is Output.text else lambda line: None)
+    if output is Output.json:
+        print_json({"tag": built.tag, "image_id": built.image_id})
+    else:
+        console.print(f"{built.tag} {built.image_id[7:19]}", highlight=False)
+
+
+@images_app.command("list")
+def images_list(output: OutputOpt = Output.text) -> None:
+    """List the images in the local Docker engine."""
+    from dataclasses import asdict
+
+    from trainyard.images import engine, list_images
+
+    with _image_errors():
+        images = list_images(engine())
+    if output is Output.json:
+        print_json([asdict(i) for i in images])
+    else:
+        render_images(images)

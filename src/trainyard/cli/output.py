@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from trainyard.client import Dataset, JobStatus, JobSummary
+
+if TYPE_CHECKING:  # the Docker SDK is imported only by the commands that need it
+    from trainyard.images import ImageInfo
 
 console = Console()
 errors = Console(stderr=True)
@@ -50,7 +53,16 @@ def render_status(st: JobStatus) -> None:
     if st.message:
         table.add_row("message", escape(st.message))
     spec = st.spec
-    table.add_row("command", escape(spec["command"]))
+    if spec["image"]:
+        table.add_row("image", escape(spec["image"]))
+    if spec["command"] or not spec["image"]:
+        table.add_row("command", escape(spec["command"]))
+    res = spec["resources"]
+    table.add_row("resources", f"{res['cpus']:g} CPUs, {res['memory_mb']} MiB, "
+                               f"{res['gpus']} GPUs")
+    if st.executor:
+        gpus = f", GPUs {','.join(st.gpu_ids)}" if st.gpu_ids else ""
+        table.add_row("runs on", f"{escape(st.executor)}, attempt {st.attempt}{gpus}")
     if spec["dataset"]:
         table.add_row("dataset", escape(f"{spec['dataset']['name']}:"
                                         f"{spec['dataset']['version'][:12]}"))
@@ -77,6 +89,14 @@ def render_jobs(jobs: list[JobSummary]) -> None:
         table.add_row(escape(j.job_id), escape(j.name), styled_state(j.state),
                       escape(j.queue), str(j.priority),
                       (j.submitted_at or "")[:19], escape(j.message))
+    console.print(table)
+
+
+def render_images(images: list[ImageInfo]) -> None:
+    table = Table("IMAGE", "ID", "SIZE", "CREATED")
+    for image in images:
+        table.add_row(escape(", ".join(image.tags) or "<none>"), image.image_id[7:19],
+                      f"{image.size_bytes / 1e6:.0f} MB", image.created[:19])
     console.print(table)
 
 

@@ -384,7 +384,7 @@ class DockerExecutor:
         identically from its start, so the file's size says how much to skip, and a copy
         after any interruption neither repeats nor loses output."""
         lock = self._log_lock(handle)
-        if not lock.acquire(timeout=None if follow else LOG_LOCK_WAIT):
+        if not lock.acquire(timeout=-1 if follow else LOG_LOCK_WAIT):
             log.warning("log of %s may be incomplete: its copier is stuck", handle)
             return False
         try:

@@ -174,7 +174,7 @@ class ModelArtifact(_message.Message):
     def __init__(self, model_name: _Optional[str] = ..., version: _Optional[int] = ..., content_hash: _Optional[str] = ..., uri: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,8 @@ class TrainingStatus(_message.Message):
     MALFORMED_METRIC_LINES_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -214,7 +216,9 @@ class TrainingStatus(_message.Message):
     malformed_metric_lines: int
     cancel_requested: bool
     owner: str
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
+    executor: str
+    gpu_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)

@@ -1,0 +1,103 @@
+"""The real Docker engine for tests: found or reported missing, with the images tests use."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from tests.conftest import missing
+from trainyard.domain.states import JobState
+from trainyard.images import BASE_IMAGE, build_image
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.records import JobRecord
+from trainyard.tracker import TrackerConfig
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TRAINER_IMAGE = "trainyard/demo-trainer:test"
+GPU_STAND_IN = Path(__file__).resolve().parent / "fixtures" / "gpu-stand-in"
+
+
+@dataclass(frozen=True)
+class Engine:
+    client: docker.DockerClient
+    gpus: bool  # device requests work (real GPUs, or the stand-in hook on dockerd's PATH)
+
+
+def find_engine() -> Engine:
+    """The engine with the trainer image built, or a skip (a failure under CI=true)."""
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except docker.errors.DockerException:
+        missing("a Docker engine (dockerd)")
+        raise AssertionError("unreachable") from None
+    try:
+        client.images.get(BASE_IMAGE)
+    except docker.errors.ImageNotFound:
+        missing(f"the base image {BASE_IMAGE} ('trainyard images build-base')")
+    build_image(client, EXAMPLES, TRAINER_IMAGE)
+    return Engine(client, gpus=_device_requests_work(client))
+
+
+def _device_requests_work(client: docker.DockerClient) -> bool:
+    try:
+        client.containers.run(
+            TRAINER_IMAGE, ["true"], remove=True, network_mode="none",
+            device_requests=[docker.types.DeviceRequest(driver="nvidia", device_ids=["probe"],
+                                                        capabilities=[["gpu"]])])
+    except docker.errors.DockerException:
+        return False
+    return True
+
+
+def docker_server(tmp_path: Path, *, gpu_ids: tuple[str, ...] = (), cpus: float = 2.0,
+                  memory_mb: int = 4096, max_containers: int = 8,
+                  base_url: str = "", engine_grace: float = 60.0,
+                  name: str = "data") -> TrainyardServer:
+    from trainyard.executors.docker import DockerConfig
+
+    pool = DockerConfig(instance="", cpus=cpus, memory_mb=memory_mb,
+                        max_containers=max_containers, gpu_ids=gpu_ids, base_url=base_url,
+                        engine_grace=engine_grace)
+    config = ServerConfig(data_dir=tmp_path / name, port=0, docker=pool,
+                          tracker=TrackerConfig(max_concurrent=8, cancel_grace=2.0,
+                                                active_interval=0.2))
+    server = TrainyardServer(config)
+    server.start()
+    return server
+
+
+@contextlib.contextmanager
+def running(server: TrainyardServer) -> Iterator[TrainyardServer]:
+    try:
+        yield server
+    finally:
+        server.stop(grace=0)
+
+
+def wait_state(server: TrainyardServer, job_id: str, states: set[JobState],
+               timeout: float = 60) -> JobRecord:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = server.jobs.get(job_id)
+        if job.state in states:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{job_id} is {job.state} ({job.message}), not {states}")
+        time.sleep(0.05)
+
+
+def final(server: TrainyardServer, job_id: str, timeout: float = 60) -> JobRecord:
+    return wait_state(server, job_id, {s for s in JobState if s.is_final()}, timeout)
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    return find_engine()
