@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -101,3 +103,71 @@ def final(server: TrainyardServer, job_id: str, timeout: float = 60) -> JobRecor
 @pytest.fixture(scope="session")
 def engine() -> Engine:
     return find_engine()
+
+
+class SocketProxy:
+    """A real relay in front of the engine's Unix socket. Cutting it makes the engine
+    unreachable to whoever connects through it, as an engine restart does."""
+
+    def __init__(self, path: Path, target: str = "/var/run/docker.sock") -> None:
+        self.path = path
+        self.target = target
+        self._listener: socket.socket | None = None
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.path}"
+
+    def start(self) -> SocketProxy:
+        self.path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.path))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def cut(self) -> None:
+        with self._lock:
+            listener, self._listener = self._listener, None
+            sockets, self._open = self._open, []
+        if listener is not None:
+            listener.close()
+        self.path.unlink(missing_ok=True)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # cut
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(self.target)
+            except OSError:
+                client.close()
+                upstream.close()
+                continue
+            with self._lock:
+                self._open += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pump, args=(src, dst), daemon=True).start()
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

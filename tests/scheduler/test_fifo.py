@@ -1,5 +1,9 @@
-from trainyard.scheduler import FifoPolicy, PendingJob, RunningJob, Snapshot
-from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
+import pytest
+
+from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.spec import Resources
+from trainyard.scheduler import Decisions, FifoPolicy, PendingJob, RunningJob, Snapshot
+from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT, POOL_CAPACITY, POOL_ORDER
 
 
 def pending(*seqs: int) -> list[PendingJob]:
@@ -51,3 +55,51 @@ def test_over_full_cluster_admits_nothing() -> None:
 def test_empty_snapshot() -> None:
     decisions = FifoPolicy().schedule(Snapshot([], [], max_concurrent=4, now=0))
     assert decisions.admit == () and decisions.pending == {}
+
+
+# --- pools ---------------------------------------------------------------------------------
+
+DOCKER = PoolCapacity("docker", max_jobs=4, cpus=4.0, memory_mb=8192,
+                      gpu_ids=("g0", "g1", "g2", "g3"))
+
+
+def job(seq: int, pool: str = "docker", cpus: float = 1.0, memory_mb: int = 1024,
+        gpus: int = 0) -> PendingJob:
+    return PendingJob(f"j{seq}", "default", 0, seq, Resources(cpus, memory_mb, gpus), pool)
+
+
+def schedule(pending: list[PendingJob], running: list[RunningJob] = ()) -> Decisions:
+    return FifoPolicy().schedule(Snapshot(pending, list(running), max_concurrent=10, now=0,
+                                          pools={"docker": DOCKER}))
+
+
+def test_gpu_ids_go_to_one_job_each_and_skip_those_in_use() -> None:
+    busy = RunningJob("r", "default", Resources(1, 1024, 1), "docker", ("g1",))
+    decisions = schedule([job(1, gpus=2), job(2, gpus=1), job(3, gpus=1)], [busy])
+    assert decisions.admit == ("j1", "j2")
+    assert decisions.gpu_ids == {"j1": ("g0", "g2"), "j2": ("g3",)}
+    assert decisions.pending["j3"].code == POOL_CAPACITY
+    assert "0 of 4 GPUs free" in decisions.pending["j3"].message
+
+
+def test_a_job_that_does_not_fit_holds_back_only_its_own_pool() -> None:
+    decisions = schedule([job(1, cpus=3), job(2, cpus=2), job(3, cpus=0.5), job(4, pool="local")])
+    assert decisions.admit == ("j1", "j4")  # j3 would fit, but j2 came first
+    assert decisions.pending["j2"].code == POOL_CAPACITY
+    assert "1 of 4 CPUs free and the job needs 2" in decisions.pending["j2"].message
+    assert decisions.pending["j3"].code == POOL_ORDER
+
+
+@pytest.mark.parametrize(("pending", "words"), [
+    ([job(1, memory_mb=4096), job(2, memory_mb=4097)], "4096 of 8192 MiB free"),
+    ([job(i, cpus=0.5) for i in range(5)], "all 4 job slots of pool 'docker'"),
+])
+def test_each_capacity_is_counted(pending: list[PendingJob], words: str) -> None:
+    decisions = schedule(pending)
+    waiting = [r for r in decisions.pending.values() if r.code == POOL_CAPACITY]
+    assert len(waiting) == 1 and words in waiting[0].message
+
+
+def test_running_jobs_count_against_their_pool() -> None:
+    running = [RunningJob(f"r{i}", "default", Resources(2, 1024, 0), "docker") for i in range(2)]
+    assert schedule([job(1, cpus=0.5)], running).admit == ()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
+from docker.transport.unixconn import UnixHTTPConnection
 from docker.types import DeviceRequest, LogConfig, Mount
 
 from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase, describe_exit
@@ -88,6 +90,7 @@ class DockerExecutor:
         self._vouched: set[str] = set()
         self._ended: set[str] = set()  # reported ended (die/destroy) by the stream
         self._interrupted: set[str] = set()  # were running when the stream broke
+        self._unremoved: set[str] = set()  # final, but the engine was away to remove them
         self._connected = False
         self._unreachable_since: float | None = None
         self._stop = threading.Event()
@@ -318,8 +321,15 @@ class DockerExecutor:
         except docker.errors.NotFound:
             pass
         except ENGINE_ERRORS as exc:
-            # The sweep at the next start removes it.
-            log.warning("could not remove container %s: %s", handle, exc)
+            log.warning("could not remove container %s yet: %s", handle, exc)
+            with self._lock:
+                self._unremoved.add(handle)  # retried once the engine answers again
+
+    def _remove_leftovers(self) -> None:
+        with self._lock:
+            leftovers, self._unremoved = self._unremoved, set()
+        for handle in leftovers:
+            self.release(handle)
 
     def sweep(self, active: set[str]) -> list[str]:
         try:
@@ -430,6 +440,7 @@ class DockerExecutor:
                     self._vouched.clear()
                     self._connected = True
                 backoff = 0.2
+                self._remove_leftovers()
                 for event in events:
                     self._on_event(event)
             except ENGINE_ERRORS as exc:
@@ -458,6 +469,22 @@ class DockerExecutor:
                 return  # our own removal of a finished container
             self._ended.add(name)
         self._listener(name)
+
+
+def _connect_closing_on_failure(self: UnixHTTPConnection) -> None:
+    """The SDK's own connect leaves its socket to the garbage collector when the engine's
+    socket is absent or refuses, which happens on every try while an engine restarts."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(self.timeout)
+        sock.connect(self.unix_socket)
+    except BaseException:
+        sock.close()
+        raise
+    self.sock = sock
+
+
+UnixHTTPConnection.connect = _connect_closing_on_failure  # type: ignore[method-assign]
 
 
 def _client(timeout: float | None, max_pool_size: int = 10, **kwargs: Any) -> docker.APIClient:

@@ -1,0 +1,50 @@
+from dataclasses import replace
+
+import pytest
+
+from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.pools import (
+    DOCKER_POOL,
+    LOCAL_POOL,
+    PoolCapacity,
+    allocate_gpus,
+    check_placement,
+)
+from trainyard.domain.spec import JobSpec, Resources
+
+POOLS = {
+    LOCAL_POOL: PoolCapacity(LOCAL_POOL, max_jobs=4),
+    DOCKER_POOL: PoolCapacity(DOCKER_POOL, max_jobs=2, cpus=4, memory_mb=2048,
+                              gpu_ids=("0", "1")),
+}
+IMAGE_JOB = JobSpec(name="c", image="trainyard/demo-trainer")
+
+
+def test_jobs_that_some_pool_can_hold_are_placed() -> None:
+    check_placement(JobSpec(name="p", command="true"), POOLS)
+    check_placement(replace(IMAGE_JOB, resources=Resources(4, 2048, 2)), POOLS)
+
+
+@pytest.mark.parametrize(("spec", "pools", "field", "words"), [
+    (IMAGE_JOB, {LOCAL_POOL: POOLS[LOCAL_POOL]}, "image", "--docker"),
+    (replace(IMAGE_JOB, resources=Resources(cpus=4.5)), POOLS, "resources.cpus",
+     "4.5 is more than the 4 CPUs of pool 'docker'"),
+    (replace(IMAGE_JOB, resources=Resources(memory_mb=4096)), POOLS, "resources.memory_mb",
+     "4096 MiB is more than the 2048 MiB"),
+    (replace(IMAGE_JOB, resources=Resources(gpus=3)), POOLS, "resources.gpus",
+     "3 is more than the 2 GPUs"),
+    (JobSpec(name="p", command="true", resources=Resources(gpus=1)), POOLS, "resources.gpus",
+     "of pool 'local'"),
+])
+def test_a_job_no_pool_could_run_is_refused_naming_the_field(
+        spec: JobSpec, pools: dict[str, PoolCapacity], field: str, words: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        check_placement(spec, pools)
+    assert info.value.field == field and words in info.value.problem
+
+
+def test_gpus_are_allocated_in_declared_order_from_the_free_ones() -> None:
+    pool = PoolCapacity("p", max_jobs=9, gpu_ids=("a", "b", "c"))
+    assert allocate_gpus(pool, {"a"}, 2) == ("b", "c")
+    assert allocate_gpus(pool, {"a", "b"}, 2) is None
+    assert allocate_gpus(pool, set(), 0) == ()

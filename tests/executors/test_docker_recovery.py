@@ -1,0 +1,113 @@
+"""Restarts of the service (SIGKILL included) and outages of the engine while containers run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.dockerenv import (
+    TRAINER_IMAGE,
+    Engine,
+    SocketProxy,
+    docker_server,
+    engine,
+    final,
+    running,
+    wait_state,
+)
+from tests.executors.test_docker import assert_removed
+from tests.serverproc import ServerProcess
+from trainyard.client import Client, TrainSpec
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState
+from trainyard.executors.docker import LABEL_INSTANCE, LABEL_JOB
+
+__all__ = ["engine"]
+
+
+def wait_status(client: Client, job_id: str, states: set[str], timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while (state := client.status(job_id).state) not in states:
+        assert time.monotonic() < deadline, f"{job_id} stayed {state}"
+        time.sleep(0.05)
+    return state
+
+
+def test_sigkill_of_the_service_loses_no_container(engine: Engine, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    server = ServerProcess(data_dir, extra_args=("--docker", "--docker-cpus", "4")).start()
+    try:
+        with Client(server.address, timeout=20) as client:
+            ends = client.train(TrainSpec(name="ends", image=TRAINER_IMAGE,
+                                          command="sleep 1.5; echo ends-done; exit 5")).job_id
+            lasts = client.train(TrainSpec(name="lasts", image=TRAINER_IMAGE,
+                                           command="echo early; sleep 3; echo later; "
+                                                   "sleep 300")).job_id
+            for job_id in (ends, lasts):
+                wait_status(client, job_id, {"RUNNING"})
+        server.kill()
+        handle = f"trainyard-{ends}-1"
+        deadline = time.monotonic() + 30
+        while engine.client.api.inspect_container(handle)["State"]["Running"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        # A container labelled as this service's that belongs to no job.
+        instance = (data_dir / "instance-id").read_text().strip()
+        stray = engine.client.containers.run(
+            TRAINER_IMAGE, ["sleep", "300"], detach=True, network_mode="none",
+            name=f"trainyard-stray-{instance}",
+            labels={LABEL_INSTANCE: instance, LABEL_JOB: "stray"})
+        server.start()
+        with Client(server.address, timeout=20) as client:
+            status = client.status(ends)
+            assert status.state == "FAILED" and status.exit_code == 5
+            assert status.message == "exited with code 5 (while the service was down)"
+            assert client.status(lasts).state == "RUNNING"
+            assert_removed(engine, stray.name)
+            assert "belongs to no active job" in server.log_path.read_text()
+            time.sleep(3.5)  # "later" is printed after the restart
+            client.cancel(lasts)
+            assert wait_status(client, lasts, {"CANCELLED", "FAILED"}, 30) == "CANCELLED"
+            assert b"ends-done" in b"".join(c for c in client.logs(ends))
+            lasts_log = b"".join(c for c in client.logs(lasts)).decode()
+            assert lasts_log == "early\nlater\n"  # copied across the restart, nothing twice
+    finally:
+        server.stop()
+        instance = (data_dir / "instance-id").read_text().strip()
+        for container in engine.client.containers.list(
+                all=True, filters={"label": f"{LABEL_INSTANCE}={instance}"}):
+            container.remove(force=True)  # what a failed run left behind
+
+
+def test_an_engine_restart_leaves_no_job_stuck(engine: Engine, tmp_path: Path) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
+        job_id, _ = srv.service.train(JobSpec(name="victim", image=TRAINER_IMAGE,
+                                              command="sleep 300"))
+        job = wait_state(srv, job_id, {JobState.RUNNING})
+        proxy.cut()
+        # What an engine restart does to containers it does not keep alive.
+        engine.client.api.kill(job.handle, signal="SIGKILL")
+        time.sleep(1.0)
+        assert srv.jobs.get(job_id).state is JobState.RUNNING  # unknown is not failed
+        proxy.start()
+        job = final(srv, job_id, timeout=30)
+        assert job.state is JobState.FAILED and job.exit_code == 137
+        assert "the Docker engine stopped or restarted while it ran" in job.message
+        assert_removed(engine, job.handle)
+
+
+def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,
+                                                               tmp_path: Path) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    with running(docker_server(tmp_path, base_url=proxy.url, engine_grace=2.0)) as srv:
+        job_id, _ = srv.service.train(JobSpec(name="stranded", image=TRAINER_IMAGE,
+                                              command="sleep 300"))
+        job = wait_state(srv, job_id, {JobState.RUNNING})
+        proxy.cut()
+        job = final(srv, job_id, timeout=30)
+        assert job.state is JobState.FAILED
+        assert "the Docker engine has been unreachable for" in job.message
+        # Once the engine answers again, the container of the failed job goes.
+        proxy.start()
+        assert_removed(engine, job.handle, timeout=20)
