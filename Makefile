@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test proto lint bench clean
+.PHONY: venv demo demo-docker test proto lint bench clean
 
 venv: $(STAMP)
 
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml requirements.lock
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
+
+demo-docker: $(STAMP)
+	$(PY) examples/demo.py --docker
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q

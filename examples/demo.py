@@ -2,10 +2,14 @@
 sweep of examples/trainer.py on it, follow the jobs live and compare the results.
 
 Run from the repository root: `make demo` (or `.venv/bin/python examples/demo.py`).
+With `--docker` the same sweep runs as containers of an image built from examples/Dockerfile
+(the base image is made first if the engine lacks it); that needs a running Docker engine.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import shlex
 import shutil
 import signal
@@ -36,15 +40,21 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from trainyard.cli.output import styled_state
-from trainyard.client import Client, JobStatus, TrainSpec, TrainyardError
+from trainyard.client import Client, JobStatus, Resources, TrainSpec, TrainyardError
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO / ".trainyard-demo"
 TRAINER = REPO / "examples" / "trainer.py"
+DEMO_IMAGE = "trainyard/demo-trainer"  # examples/Dockerfile: the trainer on the base image
 LEARNING_RATES = ("0.01", "0.05", "0.1", "0.5")
 EPOCHS = 15
 MAX_CONCURRENT = 2  # fewer slots than jobs, so the queue shows
 SWEEP_LABEL = "digits-lr"
+# With --docker each container is held to the CPUs it asks for, from a pool with as many CPUs
+# as this host (the server's default). MAX_CONCURRENT counts containers too, so 2 run at once
+# however little they ask (at 0.5 CPU, 4 would fit a 2-CPU pool, but each would only run at
+# half speed). So 1 CPU each, as the local jobs get by default, or half of a 1-CPU host.
+CONTAINER_RESOURCES = Resources(cpus=min(1.0, (os.cpu_count() or 1) / MAX_CONCURRENT))
 SERVER_START_TIMEOUT = 30.0
 SWEEP_TIMEOUT = 300.0
 CANCEL_TIMEOUT = 20.0
@@ -60,13 +70,13 @@ class DemoError(Exception):
 
 # --- the server ------------------------------------------------------------------------------
 
-def start_server(demo_dir: Path) -> subprocess.Popen[bytes]:
+def start_server(demo_dir: Path, docker: bool) -> subprocess.Popen[bytes]:
     # Its own session: Ctrl-C reaches only the demo, which then shuts things down in order.
     with (demo_dir / "server.log").open("wb") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
              "--port-file", str(demo_dir / "port"), "--data-dir", str(demo_dir),
-             "--max-concurrent", str(MAX_CONCURRENT)],
+             "--max-concurrent", str(MAX_CONCURRENT), *(["--docker"] if docker else [])],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -118,6 +128,37 @@ def cancel_unfinished(client: Client) -> None:
         console.print(f"[red]could not cancel the remaining jobs[/]: {exc}")
 
 
+# --- container images (--docker) -------------------------------------------------------------
+
+def prepare_images() -> None:
+    """The base image (cached by its inputs, as `trainyard images build-base`), then the
+    trainer image from examples/ (as `trainyard images build examples --tag ...`)."""
+    from trainyard.images import BaseInputs, ImageError, build_base, build_image, engine
+
+    def say(line: str) -> None:
+        console.print(f"  {line}", style="dim", markup=False, highlight=False)
+
+    cache_dir = Path(os.environ.get("TRAINYARD_IMAGE_CACHE")
+                     or Path.home() / ".cache" / "trainyard" / "images")
+    try:
+        docker = engine()
+    except ImageError:
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise DemoError(f"--docker needs a Docker engine and none answers at {where}; start "
+                        "one with 'dockerd --bridge=none --iptables=false --ip-masq=false &' "
+                        "(as root) and run the demo again, or run it without --docker") from None
+    try:
+        with console.status("making the base image (the first time takes a few minutes)"):
+            base = build_base(docker, BaseInputs(), cache_dir, say=say)
+        with console.status(f"building {DEMO_IMAGE} from examples/"):
+            trainer = build_image(docker, REPO / "examples", DEMO_IMAGE)
+    except ImageError as exc:
+        raise DemoError(str(exc)) from None
+    console.print(f"base image {base.tag}{' (cached)' if base.cached else ''}", highlight=False)
+    console.print(f"built {trainer.tag} ({trainer.image_id[7:19]}) from examples/Dockerfile",
+                  highlight=False)
+
+
 # --- dataset and sweep -----------------------------------------------------------------------
 
 def write_digits(directory: Path) -> None:
@@ -139,18 +180,21 @@ def register_digits(client: Client) -> str:
     return dataset.version
 
 
-def submit_sweep(client: Client, dataset_version: str) -> dict[str, str]:
+def submit_sweep(client: Client, dataset_version: str, docker: bool) -> dict[str, str]:
     """Submit one job per learning rate; returns job id -> learning rate."""
-    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(TRAINER))}"
+    # A container gets no command: the image's CMD runs the trainer.
+    command = "" if docker else f"{shlex.quote(sys.executable)} {shlex.quote(str(TRAINER))}"
     jobs: dict[str, str] = {}
     for lr in LEARNING_RATES:
         submitted = client.train(TrainSpec(
-            name=f"digits-lr-{lr}", command=command, dataset=f"digits:{dataset_version}",
+            name=f"digits-lr-{lr}", command=command, image=DEMO_IMAGE if docker else "",
+            dataset=f"digits:{dataset_version}",
             hyperparameters={"LR": lr, "EPOCHS": str(EPOCHS), "SEED": "0"},
+            resources=CONTAINER_RESOURCES if docker else Resources(),
             labels={"sweep": SWEEP_LABEL}))
         jobs[submitted.job_id] = lr
-    console.print(f"submitted {len(jobs)} jobs (labels sweep={SWEEP_LABEL}), "
-                  f"at most {MAX_CONCURRENT} run at once")
+    console.print(f"submitted {len(jobs)} jobs{' as containers' if docker else ''} "
+                  f"(labels sweep={SWEEP_LABEL}), at most {MAX_CONCURRENT} run at once")
     return jobs
 
 
@@ -268,20 +312,20 @@ def report(client: Client, statuses: dict[str, JobStatus]) -> None:
 
 # --- putting it together ---------------------------------------------------------------------
 
-def run_demo(client: Client) -> bool:
+def run_demo(client: Client, docker: bool) -> bool:
     version = register_digits(client)
-    jobs = submit_sweep(client, version)
+    jobs = submit_sweep(client, version, docker)
     statuses = follow(client, jobs)
     report(client, statuses)
     return all(st.state == "SUCCEEDED" for st in statuses.values())
 
 
 @contextmanager
-def demo_server() -> Iterator[Client]:
+def demo_server(docker: bool) -> Iterator[Client]:
     """A fresh server on a free port, stopped (with its jobs) however the block ends."""
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     DEMO_DIR.mkdir()
-    server = start_server(DEMO_DIR)
+    server = start_server(DEMO_DIR, docker)
     client: Client | None = None
     try:
         port = wait_for_port(server, DEMO_DIR)
@@ -302,12 +346,27 @@ def on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # run the same cleanup as Ctrl-C
 
 
-def main() -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Start a Trainyard server, run a learning-rate sweep on the digits "
+        "dataset and compare the runs.")
+    parser.add_argument(
+        "--docker", action="store_true",
+        help="run the jobs as containers of the image trainyard/demo-trainer, built from "
+        "examples/Dockerfile (the base image first if missing), instead of local processes; "
+        "needs a running Docker engine")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     signal.signal(signal.SIGTERM, on_sigterm)
     started = time.monotonic()
     try:
-        with demo_server() as client:
-            ok = run_demo(client)
+        if args.docker:
+            prepare_images()
+        with demo_server(args.docker) as client:
+            ok = run_demo(client, args.docker)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: stopped the jobs and the server")
         return 130

@@ -311,9 +311,6 @@ def datasets_list(
         render_datasets(found)
 
 
-if __name__ == "__main__":
-    app()
-
 
 # --- images: straight to the local engine, like the docker CLI ------------------------------
 
@@ -396,3 +393,7 @@ def images_list(output: OutputOpt = Output.text) -> None:
         print_json([asdict(i) for i in images])
     else:
         render_images(images)
+
+
+if __name__ == "__main__":
+    app()
