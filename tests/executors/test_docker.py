@@ -224,3 +224,24 @@ def test_concurrent_jobs_never_share_a_gpu(engine: Engine, tmp_path: Path) -> No
                     overlapping += 1
                     assert not g1 & g2, f"{a} and {b} ran at once on {g1 & g2}"
         assert overlapping >= 1  # two jobs of two GPUs each fit the five at once
+
+
+def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
+                                                                tmp_path: Path) -> None:
+    with running(docker_server(tmp_path)) as srv:  # cancel grace: 2 s
+        job_id, _ = srv.service.train(JobSpec(
+            name="stubborn", image=TRAINER_IMAGE,
+            command="trap 'echo ignoring TERM' TERM; echo ready; "
+                    "while true; do sleep 0.1; done"))
+        wait_state(srv, job_id, {JobState.RUNNING})
+        log_path = srv.workspace.attempt(job_id, 1).log_path
+        deadline = time.monotonic() + 10
+        while "ready" not in log_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        asked = time.monotonic()
+        srv.service.cancel(job_id)
+        job = final(srv, job_id, timeout=30)
+        assert job.state is JobState.CANCELLED
+        assert time.monotonic() - asked >= 1.5  # it outlived the TERM until the KILL
+        assert "ignoring TERM" in log_path.read_text()
