@@ -245,3 +245,25 @@ def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
         assert job.state is JobState.CANCELLED
         assert time.monotonic() - asked >= 1.5  # it outlived the TERM until the KILL
         assert "ignoring TERM" in log_path.read_text()
+
+
+def test_metrics_and_logs_arrive_while_the_container_runs(engine: Engine,
+                                                         tmp_path: Path) -> None:
+    with running(docker_server(tmp_path)) as srv:
+        job_id, _ = srv.service.train(JobSpec(
+            name="chatty", image=TRAINER_IMAGE,
+            command='echo \'{"step": 1, "loss": 0.25}\' >> "$METRICS_PATH"; echo epoch 1; '
+                    "sleep 300"))
+        deadline = time.monotonic() + 30
+        while True:
+            status = srv.service.status(job_id)
+            log_path = srv.workspace.attempt(job_id, 1).log_path
+            log = log_path.read_text() if log_path.exists() else ""
+            if "loss" in status.latest_metrics and "epoch 1" in log:
+                break
+            assert time.monotonic() < deadline, (status.latest_metrics, log)
+            time.sleep(0.05)
+        assert status.job.state is JobState.RUNNING
+        assert status.latest_metrics["loss"] == (0.25, 1)
+        srv.service.cancel(job_id)
+        assert final(srv, job_id).state is JobState.CANCELLED
