@@ -31,5 +31,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/submit.py
 
+bench-launch: $(STAMP)
+	$(PY) bench/launch.py
+
 clean:
 	rm -rf $(VENV) .trainyard .pytest_cache

@@ -21,14 +21,21 @@ def stack(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
     srv = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", database_url=database_url,
                                        tracker=TrackerConfig(max_concurrent=1)))
     yield srv
+    srv.tracker.stop()
     srv.db.close()
 
+
+
+def step(srv: TrainyardServer) -> None:
+    """One pass, and the launches it started."""
+    srv.tracker.run_once()
+    assert srv.tracker.wait_for_launches()
 
 
 def settle(srv: TrainyardServer, job_id: str, timeout: float = 15) -> JobState:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        srv.tracker.run_once()
+        step(srv)
         state = srv.jobs.get(job_id).state
         if state.is_final():
             return state
@@ -38,7 +45,7 @@ def settle(srv: TrainyardServer, job_id: str, timeout: float = 15) -> JobState:
 
 def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer) -> None:
     ids = [stack.service.train(JobSpec(name=f"j{i}", command="sleep 5"))[0] for i in range(3)]
-    stack.tracker.run_once()
+    step(stack)
     states = [stack.jobs.get(i).state for i in ids]
     assert states == [JobState.RUNNING, JobState.WAITING, JobState.WAITING]
     second = stack.service.status(ids[1])
@@ -121,7 +128,7 @@ def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
 
 def test_cancel_running_job_ends_cancelled(stack: TrainyardServer) -> None:
     job_id, _ = stack.service.train(JobSpec(name="long", command="sleep 60"))
-    stack.tracker.run_once()
+    step(stack)
     assert stack.jobs.get(job_id).state is JobState.RUNNING
     assert stack.service.cancel(job_id) is JobState.RUNNING
     assert settle(stack, job_id) is JobState.CANCELLED
@@ -157,7 +164,7 @@ def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     policy = CountingPolicy()
     stack.tracker.policy = policy
     first, _ = stack.service.train(JobSpec(name="first", command="sleep 30"))
-    stack.tracker.run_once()
+    step(stack)
     assert policy.passes == 1 and stack.jobs.get(first).state is JobState.RUNNING
     later = [stack.service.train(JobSpec(name=f"later{i}", command="true"))[0]
              for i in range(3)]
@@ -182,7 +189,7 @@ def test_the_last_metric_lines_are_ingested_even_without_a_newline(
                'printf \'{"step": 2, "loss": 0.4}\\n{"step": 3, "loss": 0.2}\' '
                '>> "$METRICS_PATH"')
     job_id, _ = stack.service.train(JobSpec(name="tail", command=command))
-    stack.tracker.run_once()
+    step(stack)
     time.sleep(0.1)
     stack.tracker.run_once()  # ingests step 1 while the job still runs
     time.sleep(0.5)  # the job writes the rest and exits

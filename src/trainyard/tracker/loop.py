@@ -7,6 +7,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,6 +46,9 @@ class TrackerConfig:
     active_interval: float = 0.5  # pass period while jobs run: metrics ingestion cadence
     idle_interval: float = 2.0  # reconcile period when nothing runs
     cancel_grace: float = 10.0
+    # Launches run beside the loop, so a slow start (a container: ~0.2 s) delays neither the
+    # next launch nor the reaping of finished jobs.
+    launch_workers: int = 8
 
 
 class Tracker:
@@ -72,6 +76,11 @@ class Tracker:
         self._saturated: PendingReason | None = None  # from the last full pass
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
+        self._launching: set[str] = set()  # job ids whose launch is in flight
+        self._launches_changed = threading.Condition()
+        self._launcher = ThreadPoolExecutor(max_workers=config.launch_workers,
+                                            thread_name_prefix="launch")
+        self._submitted = False  # a submit arrived since the loop last looked
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         for executor in executors.values():
             executor.set_exit_listener(self._job_exited)
@@ -88,9 +97,13 @@ class Tracker:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        # Launches in flight finish (each is bounded by its executor); one cut short stays
+        # LAUNCHING and is settled by recovery at the next start.
+        self._launcher.shutdown(wait=True, cancel_futures=True)
 
     def wake(self) -> None:
         """New work to admit."""
+        self._submitted = True
         self._wake.set()
 
     def job_cancelled(self) -> None:
@@ -106,6 +119,7 @@ class Tracker:
         last_reconcile = float("-inf")
         while not self._stop.is_set():
             self._wake.clear()
+            self._submitted = False
             started = time.monotonic()
             # Submits only need admission; following running jobs (exit status, metrics) is
             # due when one exited or was cancelled, or on its own period.
@@ -119,10 +133,10 @@ class Tracker:
                 busy = self.run_once(reconcile=reconcile)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
-            if self._wake.is_set():
-                # Woken again during the pass: a stream of submits. Rest in proportion to
-                # the pass, so the loop takes at most a fifth of a CPU from the API. A
-                # lone wake-up is served at once.
+            if self._submitted:
+                # Submitted to again during the pass: a stream of submits. Rest in proportion
+                # to the pass, so the loop takes at most a fifth of a CPU from the API. A
+                # lone wake-up, or one for ended or launched jobs, is served at once.
                 self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
             self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
 
@@ -211,6 +225,8 @@ class Tracker:
 
     def _track(self, job: JobRecord) -> None:
         """Follow one active job: deliver a cancel, ingest metrics, notice its end."""
+        if job.id in self._launching:
+            return  # its launch settles it; asking the executor now would find nothing yet
         executor = self._executor(job)
         if job.cancel_requested and job.handle not in self._signalled and \
                 executor.cancel(job.handle, self.config.cancel_grace):
@@ -343,9 +359,36 @@ class Tracker:
             )
         except StaleState:
             return False  # cancelled meanwhile
-        return self._start(replace(job, state=JobState.LAUNCHING, attempt=attempt,
-                                   executor=pool, handle=handle, gpu_ids=gpu_ids,
-                                   metrics_offset=0))
+        launching = replace(job, state=JobState.LAUNCHING, attempt=attempt, executor=pool,
+                            handle=handle, gpu_ids=gpu_ids, metrics_offset=0)
+        with self._launches_changed:
+            self._launching.add(job.id)
+        try:
+            self._launcher.submit(self._start_beside, launching)
+        except RuntimeError:  # shutting down: recovery at the next start settles the job
+            self._launch_settled(job.id)
+        return True
+
+    def _launch_settled(self, job_id: str) -> None:
+        with self._launches_changed:
+            self._launching.discard(job_id)
+            self._launches_changed.notify_all()
+
+    def wait_for_launches(self, timeout: float = 30.0) -> bool:
+        """Block until no launch is in flight; False if some still are after timeout."""
+        with self._launches_changed:
+            return self._launches_changed.wait_for(lambda: not self._launching, timeout)
+
+    def _start_beside(self, job: JobRecord) -> None:
+        """A launch on a launcher thread; the loop follows the job again once it settled."""
+        try:
+            self._start(job)
+        except Exception:  # the job stays LAUNCHING; the next passes settle it
+            log.exception("launching job %s failed", job.id)
+        finally:
+            self._launch_settled(job.id)
+            self._reconcile_due = True
+            self._wake.set()
 
     def _start(self, job: JobRecord) -> bool:
         """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
