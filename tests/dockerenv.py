@@ -78,10 +78,27 @@ def docker_server(tmp_path: Path, *, gpu_ids: tuple[str, ...] = (), cpus: float 
 
 @contextlib.contextmanager
 def running(server: TrainyardServer) -> Iterator[TrainyardServer]:
+    """The server for the block; then it stops, and what a failed test left running goes."""
     try:
         yield server
     finally:
         server.stop(grace=0)
+        remove_containers(server.workspace.data_dir)
+
+
+def remove_containers(data_dir: Path) -> None:
+    """Remove the containers of the service whose data dir this is (a stopped service
+    leaves its jobs running, by design)."""
+    from trainyard.executors.docker import LABEL_INSTANCE
+
+    instance = (data_dir / "instance-id").read_text().strip()
+    client = docker.from_env()
+    try:
+        for container in client.containers.list(
+                all=True, filters={"label": f"{LABEL_INSTANCE}={instance}"}):
+            container.remove(force=True)
+    finally:
+        client.close()
 
 
 def wait_state(server: TrainyardServer, job_id: str, states: set[JobState],

@@ -8,6 +8,7 @@ import secrets
 from concurrent import futures
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,7 +17,6 @@ from grpc_reflection.v1alpha import reflection
 from trainyard.api.grpc_service import TrainingServicer
 from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
 from trainyard.executors.base import Executor
-from trainyard.executors.docker import DockerConfig, DockerExecutor
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
@@ -31,6 +31,9 @@ from trainyard.tracker import Tracker, TrackerConfig
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 from trainyard.workspace import Workspace
+
+if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
+    from trainyard.executors.docker import DockerConfig
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ def host_memory_mb() -> int:
 
 def docker_pool_defaults(instance: str) -> DockerConfig:
     """A Docker pool as large as this host, for a service that names no capacity."""
+    from trainyard.executors.docker import DockerConfig
+
     return DockerConfig(instance=instance, cpus=float(os.cpu_count() or 1),
                         memory_mb=host_memory_mb(), gpu_ids=host_gpu_ids())
 
@@ -92,6 +97,8 @@ class TrainyardServer:
         self.executors: dict[str, Executor] = {
             LOCAL_POOL: LocalExecutor(self.workspace.executor_dir)}
         if config.docker is not None:
+            from trainyard.executors.docker import DockerExecutor
+
             docker = config.docker
             if not docker.instance:
                 docker = replace(docker, instance=instance_id(data_dir))

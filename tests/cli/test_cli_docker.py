@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.dockerenv import TRAINER_IMAGE, Engine, engine
+from tests.dockerenv import TRAINER_IMAGE, Engine, engine, remove_containers
 from tests.serverproc import ServerProcess
 
 __all__ = ["engine"]
@@ -56,6 +56,7 @@ def test_submit_an_image_with_every_option(engine: Engine, tmp_path: Path) -> No
         assert [j["name"] for j in listed["jobs"]] == ["img"]
     finally:
         server.stop()
+        remove_containers(tmp_path / "data")
 
 
 def test_bad_pool_options_are_refused_before_start(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from tests.dockerenv import (
     docker_server,
     engine,
     final,
+    remove_containers,
     running,
     wait_state,
 )
@@ -73,10 +74,7 @@ def test_sigkill_of_the_service_loses_no_container(engine: Engine, tmp_path: Pat
             assert lasts_log == "early\nlater\n"  # copied across the restart, nothing twice
     finally:
         server.stop()
-        instance = (data_dir / "instance-id").read_text().strip()
-        for container in engine.client.containers.list(
-                all=True, filters={"label": f"{LABEL_INSTANCE}={instance}"}):
-            container.remove(force=True)  # what a failed run left behind
+        remove_containers(data_dir)
 
 
 def test_an_engine_restart_leaves_no_job_stuck(engine: Engine, tmp_path: Path) -> None:
