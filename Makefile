@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-docker test proto lint bench clean
+.PHONY: venv demo demo-docker test proto lint bench bench-launch clean
 
 venv: $(STAMP)
 
