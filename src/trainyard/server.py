@@ -135,6 +135,12 @@ class TrainyardServer:
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""
         self.db.claim_exclusive()
+        missing = self.tracker.missing_executors()
+        if missing is not None:
+            for executor in self.executors.values():
+                executor.close()
+            self.db.close()
+            raise RuntimeError(missing)
         address = f"{self.config.host}:{self.config.port}"
         self.port = self.grpc.add_insecure_port(address)
         if self.port == 0:

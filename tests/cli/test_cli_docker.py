@@ -62,6 +62,7 @@ def test_submit_an_image_with_every_option(engine: Engine, tmp_path: Path) -> No
 def test_bad_pool_options_are_refused_before_start(tmp_path: Path) -> None:
     for args, hint in ((("--docker-gpu-ids", "0,0"), "--docker-gpu-ids"),
                        (("--docker-user", "root"), "--docker-user"),
+                       (("--docker-user", "0:0"), "may not run as root"),
                        (("--docker-max-containers", "0"), "--docker-max-containers")):
         done = subprocess.run([sys.executable, "-m", "trainyard.cli.main", "server", "--docker",
                                "--data-dir", str(tmp_path / "d"), "--port", "0", *args],

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.dockerenv import (
     TRAINER_IMAGE,
     Engine,
@@ -22,6 +24,7 @@ from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.docker import LABEL_INSTANCE, LABEL_JOB
+from trainyard.scheduler.fifo import POOL_UNAVAILABLE
 
 __all__ = ["engine"]
 
@@ -109,3 +112,83 @@ def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,
         # Once the engine answers again, the container of the failed job goes.
         proxy.start()
         assert_removed(engine, job.handle, timeout=20)
+
+
+def test_while_the_engine_is_away_jobs_wait_and_say_why(engine: Engine, tmp_path: Path) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
+        proxy.cut()
+        deadline = time.monotonic() + 10
+        while srv.executors["docker"].unavailable() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        job_id, _ = srv.service.train(JobSpec(name="patient", image=TRAINER_IMAGE,
+                                              command="echo ran"))
+        while (job := srv.jobs.get(job_id)).pending_code != POOL_UNAVAILABLE:
+            assert time.monotonic() < deadline, job
+            time.sleep(0.05)
+        assert job.state is JobState.WAITING and "unreachable" in job.pending_message
+        proxy.start()
+        assert final(srv, job_id, timeout=30).state is JobState.SUCCEEDED
+
+
+def test_a_cut_log_stream_loses_no_output(engine: Engine, tmp_path: Path) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
+        job_id, _ = srv.service.train(JobSpec(
+            name="talker", image=TRAINER_IMAGE,
+            command="echo before; sleep 2; echo during; sleep 2; echo after"))
+        log_path = srv.workspace.attempt(job_id, 1).log_path
+        deadline = time.monotonic() + 20
+        while not (log_path.exists() and "before" in log_path.read_text()):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proxy.cut()  # the stream breaks while the container runs on
+        time.sleep(2.5)
+        proxy.start()
+        job = final(srv, job_id, timeout=30)
+        assert job.state is JobState.SUCCEEDED, job.message
+        assert log_path.read_text() == "before\nduring\nafter\n"
+
+
+def test_a_server_without_docker_refuses_to_strand_running_containers(
+        engine: Engine, tmp_path: Path) -> None:
+    from trainyard.server import ServerConfig, TrainyardServer
+
+    with running(docker_server(tmp_path)) as srv:
+        job_id, _ = srv.service.train(JobSpec(name="left", image=TRAINER_IMAGE,
+                                              command="sleep 300"))
+        wait_state(srv, job_id, {JobState.RUNNING})
+    # `running` removed the container; the store still says the job runs.
+    plain = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", port=0))
+    with pytest.raises(RuntimeError, match=r"1 on the docker executor .*--docker"):
+        plain.start()
+
+
+def test_a_launch_cut_short_while_the_engine_was_away_runs_once(engine: Engine,
+                                                               tmp_path: Path) -> None:
+    from trainyard.executors.docker import DockerConfig
+    from trainyard.server import ServerConfig, TrainyardServer
+    from trainyard.tracker import TrackerConfig
+
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    config = ServerConfig(
+        data_dir=tmp_path / "data", port=0,
+        docker=DockerConfig(instance="", cpus=2, memory_mb=2048, base_url=proxy.url),
+        tracker=TrackerConfig(active_interval=0.2))
+    srv = TrainyardServer(config)
+    job_id, _ = srv.service.train(JobSpec(name="once", image=TRAINER_IMAGE, command="echo ran"))
+    # The service recorded LAUNCHING and stopped before creating the container...
+    srv.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                        attempt=1, executor="docker",
+                        handle=srv.executors["docker"].handle_for(job_id, 1))
+    proxy.cut()  # ...and starts again while the engine is away.
+    srv.start()
+    with running(srv):
+        time.sleep(1.0)
+        assert srv.jobs.get(job_id).state is JobState.LAUNCHING
+        proxy.start()
+        job = final(srv, job_id, timeout=30)
+        assert job.state is JobState.SUCCEEDED, job.message
+        assert srv.workspace.attempt(job_id, 1).log_path.read_text() == "ran\n"
+        assert [e.to_state for e in srv.jobs.events(job_id)].count(JobState.LAUNCHING) == 1

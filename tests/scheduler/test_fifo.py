@@ -2,8 +2,20 @@ import pytest
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
-from trainyard.scheduler import Decisions, FifoPolicy, PendingJob, RunningJob, Snapshot
-from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT, POOL_CAPACITY, POOL_ORDER
+from trainyard.scheduler import (
+    Decisions,
+    FifoPolicy,
+    PendingJob,
+    PendingReason,
+    RunningJob,
+    Snapshot,
+)
+from trainyard.scheduler.fifo import (
+    GLOBAL_CONCURRENCY_LIMIT,
+    POOL_CAPACITY,
+    POOL_ORDER,
+    POOL_UNAVAILABLE,
+)
 
 
 def pending(*seqs: int) -> list[PendingJob]:
@@ -68,9 +80,14 @@ def job(seq: int, pool: str = "docker", cpus: float = 1.0, memory_mb: int = 1024
     return PendingJob(f"j{seq}", "default", 0, seq, Resources(cpus, memory_mb, gpus), pool)
 
 
-def schedule(pending: list[PendingJob], running: list[RunningJob] = ()) -> Decisions:
+LOCAL = PoolCapacity("local", max_jobs=10, gpu_ids=("g0", "g1"))  # the same host's GPUs
+
+
+def schedule(pending: list[PendingJob], running: list[RunningJob] = (),
+             unavailable: dict[str, str] | None = None) -> Decisions:
     return FifoPolicy().schedule(Snapshot(pending, list(running), max_concurrent=10, now=0,
-                                          pools={"docker": DOCKER}))
+                                          pools={"docker": DOCKER, "local": LOCAL},
+                                          unavailable=unavailable or {}))
 
 
 def test_gpu_ids_go_to_one_job_each_and_skip_those_in_use() -> None:
@@ -103,3 +120,20 @@ def test_each_capacity_is_counted(pending: list[PendingJob], words: str) -> None
 def test_running_jobs_count_against_their_pool() -> None:
     running = [RunningJob(f"r{i}", "default", Resources(2, 1024, 0), "docker") for i in range(2)]
     assert schedule([job(1, cpus=0.5)], running).admit == ()
+
+
+def test_a_gpu_is_never_given_twice_even_across_pools() -> None:
+    busy = RunningJob("r", "default", Resources(1, 1024, 1), "local", ("g0",))
+    decisions = schedule([job(1, gpus=1), job(2, pool="local", gpus=1)], [busy])
+    assert decisions.gpu_ids == {"j1": ("g1",)}  # g0 is the local job's
+    assert decisions.pending["j2"].code == POOL_CAPACITY  # the local pool's last GPU went
+
+
+def test_jobs_of_an_unavailable_or_unknown_pool_wait_and_say_why() -> None:
+    away = "the Docker engine is unreachable; jobs start once it answers again"
+    decisions = schedule([job(1), job(2, pool="local"), job(3, pool="slurm")],
+                         unavailable={"docker": away})
+    assert decisions.admit == ("j2",)
+    assert decisions.pending["j1"] == PendingReason(POOL_UNAVAILABLE, away)
+    assert decisions.pending["j3"].code == POOL_UNAVAILABLE
+    assert "runs no slurm pool" in decisions.pending["j3"].message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import signal
 import sys
@@ -152,10 +153,24 @@ def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
                 len(set(ids)) != len(ids):
             raise typer.BadParameter("expected distinct device ids like 0,1,2 or GPU-UUIDs",
                                      param_hint="--docker-gpu-ids")
-    if user and not re.fullmatch(r"[0-9]+:[0-9]+", user):
-        raise typer.BadParameter("expected UID:GID, e.g. 1000:1000", param_hint="--docker-user")
+    if user:
+        _check_container_user(user)
     return replace(pool, cpus=cpus or pool.cpus, memory_mb=memory or pool.memory_mb,
                    max_containers=max_containers, gpu_ids=ids, user=user)
+
+
+def _check_container_user(user: str) -> None:
+    """Jobs run as a non-root user who can write the directories the server made."""
+    if not re.fullmatch(r"[0-9]+:[0-9]+", user):
+        raise typer.BadParameter("expected UID:GID, e.g. 1000:1000", param_hint="--docker-user")
+    uid = int(user.split(":")[0])
+    if uid == 0:
+        raise typer.BadParameter("jobs may not run as root", param_hint="--docker-user")
+    own = os.geteuid()
+    if own != 0 and uid != own:
+        raise typer.BadParameter(
+            f"a server running as uid {own} can only give its own directories to uid {own}; "
+            "run it as root to choose another user", param_hint="--docker-user")
 
 
 @app.command()
@@ -316,12 +331,20 @@ def datasets_list(
 
 @contextlib.contextmanager
 def _image_errors() -> Iterator[None]:
+    import docker.errors
+    import requests.exceptions
+
     from trainyard.images import ImageError
 
     try:
         yield
     except ImageError as exc:
         errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    except (docker.errors.DockerException, requests.exceptions.RequestException,
+            OSError) as exc:
+        errors.print(f"[red]error[/]: the Docker engine failed: {escape(str(exc))}",
+                     highlight=False)
         raise typer.Exit(1) from None
 
 

@@ -107,6 +107,10 @@ class Executor(Protocol):
         """The service stops: end background watching. Jobs keep running."""
         ...
 
+    def unavailable(self) -> str | None:
+        """Why nothing can be launched right now (its engine is away), or None."""
+        ...
+
     def sweep(self, active: set[str]) -> list[str]:
         """After a restart: remove what this executor launched that belongs to none of the
         `active` handles; return a sentence for each thing removed."""

@@ -14,18 +14,20 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
-import requests.exceptions
 from docker.transport.unixconn import UnixHTTPConnection
 from docker.types import DeviceRequest, LogConfig, Mount
 
 from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase, describe_exit
+from trainyard.executors.docker_events import EngineEvents
+from trainyard.executors.docker_logs import ENGINE_ERRORS, LogCopier
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +45,10 @@ LABEL_LOG = "org.trainyard.log"  # host path of the attempt's log, for re-adopti
 
 NOBODY = "65534:65534"
 API_VERSION = "1.41"  # Docker Engine 20.10 and later; fixed, so no probe at start
-LOG_LOCK_WAIT = 10.0  # how long a final log copy waits for a stuck follower
-ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+LOG_LOCK_WAIT = 10.0  # how long a release waits for a container's output to be copied
+DRAIN_WAIT = 0.5  # how long a poll of an ended container waits for its output, at most
+LOG_DRAIN_LIMIT = 60.0  # past this after its end, a job is finished with the output it has
+UNROTATED = "1024g"  # the engine's log is never rotated, so it can be replayed whole
 
 
 @dataclass(frozen=True)
@@ -63,14 +67,6 @@ class DockerConfig:
     api_timeout: float = 30.0
 
 
-@dataclass
-class _Follow:
-    """One container's log copier."""
-
-    thread: threading.Thread | None = None
-    complete: bool = False  # its stream ended with the container: the file holds everything
-
-
 class DockerExecutor:
     name = "docker"
 
@@ -80,32 +76,20 @@ class DockerExecutor:
         kwargs: dict[str, Any] = {"base_url": config.base_url} if config.base_url else {}
         self._api = _client(timeout=config.api_timeout, **kwargs)
         # Streams (events, logs) may be quiet for hours: no read timeout.
-        self._streams = _client(timeout=None, max_pool_size=256, **kwargs)
+        streams = _client(timeout=None, max_pool_size=256, **kwargs)
         self._listener: Callable[[str], None] = lambda handle: None
         self._lock = threading.Lock()
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
-        self._copiers: dict[str, _Follow] = {}
-        self._log_locks: dict[str, threading.Lock] = {}
-        # What the event stream vouches for: running containers whose end it would report.
-        self._vouched: set[str] = set()
-        self._ended: set[str] = set()  # reported ended (die/destroy) by the stream
-        self._interrupted: set[str] = set()  # were running when the stream broke
         self._unremoved: set[str] = set()  # final, but the engine was away to remove them
-        self._connected = False
         self._unreachable_since: float | None = None
-        self._stop = threading.Event()
-        self._events_response: Any = None
-        self._events = threading.Thread(target=self._follow_events, name="docker-events",
-                                        daemon=True)
+        self._logs = LogCopier(self._api, streams)
+        self._events = EngineEvents(streams, f"{LABEL_INSTANCE}={config.instance}",
+                                    on_end=lambda handle: self._listener(handle),
+                                    on_connect=self._engine_back)
         self._events.start()
 
     def close(self) -> None:
-        self._stop.set()
-        response = self._events_response
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.close()
-        self._events.join(timeout=5)
+        self._events.close()
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
         self._listener = listener
@@ -113,10 +97,16 @@ class DockerExecutor:
     def handle_for(self, job_id: str, attempt: int) -> str:
         return f"trainyard-{job_id}-{attempt}"
 
+    def unavailable(self) -> str | None:
+        if self._events.connected:
+            return None
+        return "the Docker engine is unreachable; jobs start once it answers again"
+
     # --- launch --------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
         self._give_to_user(request)
+        token = self._events.token()
         try:
             container = self._api.create_container(**self._create_args(request))
         except docker.errors.ImageNotFound as exc:
@@ -127,18 +117,15 @@ class DockerExecutor:
             raise LaunchError(f"the Docker engine refused the container: "
                               f"{_explain(exc)}") from exc
         except ENGINE_ERRORS as exc:
+            self._abandon(request.handle)  # a timed-out create may still have made it
             raise LaunchError(f"the Docker engine is unreachable: {exc}") from exc
         try:
             self._api.start(container["Id"])
         except ENGINE_ERRORS as exc:
-            # Never leave a created container behind: a retry must not find it.
-            with contextlib.suppress(*ENGINE_ERRORS):
-                self._api.remove_container(container["Id"], force=True)
+            self._abandon(request.handle)  # never leave it behind: a retry must not find it
             raise LaunchError(f"the container did not start: {_explain(exc)}") from exc
-        with self._lock:
-            if self._connected:
-                self._vouched.add(request.handle)
-        self._copy_logs_in_background(request.handle, request.files.log)
+        self._events.vouch(request.handle, token)
+        self._logs.follow(request.handle, request.files.log)
 
     def _create_args(self, request: LaunchRequest) -> dict[str, Any]:
         """The container, as the engine's create call takes it."""
@@ -147,7 +134,10 @@ class DockerExecutor:
                                checkpoint=CHECKPOINT_MOUNT)
         env["HOME"] = WORK_MOUNT
         if not request.gpu_ids:
-            env["CUDA_VISIBLE_DEVICES"] = ""  # a job that asked for no GPU sees none
+            # None for a job that asked for none, even where the engine's default runtime or
+            # the image would expose every GPU.
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["NVIDIA_VISIBLE_DEVICES"] = "void"
         mounts = [
             Mount(DATA_MOUNT, str(files.data), type="bind", read_only=True),
             Mount(MODEL_MOUNT, str(files.model), type="bind"),
@@ -170,7 +160,8 @@ class DockerExecutor:
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             privileged=False,
-            log_config=LogConfig(type="json-file"),  # kept until removal, so it can be re-read
+            # Kept until removal and never rotated, so the whole output can be re-read.
+            log_config=LogConfig(type="json-file", config={"max-size": UNROTATED}),
         )
         labels = {LABEL_JOB: request.job_id, LABEL_ATTEMPT: str(request.attempt),
                   LABEL_INSTANCE: self.config.instance, LABEL_LOG: str(files.log)}
@@ -198,20 +189,15 @@ class DockerExecutor:
     # --- observe -------------------------------------------------------------------------
 
     def poll(self, handle: str) -> Observation:
-        with self._lock:
-            if self._connected and handle in self._vouched and handle not in self._ended:
-                return Observation(Phase.RUNNING)
+        if self._events.vouches_for(handle):
+            return Observation(Phase.RUNNING)
         return self._inspect(handle)
 
     def adopt(self, handle: str) -> Observation:
-        obs = self._inspect(handle, adopting=True)
-        if obs.phase is Phase.RUNNING:
-            log_path = self._log_path(handle)
-            if log_path is not None:
-                self._copy_logs_in_background(handle, log_path)
-        return obs
+        return self._inspect(handle, adopting=True)
 
     def _inspect(self, handle: str, adopting: bool = False) -> Observation:
+        token = self._events.token()
         try:
             attrs = self._api.inspect_container(handle)
         except docker.errors.NotFound:
@@ -220,47 +206,47 @@ class DockerExecutor:
         except ENGINE_ERRORS as exc:
             return self._engine_away(exc)
         self._unreachable_since = None
-        if attrs["Config"]["Labels"].get(LABEL_INSTANCE) != self.config.instance:
-            return Observation(Phase.LOST, message=f"container {handle} belongs to another "
-                               "Trainyard service")
+        if self._unremoved:
+            self._remove_leftovers()
+        log_path = _log_path(attrs)
+        if not self._ours(attrs) or log_path is None:
+            return Observation(Phase.LOST, message=f"container {handle} is not one this "
+                               "service launched")
         status = attrs["State"]["Status"]
         if status == "created":
-            if adopting:
-                # Created but never started: the service stopped in between. Nothing ran.
-                try:
-                    self._api.start(handle)
-                except ENGINE_ERRORS as exc:
-                    return Observation(Phase.LOST, message=f"the container did not start: "
-                                       f"{_explain(exc)}")
-                return Observation(Phase.RUNNING)
-            return Observation(Phase.STARTING)
-        if status in ("running", "paused", "restarting"):
-            with self._lock:
-                self._interrupted.discard(handle)  # it survived whatever broke the stream
-                if self._connected:
-                    self._vouched.add(handle)
+            if not adopting:
+                return Observation(Phase.STARTING)
+            # Created but never started: the service stopped in between. Nothing ran.
+            try:
+                self._api.start(handle)
+            except ENGINE_ERRORS as exc:
+                return Observation(Phase.LOST, message=f"the container did not start: "
+                                   f"{_explain(exc)}")
+            self._logs.follow(handle, log_path)
             return Observation(Phase.RUNNING)
-        return self._exited(handle, attrs)
+        if status in ("running", "paused", "restarting"):
+            self._events.vouch(handle, token)
+            self._logs.follow(handle, log_path)  # if none follows it yet (after a restart)
+            return Observation(Phase.RUNNING)
+        return self._exited(handle, attrs, log_path)
 
-    def _exited(self, handle: str, attrs: dict[str, Any]) -> Observation:
+    def _exited(self, handle: str, attrs: dict[str, Any], log_path: Path) -> Observation:
         state = attrs["State"]
+        if not self._logs.drain(handle, log_path, wait=DRAIN_WAIT) and \
+                _seconds_since(state.get("FinishedAt", "")) < LOG_DRAIN_LIMIT:
+            return Observation(Phase.UNKNOWN, message="copying the rest of its output")
         code = int(state.get("ExitCode", -1))
-        log_path = self._log_path(handle, attrs)
-        if log_path is not None:
-            self._drain_logs(handle, log_path)
-        if state.get("OOMKilled"):
+        if state.get("OOMKilled") and code != 0:
             limit = _format_mib(attrs["HostConfig"].get("Memory", 0) // (1024 * 1024))
             return Observation(Phase.EXITED, exit_code=code,
                                message=f"killed: out of memory (limit {limit}), exit code {code}")
-        message = ""
-        with self._lock:
-            interrupted = handle in self._interrupted
-        if interrupted and code != 0:
-            message = f"{describe_exit(code)}; the Docker engine stopped or restarted while " \
-                      "it ran"
         if state.get("Error"):
-            message = f"{describe_exit(code)}: {state['Error']}"
-        return Observation(Phase.EXITED, exit_code=code, message=message)
+            return Observation(Phase.EXITED, exit_code=code,
+                               message=f"{describe_exit(code)}: {state['Error']}")
+        if code != 0 and self._events.interrupted(handle):
+            return Observation(Phase.EXITED, exit_code=code, message=f"{describe_exit(code)}; "
+                               "the Docker engine stopped or restarted while it ran")
+        return Observation(Phase.EXITED, exit_code=code)
 
     def _engine_away(self, exc: BaseException) -> Observation:
         now = time.monotonic()
@@ -272,6 +258,10 @@ class DockerExecutor:
         return Observation(Phase.LOST, message=f"the Docker engine has been unreachable for "
                            f"{waited:.0f} s ({exc})")
 
+    def _ours(self, attrs: dict[str, Any]) -> bool:
+        labels = attrs["Config"].get("Labels") or {}
+        return labels.get(LABEL_INSTANCE) == self.config.instance
+
     # --- stop and clean up ---------------------------------------------------------------
 
     def cancel(self, handle: str, grace_seconds: float) -> bool:
@@ -281,10 +271,11 @@ class DockerExecutor:
             return True  # nothing to stop
         except ENGINE_ERRORS:
             return False  # ask again once the engine answers
+        if not self._ours(attrs):
+            return True  # not ours to stop
         status = attrs["State"]["Status"]
         if status == "created":
-            with contextlib.suppress(*ENGINE_ERRORS):
-                self._api.remove_container(handle, force=True)
+            self._abandon(handle)
             return True
         if status not in ("running", "paused", "restarting"):
             return True
@@ -306,30 +297,49 @@ class DockerExecutor:
             self._api.kill(handle, signal="SIGKILL")
 
     def release(self, handle: str) -> None:
-        """The job is final: its log is copied, so the container goes."""
+        """The job is final: stop what still runs, keep its whole output, remove it."""
         with self._lock:
             timer = self._timers.pop(handle, None)
-            self._log_locks.pop(handle, None)
-            self._copiers.pop(handle, None)
-            self._vouched.discard(handle)
-            self._ended.discard(handle)
-            self._interrupted.discard(handle)
         if timer is not None:
             timer.cancel()
         try:
-            self._api.remove_container(handle, force=True)
+            attrs = self._api.inspect_container(handle)
+            if self._ours(attrs):
+                if attrs["State"]["Running"]:
+                    self._api.kill(handle, signal="SIGKILL")
+                log_path = _log_path(attrs)
+                if log_path is not None:
+                    self._logs.drain(handle, log_path, wait=LOG_LOCK_WAIT)
+                self._api.remove_container(handle, force=True)
         except docker.errors.NotFound:
             pass
         except ENGINE_ERRORS as exc:
             log.warning("could not remove container %s yet: %s", handle, exc)
             with self._lock:
                 self._unremoved.add(handle)  # retried once the engine answers again
+            return
+        self._events.forget(handle)
+        self._logs.forget(handle)
+
+    def _abandon(self, handle: str) -> None:
+        """Remove a container that must not run, or remember to."""
+        try:
+            self._api.remove_container(handle, force=True)
+        except docker.errors.NotFound:
+            pass
+        except ENGINE_ERRORS:
+            with self._lock:
+                self._unremoved.add(handle)
 
     def _remove_leftovers(self) -> None:
         with self._lock:
             leftovers, self._unremoved = self._unremoved, set()
         for handle in leftovers:
             self.release(handle)
+
+    def _engine_back(self) -> None:
+        self._remove_leftovers()
+        self._listener("")  # waiting containers may start now
 
     def sweep(self, active: set[str]) -> list[str]:
         try:
@@ -342,133 +352,11 @@ class DockerExecutor:
             name = summary["Names"][0].lstrip("/") if summary.get("Names") else summary["Id"]
             if name in active:
                 continue
+            self.release(name)  # keeps its output in its job's log, then removes it
             labels = summary.get("Labels") or {}
-            log_path = labels.get(LABEL_LOG)
-            if log_path:
-                self._drain_logs(name, Path(log_path))
-            with contextlib.suppress(*ENGINE_ERRORS):
-                self._api.remove_container(summary["Id"], force=True)
             removed.append(f"removed container {name} ({summary.get('State', '?')}) of job "
                            f"{labels.get(LABEL_JOB, '?')}: it belongs to no active job")
         return removed
-
-    # --- logs ----------------------------------------------------------------------------
-
-    def _log_path(self, handle: str, attrs: dict[str, Any] | None = None) -> Path | None:
-        if attrs is None:
-            try:
-                attrs = self._api.inspect_container(handle)
-            except ENGINE_ERRORS:
-                return None
-        path = attrs["Config"]["Labels"].get(LABEL_LOG)
-        return Path(path) if path else None
-
-    def _copy_logs_in_background(self, handle: str, log_path: Path) -> None:
-        with self._lock:
-            current = self._copiers.get(handle)
-            if current is not None and current.thread is not None and \
-                    current.thread.is_alive():
-                return
-            follow = _Follow()
-            self._copiers[handle] = follow
-
-        def run() -> None:
-            follow.complete = self._copy_logs(handle, log_path, follow=True)
-
-        follow.thread = threading.Thread(target=run, name=f"logs-{handle}", daemon=True)
-        follow.thread.start()
-
-    def _drain_logs(self, handle: str, log_path: Path) -> None:
-        """Make the log file hold the container's whole output before the job is final."""
-        with self._lock:
-            copier = self._copiers.pop(handle, None)
-        if copier is not None and copier.thread is not None:
-            copier.thread.join(timeout=LOG_LOCK_WAIT)  # it ends once the container has
-            if copier.complete:
-                return
-        self._copy_logs(handle, log_path, follow=False)
-
-    def _copy_logs(self, handle: str, log_path: Path, follow: bool) -> bool:
-        """Append to log_path what the engine holds beyond what the file already has; True
-        if the engine's stream ended by itself. The engine replays a container's output
-        identically from its start, so the file's size says how much to skip, and a copy
-        after any interruption neither repeats nor loses output."""
-        lock = self._log_lock(handle)
-        if not lock.acquire(timeout=-1 if follow else LOG_LOCK_WAIT):
-            log.warning("log of %s may be incomplete: its copier is stuck", handle)
-            return False
-        try:
-            with log_path.open("ab") as out:
-                skip = out.tell()
-                for chunk in self._log_stream(handle, follow):
-                    if skip >= len(chunk):
-                        skip -= len(chunk)
-                        continue
-                    out.write(chunk[skip:])
-                    out.flush()
-                    skip = 0
-            return True
-        except docker.errors.NotFound:
-            return False
-        except (*ENGINE_ERRORS, ValueError) as exc:
-            log.info("log copy of %s stopped: %s", handle, exc)
-            return False
-        finally:
-            lock.release()
-
-    def _log_stream(self, handle: str, follow: bool) -> Iterator[bytes]:
-        api = self._streams if follow else self._api
-        stream = api.logs(handle, stdout=True, stderr=True, stream=True, follow=follow)
-        yield from stream
-
-    def _log_lock(self, handle: str) -> threading.Lock:
-        with self._lock:
-            return self._log_locks.setdefault(handle, threading.Lock())
-
-    # --- events --------------------------------------------------------------------------
-
-    def _follow_events(self) -> None:
-        """Learn of container ends as they happen; reconnect when the engine comes back."""
-        backoff = 0.2
-        filters = {"type": "container", "label": f"{LABEL_INSTANCE}={self.config.instance}"}
-        while not self._stop.is_set():
-            try:
-                events = self._streams.events(decode=True, filters=filters)
-                self._events_response = events
-                with self._lock:
-                    # Ends before this moment were not seen: inspect each container once more.
-                    self._vouched.clear()
-                    self._connected = True
-                backoff = 0.2
-                self._remove_leftovers()
-                for event in events:
-                    self._on_event(event)
-            except ENGINE_ERRORS as exc:
-                if not self._stop.is_set():
-                    log.debug("Docker event stream: %s", exc)
-            with self._lock:
-                was_connected = self._connected
-                self._connected = False
-                self._interrupted.update(self._vouched)
-                self._vouched.clear()
-            if was_connected and not self._stop.is_set():
-                log.warning("lost the Docker event stream; following containers by inspect")
-                self._listener("")  # let the tracker look at every container now
-            self._stop.wait(backoff)
-            backoff = min(backoff * 2, 5.0)
-
-    def _on_event(self, event: dict[str, Any]) -> None:
-        action = event.get("Action") or event.get("status") or ""
-        name = (event.get("Actor") or {}).get("Attributes", {}).get("name", "")
-        if not name:
-            return
-        if action not in ("die", "oom", "destroy"):
-            return
-        with self._lock:
-            if action == "destroy" and name not in self._vouched:
-                return  # our own removal of a finished container
-            self._ended.add(name)
-        self._listener(name)
 
 
 def _connect_closing_on_failure(self: UnixHTTPConnection) -> None:
@@ -501,6 +389,20 @@ def _explain(exc: BaseException) -> str:
     if isinstance(exc, docker.errors.APIError):
         return str(exc.explanation or exc)
     return str(exc)
+
+
+def _log_path(attrs: dict[str, Any]) -> Path | None:
+    path = (attrs["Config"].get("Labels") or {}).get(LABEL_LOG)
+    return Path(path) if path else None
+
+
+def _seconds_since(timestamp: str) -> float:
+    """Seconds since an engine timestamp (RFC 3339, nanoseconds); infinite if unreadable."""
+    try:
+        moment = datetime.fromisoformat(timestamp[:19]).replace(tzinfo=UTC)
+    except ValueError:
+        return float("inf")
+    return (datetime.now(UTC) - moment).total_seconds()
 
 
 def _format_mib(mib: int) -> str:

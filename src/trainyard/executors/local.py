@@ -80,7 +80,9 @@ class LocalExecutor:
                                     metrics=str(files.metrics),
                                     checkpoint=str(files.checkpoint)))
         # Exactly the allocated devices; none (an empty list) for a job that asked for none.
+        # Numbered as the driver and the engine number them, not fastest first.
         env["CUDA_VISIBLE_DEVICES"] = ",".join(request.gpu_ids)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env[HANDLE_ENV] = request.handle
         try:
             with files.log.open("ab") as log:
@@ -142,6 +144,9 @@ class LocalExecutor:
 
     def close(self) -> None:
         """Waiter threads are daemons and end with the service; nothing to do."""
+
+    def unavailable(self) -> str | None:
+        return None
 
     def sweep(self, active: set[str]) -> list[str]:
         """Nothing to sweep: a local job's leftovers die with its release, and a restarted

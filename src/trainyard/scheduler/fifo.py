@@ -11,6 +11,7 @@ from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snap
 GLOBAL_CONCURRENCY_LIMIT = "GLOBAL_CONCURRENCY_LIMIT"
 POOL_CAPACITY = "POOL_CAPACITY"  # the job does not fit in what its pool has free
 POOL_ORDER = "POOL_ORDER"  # an earlier job of the same pool waits for room first
+POOL_UNAVAILABLE = "POOL_UNAVAILABLE"  # the pool's engine is away, or the server runs no such pool
 
 
 def fifo_key(job: PendingJob) -> int:
@@ -22,9 +23,9 @@ class PoolUsage:
     """What the active and just-admitted jobs hold of one pool."""
 
     capacity: PoolCapacity
+    gpus_taken: set[str]  # shared by all pools: pools may hand out the same host's devices
     used: Resources = field(default_factory=lambda: Resources(0.0, 0, 0))
     jobs: int = 0
-    gpus_taken: set[str] = field(default_factory=set)
     blocked: PendingReason | None = None  # set once a job of this pool could not fit
 
     def take(self, resources: Resources, gpu_ids: tuple[str, ...]) -> None:
@@ -39,10 +40,16 @@ class FifoPolicy:
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         ordered = sorted(snapshot.pending, key=fifo_key)
-        usage = {name: PoolUsage(cap) for name, cap in snapshot.pools.items()}
+        gpus_taken: set[str] = set()
+        usage = {name: PoolUsage(cap, gpus_taken) for name, cap in snapshot.pools.items()}
         for run in snapshot.running:
             if run.pool in usage:
                 usage[run.pool].take(run.resources, run.gpu_ids)
+            else:
+                gpus_taken.update(run.gpu_ids)
+        for name, away in snapshot.unavailable.items():
+            if name in usage:
+                usage[name].blocked = PendingReason(POOL_UNAVAILABLE, away)
         free = max(0, snapshot.max_concurrent - len(snapshot.running))
         # The sentence is the same for every waiting job and changes only with the limit,
         # so it is stored once per job, not rewritten on every pass; the queue position
@@ -57,6 +64,11 @@ class FifoPolicy:
                 continue
             pool = usage.get(job.pool)
             if pool is None:
+                if snapshot.pools:
+                    pending[job.job_id] = PendingReason(
+                        POOL_UNAVAILABLE, f"this server runs no {job.pool} pool; it starts "
+                        "once the server runs one again" + _HINTS.get(job.pool, ""))
+                    continue
                 admit.append(job.job_id)
                 continue
             if pool.blocked is not None:
@@ -79,6 +91,9 @@ class FifoPolicy:
         full = len(snapshot.running) + len(admit) >= snapshot.max_concurrent
         return Decisions(admit=tuple(admit), pending=pending,
                          saturated=limit if full else None, gpu_ids=gpus)
+
+
+_HINTS = {"docker": " (trainyard server --docker)"}
 
 
 def _limit_sentence(limit: int) -> str:

@@ -35,8 +35,11 @@ class Snapshot:
     running: Sequence[RunningJob]
     max_concurrent: int
     now: float
-    # Capacity per pool; a pool not listed is not accounted (only the global limit applies).
+    # Capacity per pool. With none listed, pools are not accounted (only the global limit
+    # applies); otherwise a job whose pool is not listed waits for it.
     pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
+    # Pools that cannot launch anything now (their engine is away), with why.
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -204,13 +204,33 @@ class Tracker:
             self._failures.pop(job.id, None)
 
     def _give_up(self, job: JobRecord, message: str) -> None:
+        """Fail a job that cannot be followed, and free what it holds: once FAILED, its
+        resources and GPUs go to other jobs."""
         try:
-            self._executor(job).cancel(job.handle, self.config.cancel_grace)
             self.jobs.transition(job.id, job.state, JobState.FAILED, reason=message,
                                  message=message, now=self.clock())
             self._failures.pop(job.id, None)
         except Exception:
             log.exception("could not fail job %s", job.id)
+            return
+        try:
+            self._executor(job).release(job.handle)
+        except Exception:
+            log.exception("could not release job %s", job.id)
+
+    def missing_executors(self) -> str | None:
+        """A sentence if active jobs need an executor this server does not run: starting
+        would leave them unfollowed and holding their slots."""
+        needed: dict[str, int] = {}
+        for job in self.jobs.in_states(ACTIVE):
+            pool = self._pool_of(job)
+            if pool not in self.executors:
+                needed[pool] = needed.get(pool, 0) + 1
+        if not needed:
+            return None
+        what = ", ".join(f"{count} on the {pool} executor" for pool, count in needed.items())
+        hint = " (start the server with --docker)" if "docker" in needed else ""
+        return f"active jobs run where this server does not look: {what}{hint}"
 
     def _explain_new_jobs(self, reason: PendingReason) -> bool:
         """While the policy is saturated and only submits happened, new jobs cannot start:
@@ -233,7 +253,13 @@ class Tracker:
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=False)
-        self._apply(job, executor.poll(job.handle))
+        obs = executor.poll(job.handle)
+        if obs.phase is Phase.NOT_FOUND and job.state is JobState.LAUNCHING:
+            # Recorded LAUNCHING, never created, and no launch in flight (recovery found the
+            # engine away): nothing ran, so starting it now cannot run it twice.
+            self._launch_beside(job)
+            return
+        self._apply(job, obs)
 
     def _apply(self, job: JobRecord, obs: Observation, recovering: bool = False) -> None:
         if obs.phase in (Phase.STARTING, Phase.UNKNOWN):
@@ -322,6 +348,8 @@ class Tracker:
             max_concurrent=self.config.max_concurrent,
             now=self.clock(),
             pools=self.pools,
+            unavailable={pool: why for pool, executor in self.executors.items()
+                         if (why := executor.unavailable()) is not None},
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
@@ -359,15 +387,20 @@ class Tracker:
             )
         except StaleState:
             return False  # cancelled meanwhile
-        launching = replace(job, state=JobState.LAUNCHING, attempt=attempt, executor=pool,
-                            handle=handle, gpu_ids=gpu_ids, metrics_offset=0)
+        self._launch_beside(replace(job, state=JobState.LAUNCHING, attempt=attempt,
+                                    executor=pool, handle=handle, gpu_ids=gpu_ids,
+                                    metrics_offset=0))
+        return True
+
+    def _launch_beside(self, job: JobRecord) -> None:
         with self._launches_changed:
+            if job.id in self._launching:
+                return
             self._launching.add(job.id)
         try:
-            self._launcher.submit(self._start_beside, launching)
+            self._launcher.submit(self._start_beside, job)
         except RuntimeError:  # shutting down: recovery at the next start settles the job
             self._launch_settled(job.id)
-        return True
 
     def _launch_settled(self, job_id: str) -> None:
         with self._launches_changed:
