@@ -371,13 +371,8 @@ class Tracker:
         then create it."""
         attempt = job.attempt + 1
         pool = pool_for(job.spec.image)
-        executor = self.executors.get(pool)
-        if executor is None:  # refused at submit; only a changed configuration gets here
-            message = f"this server no longer runs the {pool} executor"
-            self.jobs.transition(job.id, JobState.WAITING, JobState.FAILED, reason=message,
-                                 message=message, now=self.clock())
-            return False
-        handle = executor.handle_for(job.id, attempt)
+        # The policy admits only jobs of the pools in its snapshot, which are the executors'.
+        handle = self.executors[pool].handle_for(job.id, attempt)
         try:
             self.jobs.transition(
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
