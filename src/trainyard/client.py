@@ -6,12 +6,15 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from trainyard import credentials
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -28,6 +31,12 @@ class TrainyardError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    """A response as plain data: field names as in the proto, every field present."""
+    return dict(json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                          always_print_fields_with_no_presence=True))
 
 
 def _iso(ts: Timestamp) -> str | None:
@@ -191,11 +200,33 @@ class Client:
     """Talks to a Trainyard server. `server` defaults to $TRAINYARD_SERVER, then
     127.0.0.1:50051."""
 
-    def __init__(self, server: str | None = None, *, timeout: float = 30.0) -> None:
-        self.server = server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+    def __init__(self, server: str | None = None, *, timeout: float = 30.0,
+                 token: str | None = None, ca_cert: str | None = None) -> None:
+        """The server, token and CA certificate come from the arguments, else from
+        TRAINYARD_SERVER, TRAINYARD_TOKEN and TRAINYARD_CA_CERT, else from
+        ~/.trainyard/config.toml (which must be private to its owner)."""
+        try:
+            saved = credentials.load()
+        except credentials.CredentialsError as exc:
+            raise TrainyardError("FAILED_PRECONDITION", str(exc)) from None
+        self.server = server or saved.server or DEFAULT_SERVER
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(self.server)
+        secret = token if token is not None else saved.token
+        self._metadata: tuple[tuple[str, str], ...] = \
+            (("authorization", f"Bearer {secret}"),) if secret else ()
+        ca_path = ca_cert if ca_cert is not None else saved.ca_cert
+        if ca_path:
+            try:
+                root = Path(ca_path).read_bytes()
+            except OSError as exc:
+                raise TrainyardError("FAILED_PRECONDITION", f"cannot read the CA certificate "
+                                     f"{ca_path}: {exc.strerror}") from None
+            self._channel = grpc.secure_channel(
+                self.server, grpc.ssl_channel_credentials(root_certificates=root))
+        else:
+            self._channel = grpc.insecure_channel(self.server)
         self._stub = pb_grpc.TrainingServiceStub(self._channel)
+        self._admin = pb_grpc.AdminServiceStub(self._channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -208,13 +239,13 @@ class Client:
 
     def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
-            return method(request, timeout=timeout or self.timeout)
+            return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _translate(exc) from None
 
     def _stream(self, method: Any, request: Any) -> Iterator[Any]:
         try:
-            yield from method(request)
+            yield from method(request, metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _translate(exc) from None
 
@@ -264,6 +295,56 @@ class Client:
     def list_datasets(self, name: str = "") -> list[Dataset]:
         resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
         return [Dataset.from_pb(d) for d in resp.datasets]
+
+    def whoami(self) -> dict[str, Any]:
+        return _as_dict(self._call(self._stub.WhoAmI, pb.WhoAmIRequest()))
+
+    # --- administration (an admin's token) -------------------------------------------------
+
+    def create_user(self, name: str, *, admin: bool = False) -> dict[str, Any]:
+        return _as_dict(self._call(self._admin.CreateUser,
+                                   pb.CreateUserRequest(name=name, admin=admin)))
+
+    def list_users(self) -> list[dict[str, Any]]:
+        return [_as_dict(u) for u in self._call(self._admin.ListUsers,
+                                                pb.ListUsersRequest()).users]
+
+    def create_team(self, name: str) -> dict[str, Any]:
+        return _as_dict(self._call(self._admin.CreateTeam, pb.CreateTeamRequest(name=name)))
+
+    def list_teams(self) -> list[dict[str, Any]]:
+        return [_as_dict(t) for t in self._call(self._admin.ListTeams,
+                                                pb.ListTeamsRequest()).teams]
+
+    def add_team_member(self, team: str, user: str) -> dict[str, Any]:
+        return _as_dict(self._call(self._admin.AddTeamMember,
+                                   pb.AddTeamMemberRequest(team=team, user=user)))
+
+    def create_token(self, user: str, *, expires_in_seconds: int = 0,
+                     read_only: bool = False) -> dict[str, Any]:
+        """{"info": {...}, "token": "ty_..."}: the token is shown this once."""
+        return _as_dict(self._call(self._admin.CreateToken, pb.CreateTokenRequest(
+            user=user, expires_in_seconds=expires_in_seconds, read_only=read_only)))
+
+    def list_tokens(self, user: str = "") -> list[dict[str, Any]]:
+        return [_as_dict(t) for t in self._call(self._admin.ListTokens,
+                                                pb.ListTokensRequest(user=user)).tokens]
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        return _as_dict(self._call(self._admin.RevokeToken, pb.RevokeTokenRequest(id=token_id)))
+
+    def set_queue_access(self, queue: str, *, users: list[str] | None = None,
+                         teams: list[str] | None = None) -> dict[str, Any]:
+        return _as_dict(self._call(self._admin.SetQueueAccess, pb.QueueAccess(
+            queue=queue, users=users or [], teams=teams or [])))
+
+    def list_queue_access(self) -> list[dict[str, Any]]:
+        return [_as_dict(q) for q in self._call(self._admin.ListQueueAccess,
+                                                pb.ListQueueAccessRequest()).queues]
+
+    def list_audit(self, limit: int = 0) -> list[dict[str, Any]]:
+        return [_as_dict(e) for e in self._call(self._admin.ListAudit,
+                                                pb.ListAuditRequest(limit=limit)).events]
 
     def health(self) -> str:
         stub = health_pb2_grpc.HealthStub(self._channel)

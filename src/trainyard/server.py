@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import secrets
@@ -14,7 +15,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from trainyard.admin import AccessService
+from trainyard.api.admin_service import AdminServicer
+from trainyard.api.auth import AuthInterceptor
 from trainyard.api.grpc_service import TrainingServicer
+from trainyard.auth.authenticator import Authenticator
 from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
 from trainyard.executors.base import Executor
 from trainyard.executors.local import LocalExecutor
@@ -22,6 +27,7 @@ from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.scheduler import FifoPolicy
 from trainyard.service import TrainingService
+from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
@@ -67,6 +73,16 @@ def instance_id(data_dir: Path) -> str:
         return value
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
+ADMIN_SERVICE_NAME = pb.DESCRIPTOR.services_by_name["AdminService"].full_name
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,10 @@ class ServerConfig:
     grpc_workers: int = 256  # streams (watch, logs) each hold a thread while open
     # The Docker pool; None runs no containers. Its instance, when empty, is the store's.
     docker: DockerConfig | None = None
+    # TLS from PEM files; both or neither.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    share_team_jobs: bool = True  # members see and cancel their teams' jobs too
 
 
 class TrainyardServer:
@@ -106,6 +126,9 @@ class TrainyardServer:
                 DOCKER_POOL, max_jobs=docker.max_containers, cpus=docker.cpus,
                 memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
             self.executors[DOCKER_POOL] = DockerExecutor(docker)
+        self.access = AccessService(
+            AccessStore(self.db),
+            Authenticator(AccessStore(self.db), loopback_only=is_loopback(config.host)))
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
@@ -118,31 +141,40 @@ class TrainyardServer:
             workspace=self.workspace, pools=self.pools,
             on_submit=self.tracker.wake,
             on_cancel=self.tracker.job_cancelled,
+            queue_acl=self.access.queue_acl,
+            share_team_jobs=config.share_team_jobs,
+            on_denied=lambda who, action, target, why: self.access.audit(
+                who, action, target, False, why),
         )
         self.health = health.HealthServicer()
         self.grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.grpc_workers,
                                        thread_name_prefix="grpc"),
             options=[("grpc.so_reuseport", 0)],
+            interceptors=[AuthInterceptor(self.access)],
         )
         pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(self.service), self.grpc)
+        pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.access), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            self.grpc
         )
         self.port = 0
 
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""
         self.db.claim_exclusive()
-        missing = self.tracker.missing_executors()
-        if missing is not None:
+        refusal = self.tracker.missing_executors() or self._exposure()
+        if refusal is not None:
             for executor in self.executors.values():
                 executor.close()
             self.db.close()
-            raise RuntimeError(missing)
+            raise RuntimeError(refusal)
         address = f"{self.config.host}:{self.config.port}"
-        self.port = self.grpc.add_insecure_port(address)
+        credentials = self._tls()
+        self.port = self.grpc.add_insecure_port(address) if credentials is None else \
+            self.grpc.add_secure_port(address, credentials)
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
         self.tracker.start()
@@ -152,6 +184,29 @@ class TrainyardServer:
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
+
+    def _exposure(self) -> str | None:
+        """Why binding this address would be unsafe, or None."""
+        host = self.config.host
+        if is_loopback(host):
+            return None
+        if not self.access.store.any_users():
+            return (f"refusing to bind {host}: with no users, anyone who can reach it could "
+                    "run code as this server. Create the first admin with 'trainyard admin "
+                    "bootstrap NAME', or bind 127.0.0.1")
+        if self.config.tls_cert is None:
+            return (f"refusing to bind {host} without TLS: tokens would cross the network in "
+                    "clear. Give --tls-cert and --tls-key ('trainyard admin gen-cert' makes a "
+                    "pair for trials), or bind 127.0.0.1")
+        return None
+
+    def _tls(self) -> grpc.ServerCredentials | None:
+        cert, key = self.config.tls_cert, self.config.tls_key
+        if cert is None and key is None:
+            return None
+        if cert is None or key is None:
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        return grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
 
     def stop(self, grace: float = 2.0) -> None:
         self.health.enter_graceful_shutdown()

@@ -8,7 +8,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
+from trainyard.auth.policy import LOCAL, Identity, QueueAcl, check_job, check_queue, visible_owners
+from trainyard.domain.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    StaleState,
+)
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
@@ -19,6 +25,8 @@ from trainyard.store.models import ModelStore
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.workspace import Workspace
 
+_VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
+          "StreamLogs": "read the logs of"}
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
 LOG_CHUNK = 64 * 1024
@@ -47,25 +55,51 @@ class TrainingService:
     # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
     on_submit: Callable[[], None] = lambda: None
     on_cancel: Callable[[], None] = lambda: None
+    # Who may submit to a queue (None: everyone), and whether members see their teams' jobs.
+    queue_acl: Callable[[str], QueueAcl | None] = lambda queue: None
+    share_team_jobs: bool = True
+    # Refusals are audited: (identity, action, target, sentence).
+    on_denied: Callable[[Identity, str, str, str], None] = lambda *args: None
 
     # --- jobs ----------------------------------------------------------------------------
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
-              owner: str = "") -> tuple[str, bool]:
+              identity: Identity = LOCAL) -> tuple[str, bool]:
         validate_spec(spec, self.limits)
         check_placement(spec, self.pools)
         check_text("client_request_id", client_request_id, 128)
+        if not identity.admin:
+            self._denied(identity, "Train", spec.queue,
+                         lambda: check_queue(identity, spec.queue, self.queue_acl(spec.queue)))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        job_id, existing = self.jobs.create(spec, owner=owner,
+        # The owner comes from the caller's identity, never from the request.
+        job_id, existing = self.jobs.create(spec, owner=identity.user,
                                             client_request_id=client_request_id or None)
+        if existing and self.jobs.get(job_id).owner != identity.user:
+            raise FailedPrecondition("client_request_id: another user's submit used this id; "
+                                     "choose another")
         if not existing:
             self.on_submit()
         return job_id, existing
 
-    def status(self, job_id: str) -> JobStatus:
+    def _denied(self, identity: Identity, action: str, target: str,
+                check: Callable[[], None]) -> None:
+        try:
+            check()
+        except PermissionDenied as exc:
+            self.on_denied(identity, action, target, str(exc))
+            raise
+
+    def _visible(self, identity: Identity, job: JobRecord, action: str) -> JobRecord:
+        if not identity.admin:
+            self._denied(identity, action, job.id, lambda: check_job(
+                identity, job.id, job.owner, self.share_team_jobs, _VERBS[action]))
+        return job
+
+    def status(self, job_id: str, identity: Identity = LOCAL) -> JobStatus:
         with self.jobs.db.read() as conn:  # one pooled connection for all five reads
-            job = self.jobs.get(job_id, conn)
+            job = self._visible(identity, self.jobs.get(job_id, conn), "GetTrainingStatus")
             succeeded = job.state is JobState.SUCCEEDED
             return JobStatus(
                 job=job,
@@ -77,7 +111,8 @@ class TrainingService:
 
     def list_jobs(self, *, states: Sequence[JobState] = (), queue: str = "",
                   labels: Mapping[str, str] | None = None, page_size: int = 0,
-                  page_token: str = "") -> tuple[list[JobRecord], str]:
+                  page_token: str = "", identity: Identity = LOCAL,
+                  ) -> tuple[list[JobRecord], str]:
         check_text("queue", queue)
         for key, value in (labels or {}).items():
             check_text(f"labels.{key}", key + value, 512)
@@ -89,15 +124,16 @@ class TrainingService:
             if after is None:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
                                       "ListJobs response")
-        records, next_seq = self.jobs.list(JobFilter(states, queue, labels),
+        owners = visible_owners(identity, self.share_team_jobs)
+        records, next_seq = self.jobs.list(JobFilter(states, queue, labels, owners),
                                            page_size=page_size or DEFAULT_PAGE_SIZE,
                                            after_seq=after)
         return records, "" if next_seq is None else str(next_seq)
 
-    def cancel(self, job_id: str) -> JobState:
+    def cancel(self, job_id: str, identity: Identity = LOCAL) -> JobState:
         """Cancel a job: at once if it waits, otherwise by asking the tracker to stop it."""
         for _ in range(10):
-            job = self.jobs.get(job_id)
+            job = self._visible(identity, self.jobs.get(job_id), "CancelJob")
             if job.state.is_final():
                 raise FailedPrecondition(f"job {job_id} is already {job.state}; only waiting "
                                          "or running jobs can be cancelled")
@@ -118,9 +154,10 @@ class TrainingService:
         raise FailedPrecondition(f"job {job_id} kept changing state; try again")
 
     def watch(self, job_id: str, *, is_active: Callable[[], bool],
-              poll_seconds: float = 1.0) -> Iterator[EventRecord]:
+              poll_seconds: float = 1.0, identity: Identity = LOCAL) -> Iterator[EventRecord]:
         """Every state change of the job, oldest first, until it reaches a final state."""
-        self.jobs.get(job_id)  # NotFound before the stream starts
+        # NotFound or PermissionDenied before the stream starts.
+        self._visible(identity, self.jobs.get(job_id), "WatchJob")
         feed = self.jobs.db.feed
         last_id = 0
         while is_active():
@@ -133,11 +170,12 @@ class TrainingService:
             feed.wait(version, poll_seconds)
 
     def logs(self, job_id: str, *, follow: bool, offset: int, is_active: Callable[[], bool],
-             poll_seconds: float = 0.2) -> Iterator[tuple[int, bytes]]:
+             poll_seconds: float = 0.2,
+             identity: Identity = LOCAL) -> Iterator[tuple[int, bytes]]:
         """(offset, bytes) chunks of the latest attempt's log; with follow, until it is final."""
         if offset < 0:
             raise InvalidArgument("offset", "must not be negative")
-        job = self.jobs.get(job_id)
+        job = self._visible(identity, self.jobs.get(job_id), "StreamLogs")
         path = self.workspace.attempt(job_id, max(job.attempt, 1)).log_path
         while is_active():
             try:

@@ -6,10 +6,12 @@ from typing import cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from trainyard.auth.policy import QueueAcl
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.service import JobStatus
+from trainyard.store.access import AuditRecord, TeamRecord, TokenRecord, UserRecord
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.v1 import training_pb2 as pb
 
@@ -121,3 +123,32 @@ def dataset_to_pb(record: DatasetRecord, created: bool = False) -> pb.DatasetVer
         name=record.name, version=record.version, size_bytes=record.size_bytes,
         file_count=record.file_count, created_at=timestamp(record.created_at), created=created,
     )
+
+
+def user_to_pb(user: UserRecord) -> pb.User:
+    return pb.User(name=user.name, admin=user.admin, teams=list(user.teams),
+                   created_at=timestamp(user.created_at))
+
+
+def team_to_pb(team: TeamRecord) -> pb.Team:
+    return pb.Team(name=team.name, members=list(team.members),
+                   created_at=timestamp(team.created_at))
+
+
+def token_to_pb(token: TokenRecord) -> pb.TokenInfo:
+    info = pb.TokenInfo(id=token.id, user=token.user, read_only=token.read_only,
+                        created_at=timestamp(token.created_at))
+    if token.expires_at is not None:
+        info.expires_at.CopyFrom(timestamp(token.expires_at))
+    if token.revoked_at is not None:
+        info.revoked_at.CopyFrom(timestamp(token.revoked_at))
+    return info
+
+
+def queue_access_to_pb(queue: str, acl: QueueAcl) -> pb.QueueAccess:
+    return pb.QueueAccess(queue=queue, users=sorted(acl.users), teams=sorted(acl.teams))
+
+
+def audit_to_pb(event: AuditRecord) -> pb.AuditEvent:
+    return pb.AuditEvent(time=timestamp(event.time), actor=event.actor, action=event.action,
+                         target=event.target, allowed=event.allowed, detail=event.detail)

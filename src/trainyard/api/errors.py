@@ -11,11 +11,14 @@ from typing import Any, TypeVar
 import grpc
 
 from trainyard.domain.errors import (
+    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     StaleState,
     TrainyardError,
+    Unauthenticated,
 )
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,9 @@ STATUS_BY_ERROR: tuple[tuple[type[TrainyardError], grpc.StatusCode], ...] = (
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (StaleState, grpc.StatusCode.ABORTED),
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+    (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

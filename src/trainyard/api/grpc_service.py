@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import grpc
 
 from trainyard.api import convert
+from trainyard.api.auth import current_identity
 from trainyard.api.errors import grpc_errors
 from trainyard.service import TrainingService
 from trainyard.v1 import training_pb2 as pb
@@ -20,13 +21,14 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
         job_id, existing = self.service.train(convert.spec_from_request(request),
-                                              client_request_id=request.client_request_id)
+                                              client_request_id=request.client_request_id,
+                                              identity=current_identity())
         return pb.TrainResponse(job_id=job_id, existing=existing)
 
     @grpc_errors
     def GetTrainingStatus(self, request: pb.GetTrainingStatusRequest,
                           context: grpc.ServicerContext) -> pb.TrainingStatus:
-        return convert.status_to_pb(self.service.status(request.job_id))
+        return convert.status_to_pb(self.service.status(request.job_id, current_identity()))
 
     @grpc_errors
     def ListJobs(self, request: pb.ListJobsRequest,
@@ -35,6 +37,7 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
         records, token = self.service.list_jobs(
             states=states, queue=request.queue, labels=dict(request.labels),
             page_size=request.page_size, page_token=request.page_token,
+            identity=current_identity(),
         )
         return pb.ListJobsResponse(jobs=[convert.summary_to_pb(r) for r in records],
                                    next_page_token=token)
@@ -42,13 +45,14 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def CancelJob(self, request: pb.CancelJobRequest,
                   context: grpc.ServicerContext) -> pb.CancelJobResponse:
-        state = self.service.cancel(request.job_id)
+        state = self.service.cancel(request.job_id, current_identity())
         return pb.CancelJobResponse(state=convert.state_to_pb(state))
 
     @grpc_errors
     def WatchJob(self, request: pb.WatchJobRequest,
                  context: grpc.ServicerContext) -> Iterator[pb.JobEvent]:
-        for event in self.service.watch(request.job_id, is_active=context.is_active):
+        for event in self.service.watch(request.job_id, is_active=context.is_active,
+                                        identity=current_identity()):
             yield pb.JobEvent(job_id=request.job_id,
                               transition=convert.transition_to_pb(event),
                               final=event.to_state.is_final())
@@ -58,7 +62,8 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
                    context: grpc.ServicerContext) -> Iterator[pb.LogChunk]:
         for offset, data in self.service.logs(request.job_id, follow=request.follow,
                                               offset=request.offset,
-                                              is_active=context.is_active):
+                                              is_active=context.is_active,
+                                              identity=current_identity()):
             yield pb.LogChunk(data=data, offset=offset)
 
     @grpc_errors
@@ -73,3 +78,10 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
         return pb.ListDatasetsResponse(
             datasets=[convert.dataset_to_pb(r) for r in self.service.list_datasets(request.name)]
         )
+
+    @grpc_errors
+    def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.ServicerContext) -> pb.Identity:
+        who = current_identity()
+        return pb.Identity(user=who.user, admin=who.admin, read_only=who.read_only,
+                           teams=sorted(who.teams), single_user=who.single_user,
+                           token_id=who.token_id)

@@ -29,3 +29,16 @@ class FailedPrecondition(TrainyardError):
 
 class StaleState(TrainyardError):
     """A compare-and-set lost: the row no longer has the expected state."""
+
+
+class AlreadyExists(TrainyardError):
+    def __init__(self, kind: str, key: str) -> None:
+        super().__init__(f"{kind} {key!r} already exists")
+
+
+class Unauthenticated(TrainyardError):
+    """No valid identity came with the call. The message never repeats the credential."""
+
+
+class PermissionDenied(TrainyardError):
+    """The caller is known but may not do this; the message says what was refused."""

@@ -58,6 +58,7 @@ class JobFilter:
     states: Sequence[JobState] = ()
     queue: str = ""
     labels: Mapping[str, str] | None = None
+    owners: frozenset[str] | None = None  # None: anyone's jobs
 
 
 def _spec_columns(spec: JobSpec) -> dict[str, Any]:
@@ -239,6 +240,8 @@ class JobStore:
             query = query.where(jobs.c.state.in_([s.value for s in flt.states]))
         if flt.queue:
             query = query.where(jobs.c.queue == flt.queue)
+        if flt.owners is not None:
+            query = query.where(jobs.c.owner.in_(sorted(flt.owners)))
         for key, value in (flt.labels or {}).items():
             query = query.where(
                 exists().where(

@@ -123,3 +123,63 @@ model_versions = Table(
     UniqueConstraint("model_name", "version", name="uq_model_versions_name_version"),
     Index("ix_model_versions_job_id", "job_id"),
 )
+
+# --- identity and access -------------------------------------------------------------------
+
+users = Table(
+    "users",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("admin", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+teams = Table(
+    "teams",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)
+
+team_members = Table(
+    "team_members",
+    metadata,
+    Column("team", String(64), ForeignKey("teams.name"), primary_key=True),
+    Column("user_name", String(64), ForeignKey("users.name"), primary_key=True),
+    Index("ix_team_members_user_name", "user_name"),
+)
+
+# A token is "ty_<id>_<secret>"; only the secret's SHA-256 is kept.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", String(16), primary_key=True),
+    Column("user_name", String(64), ForeignKey("users.name"), nullable=False),
+    Column("secret_hash", String(64), nullable=False),
+    Column("read_only", Boolean, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("revoked_at", Float, nullable=True),
+    Index("ix_api_tokens_user_name", "user_name"),
+)
+
+# Who may submit to a queue; a queue with no rows is open to every user.
+queue_access = Table(
+    "queue_access",
+    metadata,
+    Column("queue", String(128), primary_key=True),
+    Column("kind", String(8), primary_key=True),  # "user" or "team"
+    Column("principal", String(64), primary_key=True),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("time", Float, nullable=False),
+    Column("actor", String(64), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("target", String(256), nullable=False),
+    Column("allowed", Boolean, nullable=False),
+    Column("detail", Text, nullable=False),
+)

@@ -76,6 +76,11 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.ListDatasetsRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.ListDatasetsResponse.FromString,
                 _registered_method=True)
+        self.WhoAmI = channel.unary_unary(
+                '/trainyard.v1.TrainingService/WhoAmI',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Identity.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -125,13 +130,21 @@ class TrainingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RegisterDataset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Registers a directory on the server's own file system: admins only.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListDatasets(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WhoAmI(self, request, context):
+        """Who the caller's token says they are.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -178,6 +191,11 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.ListDatasets,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.ListDatasetsRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.ListDatasetsResponse.SerializeToString,
+            ),
+            'WhoAmI': grpc.unary_unary_rpc_method_handler(
+                    servicer.WhoAmI,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Identity.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +416,546 @@ class TrainingService:
             '/trainyard.v1.TrainingService/ListDatasets',
             trainyard_dot_v1_dot_training__pb2.ListDatasetsRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.ListDatasetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WhoAmI(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/WhoAmI',
+            trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Identity.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class AdminServiceStub:
+    """AdminService manages users, teams, API tokens and queue access. Every call
+    needs an admin's token (or the single-user mode of a loopback server with
+    no users yet).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateUser = channel.unary_unary(
+                '/trainyard.v1.AdminService/CreateUser',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.CreateUserRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.User.FromString,
+                _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/trainyard.v1.AdminService/ListUsers',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.CreateTeam = channel.unary_unary(
+                '/trainyard.v1.AdminService/CreateTeam',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.CreateTeamRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Team.FromString,
+                _registered_method=True)
+        self.ListTeams = channel.unary_unary(
+                '/trainyard.v1.AdminService/ListTeams',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListTeamsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListTeamsResponse.FromString,
+                _registered_method=True)
+        self.AddTeamMember = channel.unary_unary(
+                '/trainyard.v1.AdminService/AddTeamMember',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.AddTeamMemberRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Team.FromString,
+                _registered_method=True)
+        self.CreateToken = channel.unary_unary(
+                '/trainyard.v1.AdminService/CreateToken',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.CreateTokenRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.CreateTokenResponse.FromString,
+                _registered_method=True)
+        self.ListTokens = channel.unary_unary(
+                '/trainyard.v1.AdminService/ListTokens',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListTokensRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListTokensResponse.FromString,
+                _registered_method=True)
+        self.RevokeToken = channel.unary_unary(
+                '/trainyard.v1.AdminService/RevokeToken',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.RevokeTokenRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.TokenInfo.FromString,
+                _registered_method=True)
+        self.SetQueueAccess = channel.unary_unary(
+                '/trainyard.v1.AdminService/SetQueueAccess',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.QueueAccess.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.QueueAccess.FromString,
+                _registered_method=True)
+        self.ListQueueAccess = channel.unary_unary(
+                '/trainyard.v1.AdminService/ListQueueAccess',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListQueueAccessRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListQueueAccessResponse.FromString,
+                _registered_method=True)
+        self.ListAudit = channel.unary_unary(
+                '/trainyard.v1.AdminService/ListAudit',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListAuditRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListAuditResponse.FromString,
+                _registered_method=True)
+
+
+class AdminServiceServicer:
+    """AdminService manages users, teams, API tokens and queue access. Every call
+    needs an admin's token (or the single-user mode of a loopback server with
+    no users yet).
+    """
+
+    def CreateUser(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateTeam(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTeams(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddTeamMember(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateToken(self, request, context):
+        """The token is in the response once; only its hash is stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTokens(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeToken(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetQueueAccess(self, request, context):
+        """Who may submit to a queue; no users and no teams opens it to everyone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListQueueAccess(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAudit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_AdminServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateUser,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.CreateUserRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.User.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListUsersRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'CreateTeam': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTeam,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.CreateTeamRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Team.SerializeToString,
+            ),
+            'ListTeams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTeams,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListTeamsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListTeamsResponse.SerializeToString,
+            ),
+            'AddTeamMember': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddTeamMember,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.AddTeamMemberRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Team.SerializeToString,
+            ),
+            'CreateToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateToken,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.CreateTokenRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.CreateTokenResponse.SerializeToString,
+            ),
+            'ListTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTokens,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListTokensRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListTokensResponse.SerializeToString,
+            ),
+            'RevokeToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeToken,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.RevokeTokenRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.TokenInfo.SerializeToString,
+            ),
+            'SetQueueAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetQueueAccess,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.QueueAccess.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.QueueAccess.SerializeToString,
+            ),
+            'ListQueueAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQueueAccess,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListQueueAccessRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListQueueAccessResponse.SerializeToString,
+            ),
+            'ListAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAudit,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListAuditRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListAuditResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'trainyard.v1.AdminService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('trainyard.v1.AdminService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class AdminService:
+    """AdminService manages users, teams, API tokens and queue access. Every call
+    needs an admin's token (or the single-user mode of a loopback server with
+    no users yet).
+    """
+
+    @staticmethod
+    def CreateUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/CreateUser',
+            trainyard_dot_v1_dot_training__pb2.CreateUserRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ListUsers',
+            trainyard_dot_v1_dot_training__pb2.ListUsersRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTeam(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/CreateTeam',
+            trainyard_dot_v1_dot_training__pb2.CreateTeamRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Team.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTeams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ListTeams',
+            trainyard_dot_v1_dot_training__pb2.ListTeamsRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListTeamsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddTeamMember(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/AddTeamMember',
+            trainyard_dot_v1_dot_training__pb2.AddTeamMemberRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Team.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/CreateToken',
+            trainyard_dot_v1_dot_training__pb2.CreateTokenRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.CreateTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ListTokens',
+            trainyard_dot_v1_dot_training__pb2.ListTokensRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/RevokeToken',
+            trainyard_dot_v1_dot_training__pb2.RevokeTokenRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.TokenInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetQueueAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/SetQueueAccess',
+            trainyard_dot_v1_dot_training__pb2.QueueAccess.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.QueueAccess.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQueueAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ListQueueAccess',
+            trainyard_dot_v1_dot_training__pb2.ListQueueAccessRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListQueueAccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ListAudit',
+            trainyard_dot_v1_dot_training__pb2.ListAuditRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListAuditResponse.FromString,
             options,
             channel_credentials,
             insecure,

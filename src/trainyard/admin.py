@@ -1,0 +1,161 @@
+"""The administrative service layer: users, teams, tokens, queue access and the audit log.
+Interfaces check that the caller is an admin (api/permissions.py); this validates, writes,
+audits and tells the authenticator its cache is stale."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from trainyard.auth.authenticator import Authenticator
+from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity, QueueAcl
+from trainyard.auth.tokens import new_token
+from trainyard.domain.errors import InvalidArgument, NotFound
+from trainyard.domain.spec import NAME_RE
+from trainyard.store.access import AccessStore, AuditRecord, TeamRecord, TokenRecord, UserRecord
+
+log = logging.getLogger("trainyard.audit")
+
+PRINCIPAL_RE = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+MAX_TOKEN_LIFETIME = 10 * 365 * 86400.0
+MAX_AUDIT_PAGE = 1000
+ACL_TTL = 5.0
+
+
+@dataclass(frozen=True)
+class CreatedToken:
+    record: TokenRecord
+    token: str  # shown once
+
+
+@dataclass
+class AccessService:
+    store: AccessStore
+    authenticator: Authenticator
+    clock: Callable[[], float] = time.time
+    _acls: tuple[dict[str, QueueAcl], float] | None = field(default=None, init=False)
+
+    # --- audit ---------------------------------------------------------------------------
+
+    def audit(self, actor: Identity | None, action: str, target: str, allowed: bool,
+              detail: str = "") -> None:
+        """Administrative actions and refused requests, in the store and the server log."""
+        name = actor.user if actor is not None else ANONYMOUS
+        record = AuditRecord(self.clock(), name, action, target[:256], allowed, detail[:2000])
+        log.info("audit: %s %s %s %s%s", name, "did" if allowed else "was refused", action,
+                 target, f": {detail}" if detail else "")
+        try:
+            self.store.audit(record)
+        except Exception:  # an audit write must not turn a refusal into an internal error
+            log.exception("could not store an audit event")
+
+    def list_audit(self, limit: int) -> list[AuditRecord]:
+        if limit < 0 or limit > MAX_AUDIT_PAGE:
+            raise InvalidArgument("limit", f"must be between 0 and {MAX_AUDIT_PAGE}")
+        return self.store.list_audit(limit or 100)
+
+    # --- users and teams -----------------------------------------------------------------
+
+    def create_user(self, actor: Identity, name: str, admin: bool) -> UserRecord:
+        _check_principal("name", name)
+        if name in RESERVED_USERS:
+            raise InvalidArgument("name", f"{name!r} is reserved")
+        user = self.store.create_user(name, admin, now=self.clock())
+        self.authenticator.invalidate()  # a first user ends single-user mode
+        self.audit(actor, "CreateUser", name, True, "admin" if admin else "member")
+        return user
+
+    def list_users(self) -> list[UserRecord]:
+        return self.store.list_users()
+
+    def create_team(self, actor: Identity, name: str) -> TeamRecord:
+        _check_principal("name", name)
+        team = self.store.create_team(name, now=self.clock())
+        self.audit(actor, "CreateTeam", name, True)
+        return team
+
+    def list_teams(self) -> list[TeamRecord]:
+        return self.store.list_teams()
+
+    def add_member(self, actor: Identity, team: str, user: str) -> TeamRecord:
+        _check_principal("team", team)
+        _check_principal("user", user)
+        record = self.store.add_member(team, user)
+        self.authenticator.invalidate()  # teammates changed
+        self.audit(actor, "AddTeamMember", f"{team}/{user}", True)
+        return record
+
+    # --- tokens --------------------------------------------------------------------------
+
+    def create_token(self, actor: Identity, user: str, *, expires_in: float,
+                     read_only: bool) -> CreatedToken:
+        _check_principal("user", user)
+        if expires_in < 0 or expires_in > MAX_TOKEN_LIFETIME:
+            raise InvalidArgument("expires_in_seconds", "must be between 0 (never expires) "
+                                  f"and {MAX_TOKEN_LIFETIME:.0f} (ten years)")
+        now = self.clock()
+        new = new_token()
+        record = self.store.add_token(user, new, read_only=read_only,
+                                      expires_at=now + expires_in if expires_in else None,
+                                      now=now)
+        self.audit(actor, "CreateToken", f"{user}/{record.id}", True,
+                   ("read-only" if read_only else "read-write") +
+                   (f", expires in {expires_in:.0f} s" if expires_in else ""))
+        return CreatedToken(record, new.token)
+
+    def list_tokens(self, user: str = "") -> list[TokenRecord]:
+        if user:
+            _check_principal("user", user)
+        return self.store.list_tokens(user)
+
+    def revoke_token(self, actor: Identity, token_id: str) -> TokenRecord:
+        if not re.fullmatch(r"[0-9a-f]{12}", token_id):
+            raise InvalidArgument("id", "must be the 12-hex-digit id `admin tokens list` shows")
+        record = self.store.revoke_token(token_id, now=self.clock())
+        self.authenticator.invalidate()
+        self.audit(actor, "RevokeToken", f"{record.user}/{token_id}", True)
+        return record
+
+    # --- queues --------------------------------------------------------------------------
+
+    def set_queue_access(self, actor: Identity, queue: str, users: Sequence[str],
+                         teams: Sequence[str]) -> QueueAcl:
+        if not NAME_RE.match(queue):
+            raise InvalidArgument("queue", f"{queue!r} is not a valid queue name")
+        known_users = {u.name for u in self.store.list_users()}
+        known_teams = {t.name for t in self.store.list_teams()}
+        for user in users:
+            if user not in known_users:
+                raise NotFound("user", user)
+        for team in teams:
+            if team not in known_teams:
+                raise NotFound("team", team)
+        acl = QueueAcl(frozenset(users), frozenset(teams))
+        self.store.set_queue_access(queue, acl)
+        self._acls = None
+        self.audit(actor, "SetQueueAccess", queue, True,
+                   "open to everyone" if acl.open else
+                   f"users {sorted(acl.users)}, teams {sorted(acl.teams)}")
+        return acl
+
+    def queue_acls(self) -> dict[str, QueueAcl]:
+        return self.store.queue_acls()
+
+    def queue_acl(self, queue: str) -> QueueAcl | None:
+        """Who may submit to `queue` (None: everyone), cached for a few seconds: it is read
+        on every member's submit."""
+        now = time.monotonic()
+        cached = self._acls
+        if cached is None or now - cached[1] > ACL_TTL:
+            cached = (self.store.queue_acls(), now)
+            self._acls = cached
+        return cached[0].get(queue)
+
+
+def _check_principal(field: str, name: str) -> None:
+    if not PRINCIPAL_RE.match(name):
+        raise InvalidArgument(field, f"{name[:80]!r} is not a valid name: 1-64 lowercase "
+                              "letters, digits, '.', '_' or '-', starting with a letter")

@@ -1,0 +1,42 @@
+"""What every RPC needs of its caller: one table, checked before any handler runs."""
+
+from __future__ import annotations
+
+from trainyard.auth.policy import Access
+
+TRAINING = "/trainyard.v1.TrainingService/"
+ADMIN = "/trainyard.v1.AdminService/"
+
+RPC_ACCESS: dict[str, Access] = {
+    TRAINING + "Train": Access.WRITE,
+    TRAINING + "GetTrainingStatus": Access.READ,
+    TRAINING + "ListJobs": Access.READ,
+    TRAINING + "CancelJob": Access.WRITE,
+    TRAINING + "WatchJob": Access.READ,
+    TRAINING + "StreamLogs": Access.READ,
+    # A path on the server's own file system: only admins may have the server read one.
+    TRAINING + "RegisterDataset": Access.ADMIN,
+    TRAINING + "ListDatasets": Access.READ,
+    TRAINING + "WhoAmI": Access.READ,
+    ADMIN + "CreateUser": Access.ADMIN,
+    ADMIN + "ListUsers": Access.ADMIN_READ,
+    ADMIN + "CreateTeam": Access.ADMIN,
+    ADMIN + "ListTeams": Access.ADMIN_READ,
+    ADMIN + "AddTeamMember": Access.ADMIN,
+    ADMIN + "CreateToken": Access.ADMIN,
+    ADMIN + "ListTokens": Access.ADMIN_READ,
+    ADMIN + "RevokeToken": Access.ADMIN,
+    ADMIN + "SetQueueAccess": Access.ADMIN,
+    ADMIN + "ListQueueAccess": Access.ADMIN_READ,
+    ADMIN + "ListAudit": Access.ADMIN_READ,
+}
+
+# Open to anyone: load balancers probe health, and reflection describes only the API.
+PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/")
+
+
+def access_for(method: str) -> Access | None:
+    """The access a method needs; None for a method this server does not know (refused)."""
+    if method.startswith(PUBLIC_PREFIXES):
+        return Access.PUBLIC
+    return RPC_ACCESS.get(method)

@@ -1,0 +1,1 @@
+"""Authentication and transport security for the server and its clients."""
