@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from trainyard.cli.admin import admin_app
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for
 from trainyard.cli.output import (
     Output,
     console,
@@ -27,7 +29,7 @@ from trainyard.cli.output import (
     render_status,
     styled_state,
 )
-from trainyard.client import Client, Resources, TrainSpec, TrainyardError
+from trainyard.client import Resources, TrainSpec
 
 if TYPE_CHECKING:
     from trainyard.executors.docker import DockerConfig
@@ -40,23 +42,7 @@ app.add_typer(datasets_app, name="datasets")
 images_app = typer.Typer(help="Build and list container images in the local Docker engine "
                          "(no registry needed).", no_args_is_help=True)
 app.add_typer(images_app, name="images")
-
-ServerOpt = Annotated[str | None, typer.Option(
-    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
-    "[default: 127.0.0.1:50051].")]
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text or json.")]
-
-
-@contextlib.contextmanager
-def client_for(server: str | None) -> Iterator[Client]:
-    """A client whose errors end the command with a sentence and exit code 1."""
-    try:
-        with Client(server) as client:
-            yield client
-    except TrainyardError as exc:
-        errors.print(f"[red]error[/] ({exc.code}): {escape(exc.message)}", highlight=False)
-        raise typer.Exit(1) from None
-
+app.add_typer(admin_app, name="admin")
 
 def _pairs(values: list[str], option: str) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -95,6 +81,13 @@ def server(
     docker_user: Annotated[str, typer.Option(
         help="UID:GID jobs run as in containers [default: the server's own user, or 65534 "
         "(nobody) when it runs as root].")] = "",
+    tls_cert: Annotated[Path | None, typer.Option(
+        help="PEM certificate: serve gRPC over TLS (with --tls-key).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] =
+        None,
+    share_team_jobs: Annotated[bool, typer.Option(
+        "--share-team-jobs/--no-share-team-jobs",
+        help="Members see and cancel their teams' jobs, not only their own.")] = True,
 ) -> None:
     """Run the training service (gRPC) until interrupted."""
     from trainyard.server import ServerConfig, TrainyardServer
@@ -106,9 +99,16 @@ def server(
                                  docker_gpu_ids, docker_user) if docker else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
+    if (tls_cert is None) != (tls_key is None):
+        raise typer.BadParameter("give both --tls-cert and --tls-key, or neither",
+                                 param_hint="--tls-cert")
+    for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
+        if path is not None and not path.is_file():
+            raise typer.BadParameter(f"{path} is not a readable file", param_hint=option)
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
                           tracker=TrackerConfig(max_concurrent=max_concurrent),
-                          docker=docker_config)
+                          docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
+                          share_team_jobs=share_team_jobs)
     try:
         srv = TrainyardServer(config)
         bound = srv.start()
@@ -325,6 +325,51 @@ def datasets_list(
     else:
         render_datasets(found)
 
+
+
+@app.command()
+def whoami(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Who the server takes you for: user, role, teams, and the token's scope."""
+    with client_for(server) as client:
+        who = client.whoami()
+    if output is Output.json:
+        print_json(who)
+        return
+    if who["single_user"]:
+        console.print("single-user mode: no users yet, every local call acts as an admin",
+                      highlight=False)
+        return
+    role = "admin" if who["admin"] else "member"
+    scope = "read-only" if who["read_only"] else "read-write"
+    teams = ", ".join(who["teams"]) or "no team"
+    console.print(f"{escape(who['user'])} ({role}; {teams}; {scope} token {who['token_id']})",
+                  highlight=False)
+
+
+@app.command()
+def login(
+    server: ServerOpt = None,
+    ca_cert: Annotated[str, typer.Option(envvar="TRAINYARD_CA_CERT",
+                                         help="PEM file the server's certificate is trusted "
+                                         "by (TLS).")] = "",
+) -> None:
+    """Save the server, a token (asked for, not echoed) and the CA certificate to
+    ~/.trainyard/config.toml (mode 0600), after checking the token with the server."""
+    from trainyard import credentials
+    from trainyard.client import Client, TrainyardError
+
+    token = typer.prompt("token", hide_input=True).strip()
+    try:
+        with Client(server, token=token, ca_cert=ca_cert or None) as client:
+            who = client.whoami()
+            address = client.server
+    except TrainyardError as exc:
+        errors.print(f"[red]error[/] ({exc.code}): {escape(exc.message)}", highlight=False)
+        raise typer.Exit(1) from None
+    path = credentials.save(credentials.Credentials(server=address, token=token,
+                                                    ca_cert=ca_cert))
+    console.print(f"logged in to {address} as {escape(who['user'])}; saved to {path}",
+                  highlight=False)
 
 
 # --- images: straight to the local engine, like the docker CLI ------------------------------

@@ -1,0 +1,269 @@
+"""`trainyard admin ...`: users, teams, tokens and queue access through the server with an
+admin's token; `bootstrap` and `gen-cert` work offline."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.output import Output, console, errors, print_json
+
+admin_app = typer.Typer(help="Users, teams, API tokens and queue access (an admin's token), "
+                        "plus the offline first admin and a trial TLS certificate.",
+                        no_args_is_help=True)
+users_app = typer.Typer(help="Create and list users.", no_args_is_help=True)
+teams_app = typer.Typer(help="Create teams and add members.", no_args_is_help=True)
+tokens_app = typer.Typer(help="Issue, list and revoke API tokens.", no_args_is_help=True)
+queues_app = typer.Typer(help="Who may submit to which queue.", no_args_is_help=True)
+admin_app.add_typer(users_app, name="users")
+admin_app.add_typer(teams_app, name="teams")
+admin_app.add_typer(tokens_app, name="tokens")
+admin_app.add_typer(queues_app, name="queues")
+
+DURATION_RE = re.compile(r"^([0-9]{1,6})([smhdw])$")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> int:
+    """'90m', '12h', '30d', '2w' in seconds; a BadParameter naming the option otherwise."""
+    match = DURATION_RE.match(text.strip())
+    if match is None:
+        raise typer.BadParameter("expected a number and a unit, e.g. 90m, 12h, 30d or 2w",
+                                 param_hint="--expires-in")
+    seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise typer.BadParameter("must be longer than zero", param_hint="--expires-in")
+    return seconds
+
+
+def _show(value: Any, output: Output, text: str) -> None:
+    if output is Output.json:
+        print_json(value)
+    else:
+        console.print(text, highlight=False)
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> None:
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+
+
+# --- offline --------------------------------------------------------------------------------
+
+@admin_app.command()
+def bootstrap(
+    name: Annotated[str, typer.Argument(help="The first admin's user name.")],
+    data_dir: Annotated[Path, typer.Option(help="The server's data dir (SQLite store).")] =
+        Path(".trainyard"),
+    database_url: Annotated[str, typer.Option(
+        envvar="TRAINYARD_DATABASE_URL", help="postgresql://... instead of SQLite.")] = "",
+    output: OutputOpt = Output.text,
+) -> None:
+    """Create the first admin directly in the store and print their token (shown once).
+    From then on the server asks every call for a token."""
+    from trainyard.admin import AccessService
+    from trainyard.auth.authenticator import Authenticator
+    from trainyard.auth.policy import Identity
+    from trainyard.domain.errors import TrainyardError
+    from trainyard.store.access import AccessStore
+    from trainyard.store.db import open_database, sqlite_url
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db = open_database(database_url or sqlite_url(data_dir.resolve()))
+    try:
+        store = AccessStore(db)
+        if store.any_users():
+            errors.print("[red]error[/]: this store already has users; an admin creates more "
+                         "with 'trainyard admin users create'", highlight=False)
+            raise typer.Exit(1)
+        access = AccessService(store, Authenticator(store, loopback_only=True))
+        me = Identity(user=name, admin=True)
+        access.create_user(me, name, admin=True)
+        created = access.create_token(me, name, expires_in=0, read_only=False)
+    except TrainyardError as exc:
+        errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    finally:
+        db.close()
+    if output is Output.json:
+        print_json({"user": name, "token_id": created.record.id, "token": created.token})
+        return
+    errors.print(f"admin {name!r} created; their token (shown once, keep it secret):",
+                 highlight=False)
+    print(created.token)
+
+
+@admin_app.command("gen-cert")
+def gen_cert(
+    out: Annotated[Path, typer.Option(help="Directory for server.crt and server.key.")] =
+        Path(".trainyard/tls"),
+    host: Annotated[list[str] | None, typer.Option(
+        help="A name or address clients connect to (repeatable) [default: localhost, "
+        "127.0.0.1].")] = None,
+    days: Annotated[int, typer.Option(help="Validity in days.")] = 365,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing pair.")] = False,
+) -> None:
+    """Make a self-signed certificate and key for trials of TLS. Clients trust it with
+    TRAINYARD_CA_CERT=<out>/server.crt."""
+    from trainyard.auth.certs import CertError, generate_self_signed
+
+    try:
+        pair = generate_self_signed(out, tuple(host or ("localhost", "127.0.0.1")), days,
+                                    overwrite=overwrite)
+    except CertError as exc:
+        errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    console.print(f"certificate {pair.cert}\nkey         {pair.key} (mode 0600)\n"
+                  f"serve with:  trainyard server --tls-cert {pair.cert} --tls-key {pair.key}"
+                  f"\ntrust with:  export TRAINYARD_CA_CERT={pair.cert}", highlight=False)
+
+
+# --- users and teams ------------------------------------------------------------------------
+
+@users_app.command("create")
+def users_create(name: str,
+                 admin: Annotated[bool, typer.Option("--admin", help="An administrator.")] =
+                     False,
+                 server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Create a user (a member unless --admin)."""
+    with client_for(server) as client:
+        user = client.create_user(name, admin=admin)
+    _show(user, output, f"created {'admin' if admin else 'member'} {name}")
+
+
+@users_app.command("list")
+def users_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    with client_for(server) as client:
+        found = client.list_users()
+    if output is Output.json:
+        print_json(found)
+        return
+    _table(["USER", "ROLE", "TEAMS"], [[u["name"], "admin" if u["admin"] else "member",
+                                        ", ".join(u["teams"])] for u in found])
+
+
+@teams_app.command("create")
+def teams_create(name: str, server: ServerOpt = None,
+                 output: OutputOpt = Output.text) -> None:
+    with client_for(server) as client:
+        team = client.create_team(name)
+    _show(team, output, f"created team {name}")
+
+
+@teams_app.command("add-member")
+def teams_add_member(team: str, user: str, server: ServerOpt = None,
+                     output: OutputOpt = Output.text) -> None:
+    with client_for(server) as client:
+        updated = client.add_team_member(team, user)
+    _show(updated, output, f"team {team}: {', '.join(updated['members'])}")
+
+
+@teams_app.command("list")
+def teams_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    with client_for(server) as client:
+        found = client.list_teams()
+    if output is Output.json:
+        print_json(found)
+        return
+    _table(["TEAM", "MEMBERS"], [[t["name"], ", ".join(t["members"])] for t in found])
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+@tokens_app.command("create")
+def tokens_create(
+    user: str,
+    expires_in: Annotated[str | None, typer.Option(
+        help="Lifetime, e.g. 12h, 30d, 2w [default: never expires].")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="May read, never change.")] =
+        False,
+    server: ServerOpt = None, output: OutputOpt = Output.text,
+) -> None:
+    """Issue a token for USER and print it (shown once; only its hash is stored)."""
+    seconds = parse_duration(expires_in) if expires_in is not None else 0
+    with client_for(server) as client:
+        created = client.create_token(user, expires_in_seconds=seconds, read_only=read_only)
+    if output is Output.json:
+        print_json(created)
+        return
+    info = created["info"]
+    errors.print(f"token {info['id']} for {user}"
+                 f"{' (read-only)' if read_only else ''}"
+                 f"{', expires ' + info['expires_at'] if info.get('expires_at') else ''}; "
+                 "shown once:", highlight=False)
+    print(created["token"], file=sys.stdout)
+
+
+@tokens_app.command("list")
+def tokens_list(user: Annotated[str, typer.Argument(help="Only this user's tokens.")] = "",
+                server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    with client_for(server) as client:
+        found = client.list_tokens(user)
+    if output is Output.json:
+        print_json(found)
+        return
+    _table(["ID", "USER", "SCOPE", "EXPIRES", "REVOKED"],
+           [[t["id"], t["user"], "read-only" if t["read_only"] else "read-write",
+             t.get("expires_at") or "never", t.get("revoked_at") or ""] for t in found])
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(token_id: Annotated[str, typer.Argument(metavar="ID")],
+                  server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Revoke a token by the id `tokens list` shows; it stops working at once."""
+    with client_for(server) as client:
+        info = client.revoke_token(token_id)
+    _show(info, output, f"revoked token {token_id} of {info['user']}")
+
+
+# --- queues and audit -----------------------------------------------------------------------
+
+@queues_app.command("set")
+def queues_set(
+    queue: str,
+    user: Annotated[list[str] | None, typer.Option(help="A user who may submit "
+                                                        "(repeatable).")] = None,
+    team: Annotated[list[str] | None, typer.Option(help="A team whose members may submit "
+                                                        "(repeatable).")] = None,
+    server: ServerOpt = None, output: OutputOpt = Output.text,
+) -> None:
+    """Restrict QUEUE to these users and teams; with neither, open it to everyone."""
+    with client_for(server) as client:
+        acl = client.set_queue_access(queue, users=user or [], teams=team or [])
+    who = ", ".join([*acl["users"], *(f"team {t}" for t in acl["teams"])]) or "everyone"
+    _show(acl, output, f"queue {queue} takes jobs from {who}")
+
+
+@queues_app.command("list")
+def queues_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Queues with restricted access; any other queue is open to every user."""
+    with client_for(server) as client:
+        found = client.list_queue_access()
+    if output is Output.json:
+        print_json(found)
+        return
+    _table(["QUEUE", "USERS", "TEAMS"], [[q["queue"], ", ".join(q["users"]),
+                                         ", ".join(q["teams"])] for q in found])
+
+
+@admin_app.command()
+def audit(limit: Annotated[int, typer.Option(help="How many events, newest first.")] = 50,
+          server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """Administrative actions and refused requests."""
+    with client_for(server) as client:
+        events = client.list_audit(limit)
+    if output is Output.json:
+        print_json(events)
+        return
+    _table(["TIME", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
+           [[e["time"][:19], e["actor"], e["action"], e["target"],
+             "done" if e["allowed"] else "refused", e["detail"]] for e in events])

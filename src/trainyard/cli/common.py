@@ -1,0 +1,30 @@
+"""What every client command shares: where the server is, how output is printed, and how
+a refused call ends the command."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from trainyard.cli.output import Output, errors
+from trainyard.client import Client, TrainyardError
+
+ServerOpt = Annotated[str | None, typer.Option(
+    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
+    "[default: 127.0.0.1:50051].")]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text or json.")]
+
+
+@contextlib.contextmanager
+def client_for(server: str | None) -> Iterator[Client]:
+    """A client whose errors end the command with a sentence and exit code 1."""
+    try:
+        with Client(server) as client:
+            yield client
+    except TrainyardError as exc:
+        errors.print(f"[red]error[/] ({exc.code}): {escape(exc.message)}", highlight=False)
+        raise typer.Exit(1) from None
