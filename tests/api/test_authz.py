@@ -1,0 +1,298 @@
+"""Every RPC against every kind of caller, on a real server over loopback with TLS."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from trainyard.auth.certs import generate_self_signed
+from trainyard.auth.policy import Identity
+from trainyard.domain.states import JobState
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.jobs import JobFilter
+from trainyard.tracker import TrackerConfig
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+
+OK, UNAUTH, DENIED = "OK", "UNAUTHENTICATED", "PERMISSION_DENIED"
+CALLERS = ("anonymous", "expired", "revoked", "read_only", "other_team", "member", "admin")
+ROOT = Identity(user="root", admin=True)
+
+
+@dataclass
+class World:
+    server: TrainyardServer
+    channel: grpc.Channel
+    tokens: dict[str, str]  # caller -> token; anonymous has none
+    dataset_dir: Path
+    log_records: list[str]
+    errors: list[str]
+    names: Iterator[int]
+
+    def metadata(self, caller: str) -> tuple[tuple[str, str], ...]:
+        token = self.tokens.get(caller)
+        return (("authorization", f"Bearer {token}"),) if token else ()
+
+    def mia_job(self, command: str = "sleep 60", final: bool = False) -> str:
+        """A job owned by mia in her team's queue."""
+        stub = pb_grpc.TrainingServiceStub(self.channel)
+        job_id = stub.Train(pb.TrainRequest(name="mia-job", command=command, queue="red-q"),
+                            metadata=self.metadata("member"), timeout=10).job_id
+        if final:
+            stub.CancelJob(pb.CancelJobRequest(job_id=job_id), metadata=self.metadata("member"),
+                           timeout=10)
+            deadline = time.monotonic() + 20
+            while not self.server.jobs.get(job_id).state.is_final():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        return job_id
+
+
+class _Collect(logging.Handler):
+    def __init__(self, sink: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(self.format(record))
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("authz")
+    pair = generate_self_signed(tmp / "tls")
+    records: list[str] = []
+    handler = _Collect(records)
+    logging.getLogger().addHandler(handler)
+    previous_level = logging.getLogger().level
+    logging.getLogger().setLevel(logging.DEBUG)
+    srv = TrainyardServer(ServerConfig(data_dir=tmp / "data", port=0, tls_cert=pair.cert,
+                                       tls_key=pair.key,
+                                       tracker=TrackerConfig(max_concurrent=8,
+                                                             cancel_grace=1.0)))
+    access = srv.access
+    access.create_user(ROOT, "root", admin=True)
+    for name in ("mia", "otto"):
+        access.create_user(ROOT, name, admin=False)
+    access.create_team(ROOT, "red")
+    access.create_team(ROOT, "blue")
+    access.add_member(ROOT, "red", "mia")
+    access.add_member(ROOT, "blue", "otto")
+    access.set_queue_access(ROOT, "red-q", [], ["red"])
+
+    def token(user: str, **kwargs: Any) -> str:
+        options = {"expires_in": 0.0, "read_only": False, **kwargs}
+        return access.create_token(ROOT, user, **options).token
+
+    tokens = {"admin": token("root"), "member": token("mia"), "other_team": token("otto"),
+              "read_only": token("mia", read_only=True), "expired": token("mia", expires_in=1),
+              "revoked": token("mia")}
+    revoked_id = tokens["revoked"].split("_")[1]
+    access.revoke_token(ROOT, revoked_id)
+    srv.start()
+    dataset_dir = tmp / "ds"
+    dataset_dir.mkdir()
+    (dataset_dir / "a.txt").write_text("1\n")
+    channel = grpc.secure_channel(f"127.0.0.1:{srv.port}", grpc.ssl_channel_credentials(
+        root_certificates=pair.cert.read_bytes()))
+    time.sleep(1.1)  # the expired token's second passes
+    yield World(srv, channel, tokens, dataset_dir, records, [], itertools.count())
+    channel.close()
+    srv.stop(grace=0)
+    logging.getLogger().removeHandler(handler)
+    logging.getLogger().setLevel(previous_level)
+
+
+# --- the calls: each builds its own request, so that every caller's attempt is fresh --------
+
+Call = Callable[[World, str], Any]
+
+
+def training(name: str, request: Callable[[World], Any], stream: bool = False) -> Call:
+    def call(world: World, caller: str) -> Any:
+        method = getattr(pb_grpc.TrainingServiceStub(world.channel), name)
+        response = method(request(world), metadata=world.metadata(caller), timeout=15)
+        return list(response) if stream else response
+    return call
+
+
+def admin(name: str, request: Callable[[World], Any]) -> Call:
+    def call(world: World, caller: str) -> Any:
+        method = getattr(pb_grpc.AdminServiceStub(world.channel), name)
+        return method(request(world), metadata=world.metadata(caller), timeout=15)
+    return call
+
+
+def fresh(world: World, prefix: str) -> str:
+    return f"{prefix}{next(world.names)}"
+
+
+def own_job(world: World) -> pb.GetTrainingStatusRequest:
+    return pb.GetTrainingStatusRequest(job_id=world.mia_job(final=True))
+
+
+# What each caller may do; the unauthenticated three get UNAUTHENTICATED everywhere.
+MEMBER_WRITE = {"read_only": DENIED, "other_team": DENIED, "member": OK, "admin": OK}
+MEMBER_READ_OWN = {"read_only": OK, "other_team": DENIED, "member": OK, "admin": OK}
+ANYONE_READ = {"read_only": OK, "other_team": OK, "member": OK, "admin": OK}
+ADMIN_ONLY = {"read_only": DENIED, "other_team": DENIED, "member": DENIED, "admin": OK}
+
+RPCS: dict[str, tuple[Call, dict[str, str]]] = {
+    "Train": (training("Train", lambda w: pb.TrainRequest(
+        name="t", command="true", queue="red-q")), MEMBER_WRITE),
+    "GetTrainingStatus": (training("GetTrainingStatus", own_job), MEMBER_READ_OWN),
+    "ListJobs": (training("ListJobs", lambda w: pb.ListJobsRequest()), ANYONE_READ),
+    "CancelJob": (training("CancelJob", lambda w: pb.CancelJobRequest(job_id=w.mia_job())),
+                  MEMBER_WRITE),
+    "WatchJob": (training("WatchJob", lambda w: pb.WatchJobRequest(
+        job_id=w.mia_job(final=True)), stream=True), MEMBER_READ_OWN),
+    "StreamLogs": (training("StreamLogs", lambda w: pb.StreamLogsRequest(
+        job_id=w.mia_job(final=True)), stream=True), MEMBER_READ_OWN),
+    "RegisterDataset": (training("RegisterDataset", lambda w: pb.RegisterDatasetRequest(
+        name="ds", path=str(w.dataset_dir))), ADMIN_ONLY),
+    "ListDatasets": (training("ListDatasets", lambda w: pb.ListDatasetsRequest()), ANYONE_READ),
+    "WhoAmI": (training("WhoAmI", lambda w: pb.WhoAmIRequest()), ANYONE_READ),
+    "CreateUser": (admin("CreateUser", lambda w: pb.CreateUserRequest(
+        name=fresh(w, "user"))), ADMIN_ONLY),
+    "ListUsers": (admin("ListUsers", lambda w: pb.ListUsersRequest()), ADMIN_ONLY),
+    "CreateTeam": (admin("CreateTeam", lambda w: pb.CreateTeamRequest(
+        name=fresh(w, "team"))), ADMIN_ONLY),
+    "ListTeams": (admin("ListTeams", lambda w: pb.ListTeamsRequest()), ADMIN_ONLY),
+    "AddTeamMember": (admin("AddTeamMember", lambda w: pb.AddTeamMemberRequest(
+        team="blue", user=w.server.access.create_user(ROOT, fresh(w, "new"), False).name)),
+        ADMIN_ONLY),
+    "CreateToken": (admin("CreateToken", lambda w: pb.CreateTokenRequest(user="otto")),
+                    ADMIN_ONLY),
+    "ListTokens": (admin("ListTokens", lambda w: pb.ListTokensRequest()), ADMIN_ONLY),
+    "RevokeToken": (admin("RevokeToken", lambda w: pb.RevokeTokenRequest(
+        id=w.server.access.create_token(ROOT, "otto", expires_in=0, read_only=False)
+        .record.id)), ADMIN_ONLY),
+    "SetQueueAccess": (admin("SetQueueAccess", lambda w: pb.QueueAccess(
+        queue=fresh(w, "q"), teams=["blue"])), ADMIN_ONLY),
+    "ListQueueAccess": (admin("ListQueueAccess", lambda w: pb.ListQueueAccessRequest()),
+                        ADMIN_ONLY),
+    "ListAudit": (admin("ListAudit", lambda w: pb.ListAuditRequest()), ADMIN_ONLY),
+}
+
+
+def test_the_table_covers_every_rpc() -> None:
+    offered = {m.name for s in ("TrainingService", "AdminService")
+               for m in pb.DESCRIPTOR.services_by_name[s].methods}
+    assert set(RPCS) == offered
+
+
+CASES = [(rpc, caller, RPCS[rpc][1].get(caller, UNAUTH)) for rpc in RPCS for caller in CALLERS]
+
+
+@pytest.mark.parametrize(("rpc", "caller", "expected"), CASES,
+                         ids=[f"{r}-{c}" for r, c, _ in CASES])
+def test_who_may_call_what(world: World, rpc: str, caller: str, expected: str) -> None:
+    call = RPCS[rpc][0]
+    jobs_before = _job_count(world)
+    try:
+        call(world, caller)
+        outcome = OK
+    except grpc.RpcError as exc:
+        outcome = exc.code().name
+        world.errors.append(exc.details() or "")
+        assert exc.details(), "a refusal says what was refused"
+        if outcome == DENIED:
+            assert "may not" in exc.details() or "is for admins" in exc.details() or \
+                "read-only" in exc.details() or "not open to" in exc.details()
+    assert outcome == expected
+    if rpc == "Train" and expected != OK:
+        assert _job_count(world) == jobs_before  # a refused call changes nothing
+
+
+def _job_count(world: World) -> int:
+    records, _ = world.server.jobs.list(JobFilter(), page_size=1000)
+    return len(records)
+
+
+def test_members_list_only_what_they_may_see(world: World) -> None:
+    mine = world.mia_job(final=True)
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+
+    def listed(caller: str) -> set[str]:
+        reply = stub.ListJobs(pb.ListJobsRequest(page_size=1000),
+                              metadata=world.metadata(caller), timeout=10)
+        return {j.job_id for j in reply.jobs}
+
+    assert mine in listed("member") and mine in listed("admin")
+    assert mine not in listed("other_team")
+    owners = {world.server.jobs.get(j).owner for j in listed("other_team")}
+    assert owners <= {"otto"}
+
+
+def test_the_owner_comes_from_the_token(world: World) -> None:
+    job_id = world.mia_job(final=True)
+    assert world.server.jobs.get(job_id).owner == "mia"
+
+
+@pytest.mark.parametrize("header", [
+    "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "bearer ty_123", "Bearer " + "x" * 600,
+    "Bearer ty_0123456789ab_" + "A" * 43, "Token abc",
+])
+def test_malformed_credentials_are_refused_cleanly(world: World, header: str) -> None:
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ListJobs(pb.ListJobsRequest(), metadata=(("authorization", header),), timeout=10)
+    assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    details = info.value.details() or ""
+    assert details and "Traceback" not in details
+    if len(header) > 10:
+        assert header[7:] not in details  # the credential is never echoed
+
+
+@pytest.mark.parametrize("header", ["Bearer tÿ_ünïcödé", "Bearer " + "y" * 20000])
+def test_credentials_no_server_could_parse_never_get_through(world: World, header: str) -> None:
+    """Non-ASCII and oversized values are stopped by the gRPC layer, on either side; the
+    server keeps serving."""
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+    with pytest.raises((grpc.RpcError, ValueError)) as info:
+        stub.ListJobs(pb.ListJobsRequest(), metadata=(("authorization", header),), timeout=10)
+    if isinstance(info.value, grpc.RpcError):
+        assert info.value.code() is not grpc.StatusCode.OK
+    who = stub.WhoAmI(pb.WhoAmIRequest(), metadata=world.metadata("member"), timeout=10)
+    assert who.user == "mia" and not who.admin and list(who.teams) == ["red"]
+
+
+def test_refusals_and_admin_actions_are_audited(world: World) -> None:
+    stub = pb_grpc.AdminServiceStub(world.channel)
+    with pytest.raises(grpc.RpcError):
+        stub.CreateUser(pb.CreateUserRequest(name="sneaky"), metadata=world.metadata("member"),
+                        timeout=10)
+    stub.CreateUser(pb.CreateUserRequest(name="welcome"), metadata=world.metadata("admin"),
+                    timeout=10)
+    events = stub.ListAudit(pb.ListAuditRequest(limit=50), metadata=world.metadata("admin"),
+                            timeout=10).events
+    assert any(e.actor == "mia" and e.action == "CreateUser" and not e.allowed for e in events)
+    assert any(e.actor == "root" and e.action == "CreateUser" and e.target == "welcome" and
+               e.allowed for e in events)
+
+
+def test_tokens_never_leak(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Even a token in the server's own environment does not reach a job.
+    monkeypatch.setenv("TRAINYARD_TOKEN", world.tokens["admin"])
+    job_id = world.mia_job(command="env; echo done")
+    deadline = time.monotonic() + 20
+    while world.server.jobs.get(job_id).state is not JobState.SUCCEEDED:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job_env = world.server.workspace.attempt(job_id, 1).log_path.read_text()
+    assert "done" in job_env
+    texts = {"logs": "\n".join(world.log_records), "job environment": job_env,
+             "errors": "\n".join(world.errors)}
+    assert world.errors and world.log_records  # the matrix ran and the server logged
+    for token in world.tokens.values():
+        secret = token.split("_", 2)[2]
+        for where, text in texts.items():
+            assert secret not in text, f"a token's secret appears in the {where}"
