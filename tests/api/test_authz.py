@@ -80,12 +80,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                                                              cancel_grace=1.0)))
     access = srv.access
     access.create_user(ROOT, "root", admin=True)
-    for name in ("mia", "otto"):
+    for name in ("mia", "otto", "max"):
         access.create_user(ROOT, name, admin=False)
     access.create_team(ROOT, "red")
     access.create_team(ROOT, "blue")
     access.add_member(ROOT, "red", "mia")
     access.add_member(ROOT, "blue", "otto")
+    access.add_member(ROOT, "red", "max")
     access.set_queue_access(ROOT, "red-q", [], ["red"])
 
     def token(user: str, **kwargs: Any) -> str:
@@ -94,7 +95,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
     tokens = {"admin": token("root"), "member": token("mia"), "other_team": token("otto"),
               "read_only": token("mia", read_only=True), "expired": token("mia", expires_in=1),
-              "revoked": token("mia")}
+              "revoked": token("mia"), "teammate": token("max")}
     revoked_id = tokens["revoked"].split("_")[1]
     access.revoke_token(ROOT, revoked_id)
     srv.start()
@@ -296,3 +297,15 @@ def test_tokens_never_leak(world: World, monkeypatch: pytest.MonkeyPatch) -> Non
         secret = token.split("_", 2)[2]
         for where, text in texts.items():
             assert secret not in text, f"a token's secret appears in the {where}"
+
+
+def test_teammates_see_and_cancel_each_others_jobs(world: World) -> None:
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+    job_id = world.mia_job()
+    status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
+                                    metadata=world.metadata("teammate"), timeout=10)
+    assert status.owner == "mia"
+    stub.CancelJob(pb.CancelJobRequest(job_id=job_id), metadata=world.metadata("teammate"),
+                   timeout=10)
+    assert world.server.jobs.get(job_id).cancel_requested or \
+        world.server.jobs.get(job_id).state is JobState.CANCELLED
