@@ -309,3 +309,17 @@ def test_teammates_see_and_cancel_each_others_jobs(world: World) -> None:
                    timeout=10)
     assert world.server.jobs.get(job_id).cancel_requested or \
         world.server.jobs.get(job_id).state is JobState.CANCELLED
+
+
+def test_a_request_id_does_not_reach_another_users_job(world: World) -> None:
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+    first = stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
+                       metadata=world.metadata("member"), timeout=10)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
+                   metadata=world.metadata("other_team"), timeout=10)
+    assert info.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert first.job_id not in (info.value.details() or "")
+    again = stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
+                       metadata=world.metadata("member"), timeout=10)
+    assert again.existing and again.job_id == first.job_id
