@@ -4,6 +4,7 @@ reads the caller's identity with `current_identity()`."""
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from trainyard.api.permissions import access_for
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied, TrainyardError, Unauthenticated
 
+log = logging.getLogger(__name__)
 _identity: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("identity",
                                                                             default=None)
 
@@ -51,6 +53,10 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return _refusal(handler, status_for(exc), str(exc))
         except TrainyardError as exc:
             return _refusal(handler, status_for(exc), str(exc))
+        except Exception:  # the store is down, say: a sentence, not a traceback
+            log.exception("authenticating a call to %s failed", method)
+            return _refusal(handler, grpc.StatusCode.INTERNAL,
+                            "internal error while checking credentials; see the server log")
         return _with_identity(handler, identity)
 
 
