@@ -18,7 +18,15 @@ processes keep the server the bottleneck. Client and server still share the mach
 so the rates are a lower bound; the server's CPU time per call (read from /proc) does not
 depend on how much CPU the clients took, and is reported beside them.
 
+Authentication (--auth): `none` measures single-user mode (no users, loopback bind, no token).
+`token` bootstraps an admin in each server's store before the server starts, as `trainyard
+admin bootstrap` does, and every call of every phase (health checks included, so the ratio
+stays like-for-like) sends that admin's token, as the SDK does. `token-tls` also makes a
+self-signed certificate and runs every call over TLS. The token reaches the client processes
+inside the pickled work description, never on a command line.
+
 Usage: .venv/bin/python bench/submit.py [--clients 32] [--requests-per-client 150]
+                                        [--auth {none,token,token-tls}] [--json PATH]
 """
 
 from __future__ import annotations
@@ -54,7 +62,13 @@ from rich.table import Table
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
-RESULTS = Path(__file__).resolve().parent / "results" / "submit.json"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS = RESULTS_DIR / "submit.json"  # --auth none; other modes write submit-<mode>.json
+AUTH_MODES = ("none", "token", "token-tls")
+AUTH_LABELS = {"none": "single-user (no token)", "token": "token auth",
+               "token-tls": "token auth over TLS"}
+BENCH_ADMIN = "bench-admin"
+TOKEN_LIFETIME_S = 6 * 3600  # outlives any run; bounds a token left in a shared database
 CALL_TIMEOUT_S = 10.0
 SERVER_START_TIMEOUT_S = 30.0
 SERVER_STOP_TIMEOUT_S = 15.0
@@ -70,32 +84,131 @@ ACTIVE_OR_WAITING = [pb.JobState.Value(s) for s in ("WAITING", "LAUNCHING", "RUN
 console = Console(width=None if sys.stdout.isatty() else 100)
 
 
-# --- servers ---------------------------------------------------------------------------------
+# --- servers and credentials -----------------------------------------------------------------
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How a client reaches a server. It travels to the client processes inside the pickled
+    Load (over multiprocessing's pipe, never on a command line); repr=False keeps the token
+    out of logs and tracebacks."""
+
+    address: str
+    token: str = field(default="", repr=False)
+    ca_cert: bytes = field(default=b"", repr=False)  # PEM root of trust; empty: plaintext
+
+    @property
+    def metadata(self) -> Metadata | None:
+        """What every call sends, as the SDK does; None without a token (as before)."""
+        return (("authorization", f"Bearer {self.token}"),) if self.token else None
+
+    def channel(self) -> grpc.Channel:
+        if self.ca_cert:
+            return grpc.secure_channel(
+                self.address, grpc.ssl_channel_credentials(root_certificates=self.ca_cert))
+        return grpc.insecure_channel(self.address)
+
+
+class Security:
+    """The run's --auth mode: the TLS pair the servers use, and each store's admin token."""
+
+    def __init__(self, mode: str, workdir: Path) -> None:
+        self.mode = mode
+        self.tls_args: list[str] = []
+        self.ca_cert = b""
+        self._shared_token = ""  # the last store's token; reused only for a shared database
+        if mode == "token-tls":
+            from trainyard.auth.certs import generate_self_signed
+
+            pair = generate_self_signed(workdir / "tls")  # localhost and 127.0.0.1
+            self.tls_args = ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key)]
+            self.ca_cert = pair.cert.read_bytes()
+
+    def token_for(self, data_dir: Path, database_url: str) -> str:
+        """An admin token for the store the server on data_dir uses; "" for --auth none."""
+        if self.mode == "none":
+            return ""
+        if database_url and self._shared_token:
+            return self._shared_token  # both servers use this store: its admin exists
+        self._shared_token = bootstrap_admin(data_dir, database_url)
+        return self._shared_token
+
+
+def bootstrap_admin(data_dir: Path, database_url: str) -> str:
+    """Create the first admin and a token directly in the store, as `trainyard admin
+    bootstrap` does, before the server opens it. A shared database that already has users
+    needs an admin's token in TRAINYARD_TOKEN instead."""
+    from trainyard.admin import AccessService
+    from trainyard.auth.authenticator import Authenticator
+    from trainyard.auth.policy import Identity
+    from trainyard.store.access import AccessStore
+    from trainyard.store.db import open_database, sqlite_url
+
+    db = open_database(database_url or sqlite_url(data_dir.resolve()))
+    try:
+        store = AccessStore(db)
+        if store.any_users():
+            token = os.environ.get("TRAINYARD_TOKEN", "")
+            if not token:
+                raise RuntimeError("the database already has users, so the benchmark cannot "
+                                   "bootstrap its admin: set TRAINYARD_TOKEN to an admin's "
+                                   "token, or use an empty database")
+            return token
+        access = AccessService(store, Authenticator(store, loopback_only=True))
+        me = Identity(user=BENCH_ADMIN, admin=True)
+        access.create_user(me, BENCH_ADMIN, admin=True)
+        return access.create_token(me, BENCH_ADMIN, expires_in=TOKEN_LIFETIME_S,
+                                   read_only=False).token
+    finally:
+        db.close()
 
 
 @dataclass(frozen=True)
 class Server:
-    address: str
+    endpoint: Endpoint
     pid: int
 
 
 @contextmanager
-def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str) -> Iterator[Server]:
+def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str,
+                     security: Security) -> Iterator[Server]:
     """Run a server in a subprocess; yield it once it serves; always stop it."""
     port_file = workdir / "port"
     log_path = workdir / "server.log"
+    data_dir = workdir / "data"
+    token = security.token_for(data_dir, database_url)  # before the server opens the store
     cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
-           "--port-file", str(port_file), "--data-dir", str(workdir / "data"),
+           "--port-file", str(port_file), "--data-dir", str(data_dir),
            "--max-concurrent", str(max_concurrent),
            # Always explicit, so a TRAINYARD_DATABASE_URL in the environment cannot leak in.
-           "--database-url", database_url]
+           "--database-url", database_url, *security.tls_args]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
-        yield Server(f"127.0.0.1:{_wait_for_port(proc, port_file, log_path)}", proc.pid)
+        port = _wait_for_port(proc, port_file, log_path)
+        endpoint = Endpoint(f"127.0.0.1:{port}", token, security.ca_cert)
+        if token:
+            require_token(endpoint)
+        yield Server(endpoint, proc.pid)
     finally:
         _stop(proc)
+
+
+def require_token(endpoint: Endpoint) -> None:
+    """The server must refuse a call without the token, or it is in single-user mode and the
+    figures would not describe token authentication."""
+    with replace(endpoint, token="").channel() as channel:
+        try:
+            pb_grpc.TrainingServiceStub(channel).ListJobs(pb.ListJobsRequest(page_size=1),
+                                                          timeout=CALL_TIMEOUT_S)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+                return
+            raise
+    raise RuntimeError("the server answered a call without a token: it is not asking for one")
 
 
 def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, log_path: Path) -> int:
@@ -135,7 +248,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 @dataclass(frozen=True)
 class Load:
     kind: str  # health | submit | status | cancel
-    address: str
+    endpoint: Endpoint
     requests: int  # per client; "cancel" instead does each of its ids once
     cap_s: float  # wall-clock cap per client
     job_ids: tuple[str, ...] = ()
@@ -157,23 +270,25 @@ def _caller(load: Load, channel: grpc.Channel, ids: Sequence[str]) -> Callable[[
     health = health_pb2_grpc.HealthStub(channel)
     check_request = health_pb2.HealthCheckRequest(service="")
     train_request = pb.TrainRequest(name="bench-submit", command="true")
+    md = load.endpoint.metadata  # health checks carry it too: the same bytes on the wire
 
     def check(_i: int) -> str:
-        health.Check(check_request, timeout=CALL_TIMEOUT_S)
+        health.Check(check_request, timeout=CALL_TIMEOUT_S, metadata=md)
         return ""
 
     def train(_i: int) -> str:
-        return str(stub.Train(train_request, timeout=CALL_TIMEOUT_S).job_id)
+        return str(stub.Train(train_request, timeout=CALL_TIMEOUT_S, metadata=md).job_id)
 
     pick = random.Random(os.getpid() * 1000 + threading.get_ident()).choice
 
     def status(_i: int) -> str:
         stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=pick(ids)),
-                               timeout=CALL_TIMEOUT_S)
+                               timeout=CALL_TIMEOUT_S, metadata=md)
         return ""
 
     def cancel(i: int) -> str:
-        stub.CancelJob(pb.CancelJobRequest(job_id=ids[i]), timeout=CALL_TIMEOUT_S)
+        stub.CancelJob(pb.CancelJobRequest(job_id=ids[i]), timeout=CALL_TIMEOUT_S,
+                       metadata=md)
         return ""
 
     calls = {"health": check, "submit": train, "status": status, "cancel": cancel}
@@ -182,7 +297,7 @@ def _caller(load: Load, channel: grpc.Channel, ids: Sequence[str]) -> Callable[[
 
 def _client(load: Load, ids: Sequence[str], ready: threading.Barrier, go: threading.Event,
             out: ClientResult) -> None:
-    with grpc.insecure_channel(load.address) as channel:
+    with load.endpoint.channel() as channel:
         try:
             # Connect before the clock starts, so set-up is not part of any figure.
             grpc.channel_ready_future(channel).result(timeout=CALL_TIMEOUT_S)
@@ -267,8 +382,8 @@ def run_load(load: Load, clients: int, processes: int) -> Figures:
     id_slices = [_ids_for(load, p, processes) for p in range(processes)]
     threads = [clients // processes + (p < clients % processes) for p in range(processes)]
     procs = [ctx.Process(target=_worker, daemon=True,
-                         args=(Load(load.kind, load.address, load.requests, load.cap_s,
-                                    id_slices[p]), threads[p], ready, go, results))
+                         args=(replace(load, job_ids=id_slices[p]), threads[p], ready, go,
+                               results))
              for p in range(processes) if threads[p]]
     outs: list[ClientResult] = []
     try:
@@ -336,12 +451,25 @@ def _seconds(ts: Timestamp) -> float:
     return float(ts.seconds + ts.nanos / 1e9)
 
 
-def wait_for_state(stub: pb_grpc.TrainingServiceStub, job_id: str, state: int,
-                   timeout_s: float) -> None:
+@dataclass(frozen=True)
+class Api:
+    """A channel's TrainingService stub and the metadata each call on it sends."""
+
+    stub: pb_grpc.TrainingServiceStub
+    md: Metadata | None
+
+
+@contextmanager
+def connect(endpoint: Endpoint) -> Iterator[Api]:
+    with endpoint.channel() as channel:
+        yield Api(pb_grpc.TrainingServiceStub(channel), endpoint.metadata)
+
+
+def wait_for_state(api: Api, job_id: str, state: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
-        status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
-                                        timeout=CALL_TIMEOUT_S)
+        status = api.stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
+                                            timeout=CALL_TIMEOUT_S, metadata=api.md)
         if status.state == state:
             return
         if time.monotonic() > deadline:
@@ -349,17 +477,18 @@ def wait_for_state(stub: pb_grpc.TrainingServiceStub, job_id: str, state: int,
         time.sleep(0.02)
 
 
-def wait_final(stub: pb_grpc.TrainingServiceStub, job_id: str, timeout_s: float) -> None:
+def wait_final(api: Api, job_id: str, timeout_s: float) -> None:
     """Follow WatchJob until the job is final; it pushes changes, so no poll delay is added."""
-    for event in stub.WatchJob(pb.WatchJobRequest(job_id=job_id), timeout=timeout_s):
+    for event in api.stub.WatchJob(pb.WatchJobRequest(job_id=job_id), timeout=timeout_s,
+                                   metadata=api.md):
         if event.final:
             return
 
 
-def require_empty_queue(stub: pb_grpc.TrainingServiceStub) -> None:
+def require_empty_queue(api: Api) -> None:
     """A shared database must hold no unfinished job, or the figures would include it."""
-    page = stub.ListJobs(pb.ListJobsRequest(states=ACTIVE_OR_WAITING, page_size=1),
-                         timeout=CALL_TIMEOUT_S)
+    page = api.stub.ListJobs(pb.ListJobsRequest(states=ACTIVE_OR_WAITING, page_size=1),
+                             timeout=CALL_TIMEOUT_S, metadata=api.md)
     if page.jobs:
         raise RuntimeError("the database already holds unfinished jobs; use an empty one")
 
@@ -372,18 +501,19 @@ def blocker_command(marker: Path) -> str:
 
 
 @contextmanager
-def blocker_job(stub: pb_grpc.TrainingServiceStub, marker: Path) -> Iterator[str]:
+def blocker_job(api: Api, marker: Path) -> Iterator[str]:
     """Hold the only run slot with a sleeping job, and cancel it (and wait for that) after."""
     marker.touch()
-    job_id = stub.Train(pb.TrainRequest(name="bench-blocker", command=blocker_command(marker)),
-                        timeout=CALL_TIMEOUT_S).job_id
+    request = pb.TrainRequest(name="bench-blocker", command=blocker_command(marker))
+    job_id = api.stub.Train(request, timeout=CALL_TIMEOUT_S, metadata=api.md).job_id
     try:
-        wait_for_state(stub, job_id, RUNNING, timeout_s=15)
+        wait_for_state(api, job_id, RUNNING, timeout_s=15)
         yield job_id
     finally:
         try:
-            stub.CancelJob(pb.CancelJobRequest(job_id=job_id), timeout=CALL_TIMEOUT_S)
-            wait_final(stub, job_id, timeout_s=SERVER_STOP_TIMEOUT_S)
+            api.stub.CancelJob(pb.CancelJobRequest(job_id=job_id), timeout=CALL_TIMEOUT_S,
+                               metadata=api.md)
+            wait_final(api, job_id, timeout_s=SERVER_STOP_TIMEOUT_S)
         except grpc.RpcError as exc:
             # Do not hide the error that got us here; the marker's removal ends the job.
             console.log(f"[yellow]could not cancel the blocker job: {exc.code()}[/]")
@@ -398,22 +528,21 @@ class Latency:
     observed_ms: list[float]  # client's submit-call start -> recorded RUNNING time
 
 
-def measure_submit_to_running(address: str, jobs: int, cap_s: float) -> Latency:
+def measure_submit_to_running(endpoint: Endpoint, jobs: int, cap_s: float) -> Latency:
     """Phase d: trivial jobs one at a time on an empty queue."""
     recorded: list[float] = []
     observed: list[float] = []
     failures, first_error = 0, ""
     deadline = time.monotonic() + cap_s
-    with grpc.insecure_channel(address) as channel:
-        stub = pb_grpc.TrainingServiceStub(channel)
-        require_empty_queue(stub)
+    with connect(endpoint) as api:
+        require_empty_queue(api)
         request = pb.TrainRequest(name="bench-latency", command="true")
         for _ in range(jobs):
             if time.monotonic() > deadline:
                 break
             started = time.time()  # wall clock: compared with the server's recorded times
             try:
-                times = _run_trivial_job(stub, request)
+                times = _run_trivial_job(api, request)
             except grpc.RpcError as exc:
                 failures += 1
                 first_error = first_error or f"{exc.code()}: {exc.details()}"
@@ -428,13 +557,12 @@ def measure_submit_to_running(address: str, jobs: int, cap_s: float) -> Latency:
                    sorted(observed))
 
 
-def _run_trivial_job(stub: pb_grpc.TrainingServiceStub,
-                     request: pb.TrainRequest) -> dict[int, float]:
+def _run_trivial_job(api: Api, request: pb.TrainRequest) -> dict[int, float]:
     """Submit, wait until final, return the recorded time of each state it entered."""
-    job_id = stub.Train(request, timeout=CALL_TIMEOUT_S).job_id
-    wait_final(stub, job_id, timeout_s=CALL_TIMEOUT_S)
-    status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
-                                    timeout=CALL_TIMEOUT_S)
+    job_id = api.stub.Train(request, timeout=CALL_TIMEOUT_S, metadata=api.md).job_id
+    wait_final(api, job_id, timeout_s=CALL_TIMEOUT_S)
+    status = api.stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
+                                        timeout=CALL_TIMEOUT_S, metadata=api.md)
     return {t.to_state: _seconds(t.time) for t in status.transitions}
 
 
@@ -455,23 +583,25 @@ def run(args: argparse.Namespace) -> Outcome:
         server_a, server_b = Path(tmp, "a"), Path(tmp, "b")
         server_a.mkdir()
         server_b.mkdir()
+        security = Security(args.auth, Path(tmp))
         # Phase d first: it needs an empty queue, and on a shared PostgreSQL database the
         # load phases leave thousands of jobs behind.
-        console.log(f"d. submit->RUNNING, {args.latency_jobs} jobs one at a time")
-        with trainyard_server(server_b, max_concurrent=4,
-                              database_url=args.database_url) as server:
-            latency = measure_submit_to_running(server.address, args.latency_jobs,
+        console.log(f"d. submit->RUNNING, {args.latency_jobs} jobs one at a time "
+                    f"(auth: {args.auth})")
+        with trainyard_server(server_b, max_concurrent=4, database_url=args.database_url,
+                              security=security) as server:
+            latency = measure_submit_to_running(server.endpoint, args.latency_jobs,
                                                 args.phase_seconds)
-        health, submit, status, ratios = load_phases(args, server_a)
+        health, submit, status, ratios = load_phases(args, server_a, security)
     return Outcome(health, submit, status, latency, ratios)
 
 
-def load_phases(args: argparse.Namespace,
-                workdir: Path) -> tuple[Figures, Figures, Figures, list[float]]:
+def load_phases(args: argparse.Namespace, workdir: Path,
+                security: Security) -> tuple[Figures, Figures, Figures, list[float]]:
     """Phases a-c on one server whose only run slot a blocker job holds."""
     def load(kind: str, requests: int, ids: tuple[str, ...] = ()) -> Figures:
         cpu_before = server_cpu_s(server.pid)
-        figures = run_load(Load(kind, server.address, requests, args.phase_seconds, ids),
+        figures = run_load(Load(kind, server.endpoint, requests, args.phase_seconds, ids),
                            args.clients, args.processes)
         cpu_after = server_cpu_s(server.pid)
         if cpu_before is None or cpu_after is None or not figures.calls:
@@ -479,11 +609,11 @@ def load_phases(args: argparse.Namespace,
         return replace(figures,
                        server_cpu_ms_per_call=(cpu_after - cpu_before) * 1000 / figures.calls)
 
-    with (trainyard_server(workdir, max_concurrent=1, database_url=args.database_url)
-          as server, grpc.insecure_channel(server.address) as channel):
-        stub = pb_grpc.TrainingServiceStub(channel)
-        require_empty_queue(stub)
-        with blocker_job(stub, workdir / "blocker-alive"):
+    with (trainyard_server(workdir, max_concurrent=1, database_url=args.database_url,
+                           security=security) as server,
+          connect(server.endpoint) as api):
+        require_empty_queue(api)
+        with blocker_job(api, workdir / "blocker-alive"):
             # Health and submit rounds alternate, so a burst of load from elsewhere on a
             # shared machine hits both sides of the ratio; the median round is reported.
             rounds: list[tuple[Figures, Figures]] = []
@@ -533,7 +663,8 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
         "config": {"clients": args.clients, "client_processes": args.processes,
                    "requests_per_client": args.requests_per_client, "rounds": args.rounds,
                    "latency_jobs": args.latency_jobs,
-                   "database": "postgresql" if args.database_url else "sqlite"},
+                   "database": "postgresql" if args.database_url else "sqlite",
+                   "auth": args.auth},
         **figures,
         "submit_to_running_p50_ms": _num(recorded_p50),
         "submit_to_running_p99_ms": _num(percentile(lat.recorded_ms, 99)),
@@ -573,7 +704,8 @@ def _commit() -> str | None:
 def render(outcome: Outcome, results: dict[str, Any]) -> None:
     config = results["config"]
     table = Table(title=f"Trainyard submit benchmark: {config['database']}, "
-                        f"{config['clients']} clients in {config['client_processes']} processes",
+                        f"{AUTH_LABELS[config['auth']]}, {config['clients']} clients in "
+                        f"{config['client_processes']} processes",
                   caption="CPU ms: the server process's CPU time per call")
     for col in ("figure", "calls/s", "p50 ms", "p99 ms", "CPU ms", "calls", "errors"):
         table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
@@ -639,14 +771,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="trivial jobs for submit->RUNNING")
     p.add_argument("--phase-seconds", type=float, default=25.0,
                    help="wall-clock cap of each phase")
-    p.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
+    p.add_argument("--auth", choices=AUTH_MODES, default="none",
+                   help="none: single-user mode; token: every call sends an admin's token; "
+                        "token-tls: that, over TLS with a self-signed certificate")
+    p.add_argument("--json", type=Path, default=None,
+                   help="where to write the results [default: bench/results/submit.json, "
+                        "or submit-<auth>.json for a token mode]")
     p.add_argument("--database-url", default="",
                    help="postgresql://... to benchmark PostgreSQL instead of SQLite; "
-                        "the database must hold no unfinished jobs")
+                        "the database must hold no unfinished jobs (and, for a token mode, "
+                        "no users, or an admin's token must be in TRAINYARD_TOKEN)")
     args = p.parse_args(argv)
     if min(args.clients, args.processes, args.requests_per_client, args.rounds) < 1:
         p.error("--clients, --processes, --requests-per-client and --rounds must be at least 1")
     args.processes = min(args.processes, args.clients)
+    if args.json is None:
+        args.json = RESULTS if args.auth == "none" else RESULTS_DIR / f"submit-{args.auth}.json"
     return args
 
 
