@@ -17,7 +17,10 @@ class PendingJob:
     priority: int
     seq: int  # submit order: lower was submitted first
     resources: Resources = field(default_factory=Resources)
-    pool: str = LOCAL_POOL
+    pool: str = LOCAL_POOL  # the executor it needs: "local" or "docker"
+    owner: str = ""
+    team: str = ""  # whose quota it draws on; empty for none
+    submitted_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class RunningJob:
     resources: Resources = field(default_factory=Resources)
     pool: str = LOCAL_POOL
     gpu_ids: tuple[str, ...] = ()
+    team: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class Snapshot:
     pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
     # Pools that cannot launch anything now (their engine is away), with why.
     unavailable: Mapping[str, str] = field(default_factory=dict)
+    # Each queue's decayed usage so far, for fair turns between queues of equal priority.
+    usage: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class Decisions:
     saturated: PendingReason | None = None
     # The device ids each admitted job that asked for GPUs gets, disjoint from those in use.
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The pool each admitted job was placed in, where the policy chose among several.
+    pools: dict[str, str] = field(default_factory=dict)
 
 
 class Policy(Protocol):

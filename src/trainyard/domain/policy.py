@@ -1,0 +1,81 @@
+"""The queueing policy an administrator declares: pools, queues, teams and their quotas, and
+global limits. Pure data; `trainyard.policy_file` reads it from TOML or YAML, and the
+scheduler decides by it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
+
+EXECUTORS = (LOCAL_POOL, DOCKER_POOL)
+
+
+@dataclass(frozen=True)
+class Pool:
+    capacity: PoolCapacity  # its name, CPUs, memory, GPU ids and maximum jobs
+    executor: str = LOCAL_POOL  # "local" or "docker": which jobs it can run
+
+    @property
+    def name(self) -> str:
+        return self.capacity.name
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    pools: tuple[str, ...]  # where its jobs may run, in order of preference
+    priority: int = 0  # higher runs first
+    max_running: int | None = None  # None: only the global limit
+    users: frozenset[str] = frozenset()  # with teams: who may submit; both empty: everyone
+    teams: frozenset[str] = frozenset()
+    weight: float = 1.0  # share among queues of equal priority
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A team's share of one pool: what it is owed, and how much more it may borrow from
+    quota its owners leave idle. A resource the quota does not name (None) is not counted."""
+
+    cpus: float | None = None
+    memory_mb: int | None = None
+    gpus: int | None = None
+    borrow_cpus: float = 0.0
+    borrow_memory_mb: int = 0
+    borrow_gpus: int = 0
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    members: frozenset[str] = frozenset()
+    quotas: Mapping[str, Quota] = field(default_factory=dict)  # by pool name
+
+
+@dataclass(frozen=True)
+class Policy:
+    pools: Mapping[str, Pool]
+    queues: Mapping[str, Queue]
+    teams: Mapping[str, Team] = field(default_factory=dict)
+    max_running: int = 4  # across all pools
+    # Usage older than this counts half as much in fair share between queues.
+    fair_share_half_life_s: float = 3600.0
+    # A job waiting longer than this gets capacity reserved, so small jobs cannot starve it.
+    reserve_after_s: float = 600.0
+
+    def team_of(self, user: str) -> str:
+        """The first team (by name) that lists the user; empty if none."""
+        for name in sorted(self.teams):
+            if user in self.teams[name].members:
+                return name
+        return ""
+
+
+def default_policy(pools: Mapping[str, PoolCapacity], max_running: int) -> Policy:
+    """What a server without a policy file runs: one open queue, `default`, on every pool."""
+    return Policy(
+        pools={name: Pool(cap, executor=name) for name, cap in pools.items()},
+        queues={"default": Queue("default", pools=tuple(pools))},
+        max_running=max_running,
+    )

@@ -1,0 +1,250 @@
+"""The declared-policy scheduler: each rule, then invariants over random workloads."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
+from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.spec import Resources
+from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
+from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
+from trainyard.scheduler.queues import (
+    NO_POOL,
+    QUEUE_ACCESS,
+    QUEUE_LIMIT,
+    RESERVED,
+    TEAM_QUOTA,
+    QueuePolicy,
+)
+
+GPU = Pool(PoolCapacity("gpu", max_jobs=16, cpus=32, memory_mb=65536,
+                        gpu_ids=tuple(f"g{i}" for i in range(8))), executor="local")
+CPU = Pool(PoolCapacity("cpu", max_jobs=8, cpus=8, memory_mb=16384), executor="local")
+BOX = Pool(PoolCapacity("box", max_jobs=4, cpus=4, memory_mb=8192), executor="docker")
+
+
+def policy(**overrides: object) -> Policy:
+    base: dict[str, object] = {
+        "pools": {"gpu": GPU, "cpu": CPU, "box": BOX},
+        "queues": {
+            "urgent": Queue("urgent", pools=("gpu", "cpu"), priority=10),
+            "a": Queue("a", pools=("gpu", "cpu")),
+            "b": Queue("b", pools=("gpu", "cpu")),
+            "box": Queue("box", pools=("box",)),
+        },
+        "teams": {},
+        "max_running": 100,
+        "reserve_after_s": 600.0,
+    }
+    base.update(overrides)
+    return Policy(**base)  # type: ignore[arg-type]
+
+
+def job(seq: int, queue: str = "a", *, gpus: int = 0, cpus: float = 1.0, priority: int = 0,
+        team: str = "", owner: str = "u", pool: str = "local",
+        submitted_at: float = 0.0) -> PendingJob:
+    return PendingJob(f"j{seq}", queue, priority, seq, Resources(cpus, 1024, gpus), pool,
+                      owner, team, submitted_at)
+
+
+def run(p: Policy, pending: list[PendingJob], running: list[RunningJob] | None = None,
+        now: float = 0.0, usage: dict[str, float] | None = None) -> Decisions:
+    return QueuePolicy(p).schedule(Snapshot(pending, running or [], max_concurrent=0, now=now,
+                                            usage=usage or {}))
+
+
+def test_higher_priority_queues_go_first() -> None:
+    p = policy(max_running=1)
+    decided = run(p, [job(1, "a"), job(2, "urgent")])
+    assert decided.admit == ("j2",)
+    assert decided.pending["j1"].code == GLOBAL_CONCURRENCY_LIMIT
+
+
+def test_inside_a_queue_job_priority_then_submit_order() -> None:
+    decided = run(policy(max_running=2), [job(1), job(2, priority=5), job(3)])
+    assert decided.admit == ("j2", "j1")
+
+
+def test_queues_of_equal_priority_take_turns() -> None:
+    pending = [job(i, "a") for i in range(1, 5)] + [job(i, "b") for i in range(5, 9)]
+    decided = run(policy(max_running=4), pending)
+    assert Counter(j[:2] for j in decided.admit) == Counter({"j1": 1, "j2": 1, "j5": 1,
+                                                             "j6": 1})
+
+
+def test_fair_share_favours_the_queue_that_used_less() -> None:
+    pending = [job(i, "a") for i in range(1, 5)] + [job(i, "b") for i in range(5, 9)]
+    decided = run(policy(max_running=3), pending, usage={"a": 10.0, "b": 0.0})
+    assert sorted(decided.admit) == ["j5", "j6", "j7"]
+
+
+def test_a_queue_limit_holds_only_that_queue() -> None:
+    p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",), max_running=1)})
+    decided = run(p, [job(1, "a"), job(2, "a"), job(3, "b")])
+    assert set(decided.admit) == {"j1", "j3"}
+    assert decided.pending["j2"].code == QUEUE_LIMIT
+    assert decided.pending["j2"].message == "queue 'a' is at its limit of 1 running jobs"
+
+
+def test_a_big_job_blocks_only_what_it_must_until_it_has_waited_long() -> None:
+    busy = [RunningJob(f"r{i}", "a", Resources(1, 1024, 1), "gpu", (f"g{i}",))
+            for i in range(6)]
+    pending = [job(1, gpus=4), job(2, gpus=1), job(3, gpus=1)]
+    fresh = run(policy(), pending, busy, now=10.0)
+    assert fresh.admit == ("j2", "j3")  # small jobs fill in behind the big one
+    assert fresh.pending["j1"].message == "waiting for 4 GPUs to be free at once in pool 'gpu'"
+    old = run(policy(), pending, busy, now=10_000.0)
+    assert old.admit == ()  # the big job has waited too long: its GPUs are held for it
+    assert old.pending["j2"].code == RESERVED
+
+
+def test_pools_are_chosen_by_the_kind_of_job_and_the_queue() -> None:
+    decided = run(policy(), [job(1, "box", pool="docker"), job(2, "a", pool="docker")])
+    assert decided.admit == ("j1",) and decided.pools == {"j1": "box"}
+    assert decided.pending["j2"].code == NO_POOL
+
+
+def test_a_job_spills_to_the_queues_next_pool() -> None:
+    busy = [RunningJob(f"r{i}", "a", Resources(2, 1024, 0), "gpu") for i in range(16)]
+    decided = run(policy(), [job(1)], busy)
+    assert decided.pools == {"j1": "cpu"}
+
+
+def test_changed_access_rules_stop_jobs_already_queued() -> None:
+    p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",),
+                                                     teams=frozenset({"vision"}))})
+    decided = run(p, [job(1, owner="bob", team="nlp"), job(2, owner="ann", team="vision")])
+    assert decided.admit == ("j2",)
+    assert decided.pending["j1"].code == QUEUE_ACCESS
+
+
+def quota_policy() -> Policy:
+    teams = {
+        "vision": Team("vision", frozenset({"ann"}),
+                       {"gpu": Quota(gpus=4, borrow_gpus=4)}),
+        "nlp": Team("nlp", frozenset({"bob"}), {"gpu": Quota(gpus=4, borrow_gpus=0)}),
+    }
+    return policy(teams=teams)
+
+
+def test_a_team_uses_its_quota_then_borrows_what_others_leave_idle() -> None:
+    decided = run(quota_policy(), [job(i, gpus=2, team="vision") for i in range(1, 6)])
+    assert len(decided.admit) == 4  # 4 of its own GPUs and 4 borrowed from idle nlp
+    assert decided.pending["j5"].code == TEAM_QUOTA
+    assert "team 'vision' has used its 4 GPUs of quota in pool 'gpu'" in \
+        decided.pending["j5"].message
+
+
+def test_no_borrowing_beyond_the_limit_or_from_quota_in_use() -> None:
+    nlp_busy = [RunningJob("r", "a", Resources(1, 1024, 4), "gpu", ("g0", "g1", "g2", "g3"),
+                           team="nlp")]
+    decided = run(quota_policy(), [job(1, gpus=4, team="vision"),
+                                   job(2, gpus=1, team="vision")], nlp_busy)
+    assert decided.admit == ("j1",)
+    assert "no idle quota can be borrowed" in decided.pending["j2"].message
+    limited = run(quota_policy(), [job(1, gpus=5, team="nlp")])
+    assert limited.pending["j1"].code == TEAM_QUOTA
+
+
+# --- invariants over random workloads ---------------------------------------------------
+
+QUEUES = ("urgent", "a", "b", "box")
+jobs_strategy = st.lists(
+    st.tuples(st.sampled_from(QUEUES), st.integers(0, 3), st.floats(0.5, 4.0),
+              st.integers(-2, 2), st.sampled_from(("vision", "nlp", "")),
+              st.sampled_from(("local", "docker"))),
+    max_size=40)
+running_strategy = st.lists(
+    st.tuples(st.sampled_from(QUEUES), st.integers(0, 2), st.sampled_from(("gpu", "cpu", "box")),
+              st.sampled_from(("vision", "nlp", ""))),
+    max_size=10)
+
+
+def build(raw_jobs: list[tuple[str, int, float, int, str, str]],
+          raw_running: list[tuple[str, int, str, str]]) -> tuple[list[PendingJob],
+                                                                  list[RunningJob]]:
+    pending = [PendingJob(f"j{i}", q, prio, i, Resources(cpus, 512, gpus), kind,
+                          "ann" if team == "vision" else "bob", team, 0.0)
+               for i, (q, gpus, cpus, prio, team, kind) in enumerate(raw_jobs)]
+    running: list[RunningJob] = []
+    next_gpu = 0
+    for i, (q, gpus, pool, team) in enumerate(raw_running):
+        gpus = gpus if pool == "gpu" else 0
+        ids = tuple(f"g{next_gpu + k}" for k in range(gpus))
+        if next_gpu + gpus > 8:
+            continue
+        next_gpu += gpus
+        running.append(RunningJob(f"r{i}", q, Resources(1.0, 512, gpus), pool, ids, team))
+    return pending, running
+
+
+@settings(max_examples=150, deadline=None)
+@given(jobs_strategy, running_strategy, st.integers(1, 12))
+def test_invariants(raw_jobs: list[tuple[str, int, float, int, str, str]],
+                    raw_running: list[tuple[str, int, str, str]], max_running: int) -> None:
+    p = policy(max_running=max_running, teams=quota_policy().teams,
+               queues={**policy().queues,
+                       "b": Queue("b", pools=("gpu", "cpu"), max_running=2,
+                                  teams=frozenset({"vision"}))})
+    pending, running = build(raw_jobs, raw_running)
+    decided = run(p, pending, running)
+    by_id = {j.job_id: j for j in pending}
+    # Every waiting job is admitted or has a reason, never both.
+    assert set(decided.admit) | set(decided.pending) == set(by_id)
+    assert not set(decided.admit) & set(decided.pending)
+    # Global and queue limits hold.
+    assert len(running) + len(decided.admit) <= max(max_running, len(running))
+    in_b = sum(1 for r in running if r.queue == "b") + \
+        sum(1 for j in decided.admit if by_id[j].queue == "b")
+    assert in_b <= max(2, sum(1 for r in running if r.queue == "b"))
+    # ACLs are never bypassed.
+    assert all(by_id[j].team == "vision" for j in decided.admit if by_id[j].queue == "b")
+    # No GPU is given twice, and each admitted job gets exactly what it asked.
+    given_ids = [g for ids in decided.gpu_ids.values() for g in ids]
+    running_ids = [g for r in running for g in r.gpu_ids]
+    assert len(given_ids) == len(set(given_ids)) and not set(given_ids) & set(running_ids)
+    for job_id in decided.admit:
+        assert len(decided.gpu_ids.get(job_id, ())) == by_id[job_id].resources.gpus
+    # Pool capacity holds.
+    for name, pool in p.pools.items():
+        placed = [by_id[j].resources for j in decided.admit if decided.pools[j] == name]
+        users = [r.resources for r in running if r.pool == name] + placed
+        cap = pool.capacity
+        assert len(placed) == 0 or len(users) <= cap.max_jobs
+        if placed:
+            assert cap.cpus is None or sum(r.cpus for r in users) <= cap.cpus + 1e-9 or \
+                sum(r.cpus for r in users) - sum(r.cpus for r in placed) > cap.cpus
+    # Team quotas: nobody goes past nominal plus borrowing limit by admission.
+    for team, spec in p.teams.items():
+        quota = spec.quotas["gpu"]
+        before = sum(r.resources.gpus for r in running if r.team == team and r.pool == "gpu")
+        added = sum(by_id[j].resources.gpus for j in decided.admit
+                    if by_id[j].team == team and decided.pools[j] == "gpu")
+        if added:
+            assert before + added <= quota.gpus + quota.borrow_gpus
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6))
+def test_equal_priority_queues_alternate(in_a: int, in_b: int) -> None:
+    pending = [job(i, "a") for i in range(in_a)] + [job(100 + i, "b") for i in range(in_b)]
+    slots = min(in_a, in_b) * 2
+    decided = run(policy(max_running=slots), pending)
+    taken = Counter(by.queue for by in pending if by.job_id in decided.admit)
+    assert taken["a"] == taken["b"] == slots // 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(jobs_strategy)
+def test_a_job_that_fits_and_is_first_in_line_is_admitted(
+        raw_jobs: list[tuple[str, int, float, int, str, str]]) -> None:
+    pending, _ = build(raw_jobs, [])
+    decided = run(policy(), pending)
+    urgent = sorted((j for j in pending if j.queue == "urgent" and j.pool == "local"),
+                    key=lambda j: (-j.priority, j.seq))
+    if urgent:
+        assert urgent[0].job_id in decided.admit  # an empty cluster fits any of these
