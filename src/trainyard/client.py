@@ -296,6 +296,11 @@ class Client:
         resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
         return [Dataset.from_pb(d) for d in resp.datasets]
 
+    def queues(self) -> dict[str, Any]:
+        """The policy in force with each queue's waiting and running jobs, each pool's use and
+        each team's use against its quota."""
+        return _as_dict(self._call(self._stub.GetQueues, pb.GetQueuesRequest()))
+
     def whoami(self) -> dict[str, Any]:
         return _as_dict(self._call(self._stub.WhoAmI, pb.WhoAmIRequest()))
 

@@ -25,7 +25,7 @@ from trainyard.executors.base import Executor
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
-from trainyard.scheduler import FifoPolicy
+from trainyard.policy_source import ActivePolicy, PolicySource
 from trainyard.service import TrainingService
 from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
@@ -99,6 +99,8 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     share_team_jobs: bool = True  # members see and cancel their teams' jobs too
+    # The declared queueing policy (TOML or YAML); None: FIFO with one open queue.
+    policy_file: Path | None = None
 
 
 class TrainyardServer:
@@ -126,14 +128,20 @@ class TrainyardServer:
                 DOCKER_POOL, max_jobs=docker.max_containers, cpus=docker.cpus,
                 memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
             self.executors[DOCKER_POOL] = DockerExecutor(docker)
+        self.policy = PolicySource(config.policy_file, self.executors)
+        tracker_config = config.tracker
+        if self.policy.current is not None:
+            tracker_config = replace(
+                tracker_config, max_concurrent=self.policy.current.max_running,
+                fair_share_half_life=self.policy.current.fair_share_half_life_s)
         self.access = AccessService(
             AccessStore(self.db),
             Authenticator(AccessStore(self.db), loopback_only=is_loopback(config.host)))
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
-            executors=self.executors, pools=self.pools, policy=FifoPolicy(),
-            workspace=self.workspace, config=config.tracker,
+            executors=self.executors, pools=self.pools, policy=ActivePolicy(self.policy),
+            workspace=self.workspace, config=tracker_config,
         )
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
@@ -145,6 +153,7 @@ class TrainyardServer:
             share_team_jobs=config.share_team_jobs,
             on_denied=lambda who, action, target, why: self.access.audit(
                 who, action, target, False, why),
+            policy=lambda: self.policy.current,
         )
         self.health = health.HealthServicer()
         self.grpc = grpc.server(
@@ -153,7 +162,9 @@ class TrainyardServer:
             options=[("grpc.so_reuseport", 0)],
             interceptors=[AuthInterceptor(self.access)],
         )
-        pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(self.service), self.grpc)
+        pb_grpc.add_TrainingServiceServicer_to_server(
+            TrainingServicer(self.service, self.policy, config.tracker.max_concurrent),
+            self.grpc)
         pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.access), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(

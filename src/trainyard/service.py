@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from trainyard.auth.policy import LOCAL, Identity, QueueAcl, check_job, check_queue, visible_owners
 from trainyard.domain.errors import (
@@ -15,6 +16,7 @@ from trainyard.domain.errors import (
     PermissionDenied,
     StaleState,
 )
+from trainyard.domain.policy import Policy, check_submission, default_policy
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
@@ -25,6 +27,7 @@ from trainyard.store.models import ModelStore
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.workspace import Workspace
 
+T = TypeVar("T")
 _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
           "StreamLogs": "read the logs of"}
 MAX_PAGE_SIZE = 1000
@@ -39,6 +42,15 @@ class JobStatus:
     events: list[EventRecord]
     latest_metrics: dict[str, tuple[float, int | None]]
     model: ModelRecord | None
+
+
+@dataclass(frozen=True)
+class QueuesOverview:
+    policy: Policy
+    source: str  # the policy file, or "" for the built-in one
+    loaded_at: float
+    waiting: dict[str, int]  # by queue
+    running: list[JobRecord]
 
 
 @dataclass
@@ -60,21 +72,29 @@ class TrainingService:
     share_team_jobs: bool = True
     # Refusals are audited: (identity, action, target, sentence).
     on_denied: Callable[[Identity, str, str, str], None] = lambda *args: None
+    # The declared queueing policy, when the server runs one (it may be reloaded).
+    policy: Callable[[], Policy | None] = lambda: None
 
     # --- jobs ----------------------------------------------------------------------------
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               identity: Identity = LOCAL) -> tuple[str, bool]:
         validate_spec(spec, self.limits)
-        check_placement(spec, self.pools)
         check_text("client_request_id", client_request_id, 128)
-        if not identity.admin:
-            self._denied(identity, "Train", spec.queue,
-                         lambda: check_queue(identity, spec.queue, self.queue_acl(spec.queue)))
+        declared = self.policy()
+        team = ""
+        if declared is None:
+            check_placement(spec, self.pools)
+            if not identity.admin:
+                self._denied(identity, "Train", spec.queue, lambda: check_queue(
+                    identity, spec.queue, self.queue_acl(spec.queue)))
+        else:
+            team = self._denied(identity, "Train", spec.queue, lambda: check_submission(
+                declared, spec, identity.user, identity.teams, identity.admin))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
         # The owner comes from the caller's identity, never from the request.
-        job_id, existing = self.jobs.create(spec, owner=identity.user,
+        job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
                                             client_request_id=client_request_id or None)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
@@ -84,9 +104,9 @@ class TrainingService:
         return job_id, existing
 
     def _denied(self, identity: Identity, action: str, target: str,
-                check: Callable[[], None]) -> None:
+                check: Callable[[], T]) -> T:
         try:
-            check()
+            return check()
         except PermissionDenied as exc:
             self.on_denied(identity, action, target, str(exc))
             raise
@@ -201,6 +221,16 @@ class TrainingService:
             if job.attempt and path != self.workspace.attempt(job_id, job.attempt).log_path:
                 path, offset = self.workspace.attempt(job_id, job.attempt).log_path, 0
             time.sleep(poll_seconds)
+
+    # --- queues --------------------------------------------------------------------------
+
+    def queues(self, source: str = "", loaded_at: float = 0.0,
+               max_running: int = 0) -> QueuesOverview:
+        """The policy in force with what waits and runs in it, for `trainyard queues`."""
+        declared = self.policy() or default_policy(self.pools, max_running)
+        running = self.jobs.in_states((JobState.LAUNCHING, JobState.RUNNING))
+        return QueuesOverview(declared, source, loaded_at, self.jobs.waiting_by_queue(),
+                              running)
 
     # --- datasets ------------------------------------------------------------------------
 

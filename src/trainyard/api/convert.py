@@ -8,9 +8,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from trainyard.auth.policy import QueueAcl
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.pools import add
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.service import JobStatus
+from trainyard.service import JobStatus, QueuesOverview
 from trainyard.store.access import AuditRecord, TeamRecord, TokenRecord, UserRecord
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.v1 import training_pb2 as pb
@@ -152,3 +153,51 @@ def queue_access_to_pb(queue: str, acl: QueueAcl) -> pb.QueueAccess:
 def audit_to_pb(event: AuditRecord) -> pb.AuditEvent:
     return pb.AuditEvent(time=timestamp(event.time), actor=event.actor, action=event.action,
                          target=event.target, allowed=event.allowed, detail=event.detail)
+
+
+def _usage(res: Resources) -> pb.Usage:
+    return pb.Usage(cpus=res.cpus, memory_mb=res.memory_mb, gpus=res.gpus)
+
+
+def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
+    policy = view.policy
+    by_queue: dict[str, int] = {}
+    by_pool: dict[str, Resources] = {}
+    jobs_in_pool: dict[str, int] = {}
+    by_team_pool: dict[tuple[str, str], Resources] = {}
+    for job in view.running:
+        pool = job.pool or job.executor
+        by_queue[job.spec.queue] = by_queue.get(job.spec.queue, 0) + 1
+        by_pool[pool] = add(by_pool.get(pool, Resources(0.0, 0, 0)), job.spec.resources)
+        jobs_in_pool[pool] = jobs_in_pool.get(pool, 0) + 1
+        key = (job.team, pool)
+        by_team_pool[key] = add(by_team_pool.get(key, Resources(0.0, 0, 0)),
+                                job.spec.resources)
+    out = pb.QueuesOverview(max_running=policy.max_running, running=len(view.running),
+                            source=view.source, loaded_at=timestamp(view.loaded_at))
+    for q in sorted(policy.queues.values(), key=lambda q: (-q.priority, q.name)):
+        out.queues.add(name=q.name, priority=q.priority, max_running=q.max_running or 0,
+                       pools=list(q.pools), weight=q.weight, users=sorted(q.users),
+                       teams=sorted(q.teams), waiting=view.waiting.get(q.name, 0),
+                       running=by_queue.get(q.name, 0))
+    for pool in policy.pools.values():
+        cap = pool.capacity
+        entry = out.pools.add(name=pool.name, executor=pool.executor, gpus=cap.gpus,
+                              max_jobs=cap.max_jobs,
+                              used=_usage(by_pool.get(pool.name, Resources(0.0, 0, 0))),
+                              jobs=jobs_in_pool.get(pool.name, 0))
+        if cap.cpus is not None:
+            entry.cpus = cap.cpus
+        if cap.memory_mb is not None:
+            entry.memory_mb = cap.memory_mb
+    for team in sorted(policy.teams.values(), key=lambda t: t.name):
+        entry_team = out.teams.add(name=team.name, members=sorted(team.members))
+        for pool_name, quota in sorted(team.quotas.items()):
+            entry_team.quotas.add(
+                pool=pool_name,
+                quota=_usage(Resources(quota.cpus or 0.0, quota.memory_mb or 0,
+                                       quota.gpus or 0)),
+                borrow_limit=_usage(Resources(quota.borrow_cpus, quota.borrow_memory_mb,
+                                              quota.borrow_gpus)),
+                used=_usage(by_team_pool.get((team.name, pool_name), Resources(0.0, 0, 0))))
+    return out

@@ -9,14 +9,18 @@ import grpc
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
 from trainyard.api.errors import grpc_errors
+from trainyard.policy_source import PolicySource
 from trainyard.service import TrainingService
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 
 class TrainingServicer(pb_grpc.TrainingServiceServicer):
-    def __init__(self, service: TrainingService) -> None:
+    def __init__(self, service: TrainingService, policy: PolicySource | None = None,
+                 max_running: int = 0) -> None:
         self.service = service
+        self.policy = policy
+        self.max_running = max_running
 
     @grpc_errors
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
@@ -85,3 +89,11 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
         return pb.Identity(user=who.user, admin=who.admin, read_only=who.read_only,
                            teams=sorted(who.teams), single_user=who.single_user,
                            token_id=who.token_id)
+
+    @grpc_errors
+    def GetQueues(self, request: pb.GetQueuesRequest,
+                  context: grpc.ServicerContext) -> pb.QueuesOverview:
+        source = self.policy
+        path = str(source.path) if source is not None and source.path else ""
+        loaded = source.loaded_at if source is not None else 0.0
+        return convert.queues_to_pb(self.service.queues(path, loaded, self.max_running))

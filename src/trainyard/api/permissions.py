@@ -18,6 +18,7 @@ RPC_ACCESS: dict[str, Access] = {
     TRAINING + "RegisterDataset": Access.ADMIN,
     TRAINING + "ListDatasets": Access.READ,
     TRAINING + "WhoAmI": Access.READ,
+    TRAINING + "GetQueues": Access.READ,
     ADMIN + "CreateUser": Access.ADMIN,
     ADMIN + "ListUsers": Access.ADMIN_READ,
     ADMIN + "CreateTeam": Access.ADMIN,

@@ -26,6 +26,7 @@ from trainyard.cli.output import (
     render_datasets,
     render_images,
     render_jobs,
+    render_queues,
     render_status,
     styled_state,
 )
@@ -33,6 +34,7 @@ from trainyard.client import Resources, TrainSpec
 
 if TYPE_CHECKING:
     from trainyard.executors.docker import DockerConfig
+    from trainyard.server import TrainyardServer
 
 app = typer.Typer(help="Trainyard: submit, queue, run and track training jobs.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -88,6 +90,9 @@ def server(
     share_team_jobs: Annotated[bool, typer.Option(
         "--share-team-jobs/--no-share-team-jobs",
         help="Members see and cancel their teams' jobs, not only their own.")] = True,
+    policy: Annotated[Path | None, typer.Option(
+        help="Queueing policy (TOML or YAML): pools, queues, teams, quotas. SIGHUP re-reads "
+        "it [default: FIFO with one open queue].")] = None,
 ) -> None:
     """Run the training service (gRPC) until interrupted."""
     from trainyard.server import ServerConfig, TrainyardServer
@@ -108,7 +113,7 @@ def server(
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
                           tracker=TrackerConfig(max_concurrent=max_concurrent),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
-                          share_team_jobs=share_team_jobs)
+                          share_team_jobs=share_team_jobs, policy_file=policy)
     try:
         srv = TrainyardServer(config)
         bound = srv.start()
@@ -125,11 +130,30 @@ def server(
     def on_signal(signum: int, _frame: object) -> None:
         stop["now"] = True
 
+    reload = {"asked": False}
+
+    def on_hangup(signum: int, _frame: object) -> None:
+        reload["asked"] = True
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)  # re-read --policy without a restart
     while not stop["now"]:
         time.sleep(0.2)
+        if reload["asked"]:
+            reload["asked"] = False
+            _reload_policy(srv)
     srv.stop()
+
+
+def _reload_policy(srv: TrainyardServer) -> None:
+    from trainyard.policy_file import PolicyError
+
+    try:
+        srv.policy.reload()
+    except PolicyError as exc:
+        logging.getLogger("trainyard.policy").error(
+            "policy not reloaded; the one in force stays:\n%s", exc)
 
 
 def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
@@ -325,6 +349,18 @@ def datasets_list(
     else:
         render_datasets(found)
 
+
+
+@app.command()
+def queues(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
+    """The queueing policy in force: queues with their waiting and running jobs, pools with
+    their use, and teams with their use against their quotas."""
+    with client_for(server) as client:
+        view = client.queues()
+    if output is Output.json:
+        print_json(view)
+        return
+    render_queues(view)
 
 
 @app.command()

@@ -106,3 +106,37 @@ def render_datasets(datasets: list[Dataset]) -> None:
         table.add_row(escape(d.name), d.version, str(d.file_count), str(d.size_bytes),
                       (d.created_at or "")[:19])
     console.print(table)
+
+
+def _amount(usage: dict[str, Any]) -> str:
+    parts = [f"{usage.get('gpus', 0)} GPUs", f"{usage.get('cpus', 0):g} CPUs",
+             f"{usage.get('memory_mb', 0)} MiB"]
+    return ", ".join(parts)
+
+
+def render_queues(view: dict[str, Any]) -> None:
+    source = view["source"] or "built-in: FIFO, one open queue"
+    console.print(f"policy: {escape(source)}; {view['running']} of {view['max_running']} job "
+                  "slots in use", highlight=False)
+    queues = Table("QUEUE", "PRI", "WAITING", "RUNNING", "LIMIT", "POOLS", "WEIGHT", "OPEN TO")
+    for q in view["queues"]:
+        who = ", ".join([*q["users"], *(f"team {t}" for t in q["teams"])]) or "everyone"
+        queues.add_row(escape(q["name"]), str(q["priority"]), str(q["waiting"]),
+                       str(q["running"]), str(q["max_running"] or "-"),
+                       escape(", ".join(q["pools"])), f"{q['weight']:g}", escape(who))
+    console.print(queues)
+    pools = Table("POOL", "EXECUTOR", "JOBS", "CPUS", "MEMORY MiB", "GPUS")
+    for p in view["pools"]:
+        used = p["used"]
+        pools.add_row(escape(p["name"]), p["executor"], f"{p['jobs']}/{p['max_jobs']}",
+                      f"{used['cpus']:g}/{p['cpus']:g}" if "cpus" in p else f"{used['cpus']:g}",
+                      f"{used['memory_mb']}/{p['memory_mb']}" if "memory_mb" in p
+                      else str(used["memory_mb"]), f"{used['gpus']}/{p['gpus']}")
+    console.print(pools)
+    if view["teams"]:
+        teams = Table("TEAM", "POOL", "USED", "QUOTA", "MAY BORROW")
+        for t in view["teams"]:
+            for quota in t["quotas"]:
+                teams.add_row(escape(t["name"]), escape(quota["pool"]), _amount(quota["used"]),
+                              _amount(quota["quota"]), _amount(quota["borrow_limit"]))
+        console.print(teams)

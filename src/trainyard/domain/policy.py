@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
+from trainyard.domain.errors import InvalidArgument, PermissionDenied
+from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity, never_fits, pool_for
+from trainyard.domain.spec import JobSpec
 
 EXECUTORS = (LOCAL_POOL, DOCKER_POOL)
 
@@ -79,3 +81,35 @@ def default_policy(pools: Mapping[str, PoolCapacity], max_running: int) -> Polic
         queues={"default": Queue("default", pools=tuple(pools))},
         max_running=max_running,
     )
+
+
+def check_submission(policy: Policy, spec: JobSpec, user: str, user_teams: frozenset[str],
+                     admin: bool) -> str:
+    """Refuse at submit what this policy could never run, or may not take from this user;
+    return the team whose quota the job draws on ("" for none)."""
+    queue = policy.queues.get(spec.queue)
+    if queue is None:
+        raise InvalidArgument("queue", f"{spec.queue!r} is not a queue of this server; its "
+                              f"queues are {', '.join(sorted(policy.queues))}")
+    teams = user_teams | {t.name for t in policy.teams.values() if user in t.members}
+    restricted = bool(queue.users or queue.teams)
+    if restricted and not admin and user not in queue.users and not teams & queue.teams:
+        who = [f"user {u!r}" for u in sorted(queue.users)] + \
+            [f"team {t!r}" for t in sorted(queue.teams)]
+        raise PermissionDenied(f"queue {queue.name!r} is not open to {user!r}: it takes jobs "
+                               f"from {', '.join(who)}")
+    kind = pool_for(spec.image)
+    pools = [policy.pools[p] for p in queue.pools
+             if p in policy.pools and policy.pools[p].executor == kind]
+    if not pools:
+        field_name, what = ("image", "containers") if spec.image else ("command", "commands")
+        raise InvalidArgument(field_name, f"queue {queue.name!r} runs no {what}: its pools are "
+                              f"{', '.join(queue.pools)}")
+    problems = [never_fits(pool.capacity, spec.resources) for pool in pools]
+    if all(problem is not None for problem in problems):
+        field_name, problem = next(p for p in problems if p is not None)
+        raise InvalidArgument(field_name, problem + f"; no pool of queue {queue.name!r} "
+                              "that runs this job is large enough")
+    candidates = sorted(teams & queue.teams) if queue.teams else \
+        sorted(t for t in teams if t in policy.teams)
+    return candidates[0] if candidates else ""

@@ -42,16 +42,23 @@ def check_placement(spec: JobSpec, pools: Mapping[str, PoolCapacity]) -> None:
                                   "this server does not run (start it with --docker); give a "
                                   "command instead")
         raise InvalidArgument("command", "this server runs no local processes; give an image")
-    res = spec.resources
+    problem = never_fits(pool, spec.resources)
+    if problem is not None:
+        raise InvalidArgument(*problem)
+
+
+def never_fits(pool: PoolCapacity, res: Resources) -> tuple[str, str] | None:
+    """(field, problem) if the job is larger than the whole pool; None if it can fit."""
     if pool.cpus is not None and res.cpus > pool.cpus:
-        raise InvalidArgument("resources.cpus", f"{res.cpus:g} is more than the {pool.cpus:g} "
-                              f"CPUs of pool {name!r}")
+        return "resources.cpus", f"{res.cpus:g} is more than the {pool.cpus:g} CPUs of pool " \
+            f"{pool.name!r}"
     if pool.memory_mb is not None and res.memory_mb > pool.memory_mb:
-        raise InvalidArgument("resources.memory_mb", f"{res.memory_mb} MiB is more than the "
-                              f"{pool.memory_mb} MiB of pool {name!r}")
+        return "resources.memory_mb", f"{res.memory_mb} MiB is more than the " \
+            f"{pool.memory_mb} MiB of pool {pool.name!r}"
     if res.gpus > pool.gpus:
-        raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the {pool.gpus} "
-                              f"GPUs of pool {name!r}")
+        return "resources.gpus", f"{res.gpus} is more than the {pool.gpus} GPUs of pool " \
+            f"{pool.name!r}"
+    return None
 
 
 def shortfall(pool: PoolCapacity, need: Resources, used: Resources, jobs: int) -> str | None:

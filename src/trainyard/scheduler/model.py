@@ -42,7 +42,7 @@ class Snapshot:
     # Capacity per pool. With none listed, pools are not accounted (only the global limit
     # applies); otherwise a job whose pool is not listed waits for it.
     pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
-    # Pools that cannot launch anything now (their engine is away), with why.
+    # Executors that cannot launch anything now (their engine is away), with why.
     unavailable: Mapping[str, str] = field(default_factory=dict)
     # Each queue's decayed usage so far, for fair turns between queues of equal priority.
     usage: Mapping[str, float] = field(default_factory=dict)

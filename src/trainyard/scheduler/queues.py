@@ -13,7 +13,13 @@ from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT, POOL_CAPACITY, POOL_UNAVAILABLE
-from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snapshot
+from trainyard.scheduler.model import (
+    Decisions,
+    PendingJob,
+    PendingReason,
+    RunningJob,
+    Snapshot,
+)
 
 QUEUE_ACCESS = "QUEUE_ACCESS"  # the queue no longer takes jobs from this job's owner
 QUEUE_LIMIT = "QUEUE_LIMIT"  # the queue runs as many jobs as it may
@@ -22,6 +28,9 @@ NO_POOL = "NO_POOL"  # none of the queue's pools runs this kind of job
 RESERVED = "RESERVED"  # capacity is held for a job that has waited too long
 
 ZERO = Resources(0.0, 0, 0)
+NO_QUOTA = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0)
+NO_TEAM = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0, borrow_cpus=float("inf"),
+                    borrow_memory_mb=2**62, borrow_gpus=2**31)
 
 
 @dataclass
@@ -166,9 +175,9 @@ class QueuePolicy:
              state: _Pass) -> PendingReason | None:
         pool = pool_state.pool
         name = pool.name
-        if name in state.unavailable:
-            return PendingReason(POOL_UNAVAILABLE, state.unavailable[name])
-        quota = self._quota_problem(job, name, state)
+        if pool.executor in state.unavailable:
+            return PendingReason(POOL_UNAVAILABLE, state.unavailable[pool.executor])
+        quota = self._quota_problem(job, pool, state)
         if quota is not None:
             return quota
         in_use = add(pool_state.used, pool_state.held)
@@ -187,13 +196,18 @@ class QueuePolicy:
         return PendingReason(POOL_CAPACITY, f"{why or f'pool {name!r} has too few GPUs free'}; "
                              "it starts when enough of the pool is free.")
 
-    def _quota_problem(self, job: PendingJob, pool: str, state: _Pass) -> PendingReason | None:
-        """Within the team's nominal quota, or borrowing within its limit from quota other
-        teams leave idle. Pools without quotas are first come, first served."""
+    def _quota_problem(self, job: PendingJob, pool_spec: cfg.Pool,
+                       state: _Pass) -> PendingReason | None:
+        """Within the team's nominal quota, or borrowing within its limit from what is idle:
+        quota other teams leave unused, and capacity promised to no team. Pools without
+        quotas are first come, first served."""
+        pool = pool_spec.name
         quotas = {t.name: t.quotas[pool] for t in self.policy.teams.values() if pool in t.quotas}
         if not quotas:
             return None
-        mine = quotas.get(job.team, cfg.Quota(cpus=0.0, memory_mb=0, gpus=0))
+        # A team without quota here owns nothing and borrows nothing; a job of no team may
+        # use whatever is idle.
+        mine = quotas.get(job.team, NO_TEAM if not job.team else NO_QUOTA)
         after = add(state.team_use[(job.team, pool)], job.resources)
         over = _beyond(after, mine)
         if over == ZERO:
@@ -202,7 +216,11 @@ class QueuePolicy:
                 over.gpus > mine.borrow_gpus:
             return PendingReason(TEAM_QUOTA, _quota_sentence(job.team, pool, mine, "its limit "
                                  "on borrowing is reached"))
-        idle = ZERO
+        cap = pool_spec.capacity
+        promised = ZERO
+        for quota in quotas.values():
+            promised = add(promised, _as_resources(quota))
+        idle = _beyond(Resources(cap.cpus or 0.0, cap.memory_mb or 0, cap.gpus), promised)
         borrowed = ZERO
         for team, quota in quotas.items():
             if team != job.team:
@@ -231,6 +249,18 @@ class QueuePolicy:
         state.placed[job.job_id] = pool_state.pool.name
         if ids:
             state.gpu_ids[job.job_id] = ids
+
+
+def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], seconds: float,
+                  half_life: float) -> dict[str, float]:
+    """Each queue's usage after `seconds` more: the old halves every `half_life`, and each
+    running job adds its GPUs (or, without GPUs, its CPUs) times the time."""
+    factor = 0.5 ** (seconds / half_life) if half_life > 0 else 0.0
+    updated = {queue: value * factor for queue, value in usage.items() if value * factor > 1e-9}
+    for job in running:
+        cost = float(job.resources.gpus) or job.resources.cpus
+        updated[job.queue] = updated.get(job.queue, 0.0) + cost * seconds
+    return updated
 
 
 def _by_queue(jobs: Iterable[PendingJob]) -> dict[str, list[PendingJob]]:

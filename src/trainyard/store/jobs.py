@@ -85,8 +85,8 @@ class JobStore:
     # --- writes ---------------------------------------------------------------------------
 
     def create(
-        self, spec: JobSpec, *, owner: str = "", client_request_id: str | None = None,
-        now: float | None = None,
+        self, spec: JobSpec, *, owner: str = "", team: str = "",
+        client_request_id: str | None = None, now: float | None = None,
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job."""
         if client_request_id:
@@ -99,7 +99,8 @@ class JobStore:
             "id": job_id, "client_request_id": client_request_id or None, "owner": owner,
             "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
             "cancel_requested": False, "pending_code": "", "pending_message": "",
-            "executor": "", "handle": "", "gpu_ids": "", "metrics_offset": 0,
+            "executor": "", "handle": "", "gpu_ids": "", "pool": "", "team": team,
+            "metrics_offset": 0,
             "malformed_metric_lines": 0,
             "submitted_at": now, "updated_at": now, **_spec_columns(spec),
         }
@@ -188,6 +189,13 @@ class JobStore:
             raise NotFound("job", job_id)
         return JobRecord.from_row(row)
 
+    def waiting_by_queue(self) -> dict[str, int]:
+        c = jobs.c
+        with self.db.read() as conn:
+            rows = conn.execute(select(c.queue, func.count()).where(
+                c.state == JobState.WAITING.value).group_by(c.queue)).all()
+        return {queue: count for queue, count in rows}
+
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""
         with self.db.read() as conn:
@@ -202,11 +210,13 @@ class JobStore:
         c = jobs.c
         with self.db.read() as conn:
             rows = conn.execute(
-                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.image)
+                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.image,
+                       c.owner, c.team, c.submitted_at)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
-                          Resources(r.cpus, r.memory_mb, r.gpus), pool_for(r.image))
+                          Resources(r.cpus, r.memory_mb, r.gpus), pool_for(r.image), r.owner,
+                          r.team, r.submitted_at)
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

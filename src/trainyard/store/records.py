@@ -25,6 +25,8 @@ class JobRecord:
     executor: str
     handle: str
     gpu_ids: tuple[str, ...]
+    team: str
+    pool: str
     metrics_offset: int
     malformed_metric_lines: int
     submitted_at: float
@@ -63,6 +65,8 @@ class JobRecord:
             executor=m["executor"],
             handle=m["handle"],
             gpu_ids=split_ids(m["gpu_ids"]),
+            team=m["team"],
+            pool=m["pool"],
             metrics_offset=m["metrics_offset"],
             malformed_metric_lines=m["malformed_metric_lines"],
             submitted_at=m["submitted_at"],
@@ -79,6 +83,9 @@ class QueuedJob:
     seq: int
     resources: Resources
     pool: str
+    owner: str
+    team: str
+    submitted_at: float
 
 
 def split_ids(joined: str) -> tuple[str, ...]:

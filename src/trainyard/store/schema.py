@@ -51,6 +51,10 @@ jobs = Table(
     Column("handle", String(256), nullable=False, default=""),
     # Device ids allocated to the current attempt, comma-separated; empty without GPUs.
     Column("gpu_ids", String(1024), nullable=False, default="", server_default=""),
+    # The team whose quota the job draws on (from the policy, at submit), and the pool the
+    # scheduler placed its current attempt in.
+    Column("team", String(64), nullable=False, default="", server_default=""),
+    Column("pool", String(64), nullable=False, default="", server_default=""),
     Column("metrics_offset", BigInteger, nullable=False, default=0),
     Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
     Column("submitted_at", Float, nullable=False),

@@ -26,6 +26,7 @@ from trainyard.executors.base import (
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
+from trainyard.scheduler.queues import decayed_usage
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
@@ -49,6 +50,7 @@ class TrackerConfig:
     # Launches run beside the loop, so a slow start (a container: ~0.2 s) delays neither the
     # next launch nor the reaping of finished jobs.
     launch_workers: int = 8
+    fair_share_half_life: float = 3600.0  # past usage between queues counts half after this
 
 
 class Tracker:
@@ -81,6 +83,8 @@ class Tracker:
         self._launcher = ThreadPoolExecutor(max_workers=config.launch_workers,
                                             thread_name_prefix="launch")
         self._submitted = False  # a submit arrived since the loop last looked
+        self._usage: dict[str, float] = {}  # decayed usage by queue, for fair turns
+        self._usage_at = clock()
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         for executor in executors.values():
             executor.set_exit_listener(self._job_exited)
@@ -149,19 +153,24 @@ class Tracker:
         for job in active:
             self._guarded(job, self._recover_one)
         for pool, executor in self.executors.items():
-            handles = {j.handle for j in active if self._pool_of(j) == pool}
+            handles = {j.handle for j in active if self._kind(j) == pool}
             try:
                 for removed in executor.sweep(handles):
                     log.warning("%s executor: %s", pool, removed)
             except Exception:  # a sweep is housekeeping: it must not keep the service down
                 log.exception("sweeping the %s executor failed", pool)
 
-    def _pool_of(self, job: JobRecord) -> str:
-        """Launched jobs keep the executor they were launched by; others go by their spec."""
+    def _kind(self, job: JobRecord) -> str:
+        """The executor: launched jobs keep the one they were launched by; others go by their
+        spec (an image runs as a container)."""
         return job.executor or pool_for(job.spec.image)
 
+    def _pool_of(self, job: JobRecord) -> str:
+        """The pool whose capacity a launched job holds."""
+        return job.pool or self._kind(job)
+
     def _executor(self, job: JobRecord) -> Executor:
-        pool = self._pool_of(job)
+        pool = self._kind(job)
         executor = self.executors.get(pool)
         if executor is None:
             raise LaunchError(f"this server runs no {pool} executor")
@@ -223,7 +232,7 @@ class Tracker:
         would leave them unfollowed and holding their slots."""
         needed: dict[str, int] = {}
         for job in self.jobs.in_states(ACTIVE):
-            pool = self._pool_of(job)
+            pool = self._kind(job)
             if pool not in self.executors:
                 needed[pool] = needed.get(pool, 0) + 1
         if not needed:
@@ -336,6 +345,12 @@ class Tracker:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
         running = self.jobs.in_states(ACTIVE)
+        active = [RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j), j.gpu_ids,
+                             j.team) for j in running]
+        now = self.clock()
+        self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
+                                    self.config.fair_share_half_life)
+        self._usage_at = now
         waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()
@@ -343,20 +358,21 @@ class Tracker:
             return len(running)
         snapshot = Snapshot(
             pending=waiting,
-            running=[RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j),
-                                j.gpu_ids) for j in running],
+            running=active,
             max_concurrent=self.config.max_concurrent,
             now=self.clock(),
             pools=self.pools,
             unavailable={pool: why for pool, executor in self.executors.items()
                          if (why := executor.unavailable()) is not None},
+            usage=self._usage,
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
         launched = 0
         for job_id in decisions.admit:
             self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
-            launched += self._launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()))
+            launched += self._launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()),
+                                     decisions.pools.get(job_id, ""))
         # Write only reasons that changed; policies hand out shared reason objects, so the
         # identity check settles most jobs without comparing sentences.
         before = self._reasons
@@ -366,24 +382,25 @@ class Tracker:
         self._reasons = decisions.pending
         return len(running) + launched
 
-    def _launch(self, job: JobRecord, gpu_ids: tuple[str, ...]) -> bool:
-        """Record LAUNCHING with the handle about to be created and the devices allocated,
-        then create it."""
+    def _launch(self, job: JobRecord, gpu_ids: tuple[str, ...], pool: str) -> bool:
+        """Record LAUNCHING with the handle about to be created, the pool and the devices
+        allocated, then create it."""
         attempt = job.attempt + 1
-        pool = pool_for(job.spec.image)
+        kind = pool_for(job.spec.image)
         # The policy admits only jobs of the pools in its snapshot, which are the executors'.
-        handle = self.executors[pool].handle_for(job.id, attempt)
+        handle = self.executors[kind].handle_for(job.id, attempt)
+        pool = pool or kind
         try:
             self.jobs.transition(
-                job.id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
-                now=self.clock(), attempt=attempt, executor=pool, handle=handle,
+                job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
+                now=self.clock(), attempt=attempt, executor=kind, pool=pool, handle=handle,
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
                 metrics_offset=0, message="", exit_code=None,
             )
         except StaleState:
             return False  # cancelled meanwhile
         self._launch_beside(replace(job, state=JobState.LAUNCHING, attempt=attempt,
-                                    executor=pool, handle=handle, gpu_ids=gpu_ids,
+                                    executor=kind, pool=pool, handle=handle, gpu_ids=gpu_ids,
                                     metrics_offset=0))
         return True
 

@@ -58,7 +58,8 @@ class WaitingJobs:
     def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
         added = []
         for row in rows:
-            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool)
+            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
+                             row.owner, row.team, row.submitted_at)
             self._by_id[row.id] = job
             self._max_seq = max(self._max_seq, row.seq)
             added.append(job)

@@ -29,6 +29,102 @@ FAILED: JobState
 CANCELLED: JobState
 PREEMPTED: JobState
 
+class GetQueuesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QueueOverview(_message.Message):
+    __slots__ = ("name", "priority", "max_running", "pools", "weight", "users", "teams", "waiting", "running")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    TEAMS_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    priority: int
+    max_running: int
+    pools: _containers.RepeatedScalarFieldContainer[str]
+    weight: float
+    users: _containers.RepeatedScalarFieldContainer[str]
+    teams: _containers.RepeatedScalarFieldContainer[str]
+    waiting: int
+    running: int
+    def __init__(self, name: _Optional[str] = ..., priority: _Optional[int] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[str]] = ..., weight: _Optional[float] = ..., users: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., waiting: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("cpus", "memory_mb", "gpus")
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    cpus: float
+    memory_mb: int
+    gpus: int
+    def __init__(self, cpus: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpus: _Optional[int] = ...) -> None: ...
+
+class PoolOverview(_message.Message):
+    __slots__ = ("name", "executor", "cpus", "memory_mb", "gpus", "max_jobs", "used", "jobs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    MAX_JOBS_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    executor: str
+    cpus: float
+    memory_mb: int
+    gpus: int
+    max_jobs: int
+    used: Usage
+    jobs: int
+    def __init__(self, name: _Optional[str] = ..., executor: _Optional[str] = ..., cpus: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpus: _Optional[int] = ..., max_jobs: _Optional[int] = ..., used: _Optional[_Union[Usage, _Mapping]] = ..., jobs: _Optional[int] = ...) -> None: ...
+
+class TeamQuotaUsage(_message.Message):
+    __slots__ = ("pool", "quota", "borrow_limit", "used")
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_FIELD_NUMBER: _ClassVar[int]
+    BORROW_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    pool: str
+    quota: Usage
+    borrow_limit: Usage
+    used: Usage
+    def __init__(self, pool: _Optional[str] = ..., quota: _Optional[_Union[Usage, _Mapping]] = ..., borrow_limit: _Optional[_Union[Usage, _Mapping]] = ..., used: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class TeamOverview(_message.Message):
+    __slots__ = ("name", "members", "quotas")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    members: _containers.RepeatedScalarFieldContainer[str]
+    quotas: _containers.RepeatedCompositeFieldContainer[TeamQuotaUsage]
+    def __init__(self, name: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ..., quotas: _Optional[_Iterable[_Union[TeamQuotaUsage, _Mapping]]] = ...) -> None: ...
+
+class QueuesOverview(_message.Message):
+    __slots__ = ("queues", "pools", "teams", "max_running", "running", "source", "loaded_at")
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    TEAMS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    LOADED_AT_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedCompositeFieldContainer[QueueOverview]
+    pools: _containers.RepeatedCompositeFieldContainer[PoolOverview]
+    teams: _containers.RepeatedCompositeFieldContainer[TeamOverview]
+    max_running: int
+    running: int
+    source: str
+    loaded_at: _timestamp_pb2.Timestamp
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueOverview, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolOverview, _Mapping]]] = ..., teams: _Optional[_Iterable[_Union[TeamOverview, _Mapping]]] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., source: _Optional[str] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class WhoAmIRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -81,6 +81,11 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.Identity.FromString,
                 _registered_method=True)
+        self.GetQueues = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetQueues',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.QueuesOverview.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -149,6 +154,14 @@ class TrainingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetQueues(self, request, context):
+        """The queueing policy in force, with each queue's waiting and running jobs,
+        each pool's use and each team's use against its quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -196,6 +209,11 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.WhoAmI,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.Identity.SerializeToString,
+            ),
+            'GetQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQueues,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.QueuesOverview.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,6 +461,33 @@ class TrainingService:
             '/trainyard.v1.TrainingService/WhoAmI',
             trainyard_dot_v1_dot_training__pb2.WhoAmIRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.Identity.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetQueues',
+            trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.QueuesOverview.FromString,
             options,
             channel_credentials,
             insecure,
