@@ -161,6 +161,7 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
         name="ds", path=str(w.dataset_dir))), ADMIN_ONLY),
     "ListDatasets": (training("ListDatasets", lambda w: pb.ListDatasetsRequest()), ANYONE_READ),
     "WhoAmI": (training("WhoAmI", lambda w: pb.WhoAmIRequest()), ANYONE_READ),
+    "GetQueues": (training("GetQueues", lambda w: pb.GetQueuesRequest()), ANYONE_READ),
     "CreateUser": (admin("CreateUser", lambda w: pb.CreateUserRequest(
         name=fresh(w, "user"))), ADMIN_ONLY),
     "ListUsers": (admin("ListUsers", lambda w: pb.ListUsersRequest()), ADMIN_ONLY),
