@@ -135,7 +135,7 @@ def test_the_small_policies_are_valid_and_defaults_fill_in(fmt: str) -> None:
      "line 19: teams.vision.lead: unknown key (expected one of: members, quota)"),
     ("toml", "max_running = 4", "max_running = 4\n[queue.default]",
      "line 2: queue: unknown key (expected one of: max_running, fair_share_half_life, "
-     "reserve_after, pools, queues, teams)"),
+     "reserve_after, min_runtime, pools, queues, teams)"),
     # an unknown pool in a queue
     ("toml", 'pools = ["cpu"]', 'pools = ["cpu", "gpux"]',
      'line 15: queues.default.pools[1]: no pool named "gpux" is declared (pools: cpu, gpu)'),

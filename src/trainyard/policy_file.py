@@ -6,6 +6,7 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
     fair_share_half_life = "1h"   # duration ("90s", "10m", "1h", "2d", "1h30m") or a
                                   # number of seconds, > 0; default 1h
     reserve_after = "10m"         # duration, >= 0; default 10m
+    min_runtime = "5m"            # a job that ran less than this is not preempted; default 5m
 
     [pools.<name>]                # at least one
     executor = "local"            # "local" or "docker"; default "local"
@@ -22,6 +23,8 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
     users = ["ann"]               # who may submit, with teams; both absent: everyone
     teams = ["vision"]            # declared teams
     weight = 1.0                  # number > 0, share among equal priorities; default 1
+    preemptible = true            # its jobs may be preempted to give borrowed quota back;
+                                  # default: true when priority <= 0
 
     [teams.<name>]
     members = ["ann", "bob"]
@@ -59,9 +62,10 @@ from trainyard.domain.spec import NAME_RE
 KeyPath = tuple[str | int, ...]  # keys, and indexes into lists
 T = TypeVar("T")
 
-_TOP_KEYS = ("max_running", "fair_share_half_life", "reserve_after", "pools", "queues", "teams")
+_TOP_KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime", "pools",
+             "queues", "teams")
 _POOL_KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs")
-_QUEUE_KEYS = ("pools", "priority", "max_running", "users", "teams", "weight")
+_QUEUE_KEYS = ("pools", "priority", "max_running", "users", "teams", "weight", "preemptible")
 _TEAM_KEYS = ("members", "quota")
 _QUOTA_KEYS = ("cpus", "memory_mb", "gpus", "borrow_cpus", "borrow_memory_mb", "borrow_gpus")
 
@@ -281,6 +285,16 @@ class _Checker:
         if key not in table:
             self.fail((*path, key), "is required")
 
+    def boolean(self, path: KeyPath, table: Mapping[object, object], key: str,
+                default: T) -> bool | T:
+        if key not in table:
+            return default
+        value = table[key]
+        if not isinstance(value, bool):
+            self.fail((*path, key), f"must be true or false, got {self.show(value)}")
+            return default
+        return value
+
     def integer(self, path: KeyPath, table: Mapping[object, object], key: str, default: T,
                 minimum: int | None = None) -> int | T:
         if key not in table:
@@ -374,6 +388,7 @@ class _Checker:
         max_running = self.integer((), root, "max_running", 4, minimum=1)
         half_life = self.duration((), root, "fair_share_half_life", 3600.0, positive=True)
         reserve_after = self.duration((), root, "reserve_after", 600.0, positive=False)
+        min_runtime = self.duration((), root, "min_runtime", 300.0, positive=False)
         pool_section = self.section(root, "pools", "pool", required=True)
         team_section = self.section(root, "teams", "team", required=False)
         # Names count as declared even when their entries are broken, so one mistake does
@@ -390,7 +405,8 @@ class _Checker:
             self._problems.sort(key=lambda problem: problem[0])
             raise PolicyError([problem for _, problem in self._problems])
         return Policy(pools=pools, queues=queues, teams=teams, max_running=max_running,
-                      fair_share_half_life_s=half_life, reserve_after_s=reserve_after)
+                      fair_share_half_life_s=half_life, reserve_after_s=reserve_after,
+                      min_runtime_s=min_runtime)
 
     def pools(self, section: Mapping[object, object]) -> dict[str, Pool]:
         pools: dict[str, Pool] = {}
@@ -460,6 +476,7 @@ class _Checker:
                 users=frozenset(self.names(path, table, "users")),
                 teams=frozenset(self.names(path, table, "teams", team_names, "team")),
                 weight=self.number(path, table, "weight", 1.0, positive=True),
+                preemptible=self.boolean(path, table, "preemptible", None),
             )
         return queues
 

@@ -248,3 +248,40 @@ def test_a_job_that_fits_and_is_first_in_line_is_admitted(
                     key=lambda j: (-j.priority, j.seq))
     if urgent:
         assert urgent[0].job_id in decided.admit  # an empty cluster fits any of these
+
+
+def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> None:
+    borrowers = [RunningJob(f"v{i}", "a", Resources(1, 1024, 1), "gpu", (f"g{i}",),
+                            team="vision", started_at=float(i)) for i in range(8)]
+    p = policy(teams={"vision": Team("vision", frozenset(), {"gpu": Quota(gpus=4,
+                                                                            borrow_gpus=4)}),
+                      "nlp": Team("nlp", frozenset(), {"gpu": Quota(gpus=4)})},
+               min_runtime_s=5.0)
+    decided = run(p, [job(1, "urgent", gpus=2, team="nlp")], borrowers, now=100.0)
+    assert decided.admit == ()
+    assert set(decided.preempt) == {"v7", "v6"}  # the two started last
+    assert decided.pending["j1"].code == "RECLAIMING"
+    # Jobs younger than the minimum runtime (started after t=3) are left alone.
+    young = run(p, [job(1, "urgent", gpus=2, team="nlp")], borrowers, now=8.0)
+    assert set(young.preempt) == {"v3", "v2"}
+    # While they stop, nobody else is preempted for the same claim.
+    stopping = [r if r.job_id not in ("v7", "v6") else
+                RunningJob(r.job_id, r.queue, r.resources, r.pool, r.gpu_ids, r.team,
+                           r.started_at, preempting=True) for r in borrowers]
+    again = run(p, [job(1, "urgent", gpus=2, team="nlp")], stopping, now=100.0)
+    assert again.preempt == {} and again.pending["j1"].code == "RECLAIMING"
+
+
+def test_no_preemption_beyond_a_teams_own_quota_or_from_protected_queues() -> None:
+    borrowers = [RunningJob(f"v{i}", "urgent", Resources(1, 1024, 1), "gpu", (f"g{i}",),
+                            team="vision", started_at=0.0) for i in range(8)]
+    p = policy(teams={"vision": Team("vision", frozenset(), {"gpu": Quota(gpus=4,
+                                                                            borrow_gpus=4)}),
+                      "nlp": Team("nlp", frozenset(), {"gpu": Quota(gpus=4)})},
+               min_runtime_s=0.0)
+    protected = run(p, [job(1, "a", gpus=1, team="nlp")], borrowers, now=100.0)
+    assert protected.preempt == {}  # queue "urgent" (priority 10) is not preemptible
+    over = run(p, [job(1, "a", gpus=5, team="nlp")],
+               [RunningJob("v", "a", Resources(1, 1024, 8), "gpu",
+                           tuple(f"g{i}" for i in range(8)), team="vision")], now=100.0)
+    assert over.preempt == {}  # 5 GPUs is beyond nlp's 4 of quota: nothing is reclaimed

@@ -33,6 +33,12 @@ class Queue:
     users: frozenset[str] = frozenset()  # with teams: who may submit; both empty: everyone
     teams: frozenset[str] = frozenset()
     weight: float = 1.0  # share among queues of equal priority
+    # Whether its jobs may be preempted to return borrowed quota; None: when priority <= 0.
+    preemptible: bool | None = None
+
+    @property
+    def may_preempt(self) -> bool:
+        return self.preemptible if self.preemptible is not None else self.priority <= 0
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class Policy:
     fair_share_half_life_s: float = 3600.0
     # A job waiting longer than this gets capacity reserved, so small jobs cannot starve it.
     reserve_after_s: float = 600.0
+    # A job that has run for less than this is not preempted: no thrash.
+    min_runtime_s: float = 300.0
 
     def team_of(self, user: str) -> str:
         """The first team (by name) that lists the user; empty if none."""

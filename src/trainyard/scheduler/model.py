@@ -31,6 +31,8 @@ class RunningJob:
     pool: str = LOCAL_POOL
     gpu_ids: tuple[str, ...] = ()
     team: str = ""
+    started_at: float = 0.0
+    preempting: bool = False  # already asked to stop: its capacity is on its way back
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class Decisions:
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The pool each admitted job was placed in, where the policy chose among several.
     pools: dict[str, str] = field(default_factory=dict)
+    # Running jobs to stop and requeue, each with why: borrowed quota going back to its owner.
+    preempt: dict[str, str] = field(default_factory=dict)
 
 
 class Policy(Protocol):

@@ -26,9 +26,11 @@ QUEUE_LIMIT = "QUEUE_LIMIT"  # the queue runs as many jobs as it may
 TEAM_QUOTA = "TEAM_QUOTA"  # the team's quota is used and nothing idle can be borrowed
 NO_POOL = "NO_POOL"  # none of the queue's pools runs this kind of job
 RESERVED = "RESERVED"  # capacity is held for a job that has waited too long
+RECLAIMING = "RECLAIMING"  # borrowed quota is being taken back for it by preemption
 
 ZERO = Resources(0.0, 0, 0)
 NO_QUOTA = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0)
+_NEVER = cfg.Queue("", pools=(), preemptible=False)
 NO_TEAM = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0, borrow_cpus=float("inf"),
                     borrow_memory_mb=2**62, borrow_gpus=2**31)
 
@@ -40,6 +42,8 @@ class _PoolState:
     jobs: int = 0
     held: Resources = ZERO  # reserved for a long-waiting job this pass
     held_jobs: int = 0
+    running: list[RunningJob] = field(default_factory=list)
+    returning: Resources = ZERO  # held by jobs already asked to stop
 
 
 @dataclass
@@ -56,6 +60,7 @@ class _Pass:
     admitted: list[str] = field(default_factory=list)
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     placed: dict[str, str] = field(default_factory=dict)  # job -> pool
+    preempt: dict[str, str] = field(default_factory=dict)  # victim -> why
 
 
 class QueuePolicy:
@@ -83,7 +88,7 @@ class QueuePolicy:
         full = state.running >= policy.max_running
         return Decisions(admit=tuple(state.admitted), pending=pending,
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
-                         pools=state.placed)
+                         pools=state.placed, preempt=state.preempt)
 
     # --- one pass --------------------------------------------------------------------------
 
@@ -99,6 +104,9 @@ class QueuePolicy:
                 state = pools[run.pool]
                 state.used = add(state.used, run.resources)
                 state.jobs += 1
+                state.running.append(run)
+                if run.preempting:
+                    state.returning = add(state.returning, run.resources)
             if run.team:
                 team_use[(run.team, run.pool)] = add(team_use[(run.team, run.pool)],
                                                      run.resources)
@@ -162,6 +170,10 @@ class QueuePolicy:
             if problem is None:
                 self._admit(job, pool_state, state)
                 return None
+            if problem.code == POOL_CAPACITY:
+                reclaiming = self._reclaim(job, pool_state, snapshot, state)
+                if reclaiming is not None:
+                    return reclaiming
             first_problem = first_problem or problem
         assert first_problem is not None
         if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
@@ -195,6 +207,54 @@ class QueuePolicy:
                                  f"free at once in pool {name!r}")
         return PendingReason(POOL_CAPACITY, f"{why or f'pool {name!r} has too few GPUs free'}; "
                              "it starts when enough of the pool is free.")
+
+    def _reclaim(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
+                 state: _Pass) -> PendingReason | None:
+        """A job within its team's nominal quota that does not fit because other teams
+        borrowed: preempt borrowers' jobs (newest first, past the minimum runtime, in
+        preemptible queues) until it would fit. None if that cannot make room."""
+        pool = pool_state.pool
+        quota = next((t.quotas[pool.name] for t in self.policy.teams.values()
+                      if t.name == job.team and pool.name in t.quotas), None)
+        if quota is None or _beyond(add(state.team_use[(job.team, pool.name)],
+                                        job.resources), quota) != ZERO:
+            return None  # only quota a team owns is reclaimed for it
+        if pool_state.returning != ZERO:
+            return PendingReason(RECLAIMING, f"borrowed capacity in pool {pool.name!r} is "
+                                 f"being returned to team {job.team!r}; it starts then")
+        nominal = {t.name: t.quotas[pool.name] for t in self.policy.teams.values()
+                   if pool.name in t.quotas}
+        borrowing = {team for team, q in nominal.items()
+                     if _beyond(state.team_use[(team, pool.name)], q) != ZERO}
+        victims = sorted(
+            (run for run in pool_state.running
+             if run.team != job.team and (run.team in borrowing or run.team not in nominal)
+             and run.job_id not in state.preempt and not run.preempting
+             and self.policy.queues.get(run.queue, _NEVER).may_preempt
+             and snapshot.now - run.started_at >= self.policy.min_runtime_s),
+            key=lambda run: -run.started_at)
+        freed = ZERO
+        chosen: list[RunningJob] = []
+        free_ids = set(state.gpus_taken)
+        for run in victims:
+            chosen.append(run)
+            freed = add(freed, run.resources)
+            free_ids -= set(run.gpu_ids)
+            used = Resources(pool_state.used.cpus - freed.cpus,
+                             pool_state.used.memory_mb - freed.memory_mb,
+                             pool_state.used.gpus - freed.gpus)
+            if shortfall(pool.capacity, job.resources, used, pool_state.jobs - len(chosen)) \
+                    is None and allocate_gpus(pool.capacity, free_ids,
+                                              job.resources.gpus) is not None:
+                why = (f"preempted to return borrowed capacity in pool {pool.name!r} to team "
+                       f"{job.team!r}; it resumes from its checkpoint")
+                for victim in chosen:
+                    state.preempt[victim.job_id] = why
+                pool_state.returning = add(pool_state.returning, freed)
+                return PendingReason(RECLAIMING, f"preempting {len(chosen)} job(s) that "
+                                     f"borrowed team {job.team!r}'s quota in pool "
+                                     f"{pool.name!r}; it starts when they stop")
+        return None
 
     def _quota_problem(self, job: PendingJob, pool_spec: cfg.Pool,
                        state: _Pass) -> PendingReason | None:

@@ -100,6 +100,7 @@ class JobStore:
             "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
             "cancel_requested": False, "pending_code": "", "pending_message": "",
             "executor": "", "handle": "", "gpu_ids": "", "pool": "", "team": team,
+            "preempt_requested": False, "started_at": None,
             "metrics_offset": 0,
             "malformed_metric_lines": 0,
             "submitted_at": now, "updated_at": now, **_spec_columns(spec),

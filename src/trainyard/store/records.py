@@ -27,6 +27,8 @@ class JobRecord:
     gpu_ids: tuple[str, ...]
     team: str
     pool: str
+    preempt_requested: bool
+    started_at: float | None
     metrics_offset: int
     malformed_metric_lines: int
     submitted_at: float
@@ -67,6 +69,8 @@ class JobRecord:
             gpu_ids=split_ids(m["gpu_ids"]),
             team=m["team"],
             pool=m["pool"],
+            preempt_requested=bool(m["preempt_requested"]),
+            started_at=m["started_at"],
             metrics_offset=m["metrics_offset"],
             malformed_metric_lines=m["malformed_metric_lines"],
             submitted_at=m["submitted_at"],

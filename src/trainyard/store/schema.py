@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import false as sa_false
 
 metadata = MetaData()
 
@@ -55,6 +56,10 @@ jobs = Table(
     # scheduler placed its current attempt in.
     Column("team", String(64), nullable=False, default="", server_default=""),
     Column("pool", String(64), nullable=False, default="", server_default=""),
+    # Asked to stop so that a team gets its quota back; it returns to WAITING when stopped.
+    Column("preempt_requested", Boolean, nullable=False, default=False,
+           server_default=sa_false()),
+    Column("started_at", Float, nullable=True),  # when the current attempt began running
     Column("metrics_offset", BigInteger, nullable=False, default=0),
     Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
     Column("submitted_at", Float, nullable=False),

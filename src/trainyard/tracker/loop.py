@@ -257,7 +257,8 @@ class Tracker:
         if job.id in self._launching:
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = self._executor(job)
-        if job.cancel_requested and job.handle not in self._signalled and \
+        stop = job.cancel_requested or job.preempt_requested
+        if stop and job.handle not in self._signalled and \
                 executor.cancel(job.handle, self.config.cancel_grace):
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
@@ -276,7 +277,8 @@ class Tracker:
         if obs.phase is Phase.RUNNING:
             if job.state is JobState.LAUNCHING:
                 self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
-                                     reason="process is running", now=self.clock())
+                                     reason="process is running", now=self.clock(),
+                                     started_at=self.clock())
             return
         self._finish(job, obs, recovering)
 
@@ -286,7 +288,8 @@ class Tracker:
         if state is JobState.LAUNCHING and exited:
             # It ran: record that before how it ended.
             self.jobs.transition(job.id, state, JobState.RUNNING, now=self.clock(),
-                                 reason="process had started" if recovering else "started")
+                                 reason="process had started" if recovering else "started",
+                                 started_at=self.clock())
             state = JobState.RUNNING
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
@@ -295,6 +298,9 @@ class Tracker:
             outcome = obs.message or describe_exit(code)
         else:
             outcome = describe_lost(obs.message)
+        if job.preempt_requested and not job.cancel_requested and not (exited and code == 0):
+            self._requeue(job, state, outcome)
+            return
         if job.cancel_requested:
             target, message = JobState.CANCELLED, "cancelled by request"
             if exited:
@@ -310,6 +316,22 @@ class Tracker:
                              pending_message="")
         self._signalled.discard(job.handle)
         self._executor(job).release(job.handle)
+
+    def _requeue(self, job: JobRecord, state: JobState, outcome: str) -> None:
+        """A preempted job stops, then waits again; its next attempt resumes from the same
+        CHECKPOINT_PATH."""
+        reason = f"preempted to return borrowed quota ({outcome})"
+        self.jobs.transition(job.id, state, JobState.PREEMPTED, reason=reason,
+                             now=self.clock(), message=reason, preempt_requested=False)
+        self.jobs.transition(job.id, JobState.PREEMPTED, JobState.WAITING, now=self.clock(),
+                             reason="requeued after preemption; resumes from its checkpoint",
+                             pending_code="PREEMPTED",
+                             pending_message="preempted; it resumes from its checkpoint when "
+                             "admitted again")
+        self._signalled.discard(job.handle)
+        self._executor(job).release(job.handle)
+        self.waiting.invalidate()  # an old submit order, back in the queue
+        self._reconcile_due = True
 
     def _collect_model(self, job: JobRecord) -> str:
         paths = self.workspace.attempt(job.id, job.attempt)
@@ -346,7 +368,8 @@ class Tracker:
         number of active jobs afterwards."""
         running = self.jobs.in_states(ACTIVE)
         active = [RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j), j.gpu_ids,
-                             j.team) for j in running]
+                             j.team, j.started_at or 0.0, j.preempt_requested)
+                  for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
                                     self.config.fair_share_half_life)
@@ -369,6 +392,10 @@ class Tracker:
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
         launched = 0
+        for victim, why in decisions.preempt.items():
+            if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True):
+                log.info("preempting %s: %s", victim, why)
+                self._reconcile_due = True  # the next pass delivers the stop
         for job_id in decisions.admit:
             self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
             launched += self._launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()),
@@ -445,7 +472,8 @@ class Tracker:
                                  message=message, now=self.clock())
             return False
         self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
-                             reason="process started", now=self.clock())
+                             reason="process started", now=self.clock(),
+                             started_at=self.clock())
         return True
 
     def _launch_request(self, job: JobRecord) -> LaunchRequest:

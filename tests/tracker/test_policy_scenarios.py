@@ -1,0 +1,125 @@
+"""The live service under a declared policy, on the local executor: two teams, three queues."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trainyard.auth.policy import Identity
+from trainyard.domain.errors import TrainyardError
+from trainyard.domain.spec import JobSpec, Resources
+from trainyard.domain.states import JobState
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.tracker import TrackerConfig
+
+POLICY = """
+max_running = 8
+min_runtime = "0s"
+
+[pools.cpu]
+cpus = 4
+max_jobs = 4
+
+[queues.sweeps]
+pools = ["cpu"]
+teams = ["vision"]
+
+[queues.urgent]
+pools = ["cpu"]
+priority = 10
+teams = ["nlp"]
+
+[queues.batch]
+pools = ["cpu"]
+
+[teams.vision]
+members = ["ann"]
+[teams.vision.quota.cpu]
+cpus = 2
+borrow_cpus = 2
+
+[teams.nlp]
+members = ["bob"]
+[teams.nlp.quota.cpu]
+cpus = 2
+"""
+
+ANN = Identity(user="ann")
+BOB = Identity(user="bob")
+
+
+@pytest.fixture
+def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    srv = TrainyardServer(ServerConfig(
+        data_dir=tmp_path / "data", database_url=database_url, port=0, policy_file=policy,
+        tracker=TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0)))
+    srv.start()
+    yield srv
+    for job in srv.jobs.in_states((JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)):
+        with contextlib.suppress(TrainyardError):  # it may have ended meanwhile
+            srv.service.cancel(job.id)
+    srv.stop(grace=0)
+
+
+def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState],
+             timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while srv.jobs.get(job_id).state not in states:
+        assert time.monotonic() < deadline, srv.jobs.get(job_id)
+        time.sleep(0.05)
+
+
+def started(srv: TrainyardServer, job_id: str) -> list[float]:
+    return [e.time for e in srv.jobs.events(job_id) if e.to_state is JobState.RUNNING]
+
+
+def test_a_sweep_delays_the_other_teams_urgent_job_by_at_most_one_slot(
+        server: TrainyardServer) -> None:
+    sweep = [server.service.train(JobSpec(name=f"s{i}", command="sleep 1", queue="sweeps",
+                                          resources=Resources(cpus=1)), identity=ANN)[0]
+             for i in range(8)]
+    wait_for(server, sweep[3], {JobState.RUNNING})  # the pool is full: 2 owned, 2 borrowed
+    submitted = time.time()
+    urgent, _ = server.service.train(JobSpec(name="fix", command="true", queue="urgent",
+                                             resources=Resources(cpus=1)), identity=BOB)
+    assert server.jobs.get(urgent).team == "nlp"
+    wait_for(server, urgent, {JobState.SUCCEEDED})
+    urgent_start = started(server, urgent)[0]
+    # No sweep job took a slot between the urgent submit and its start.
+    overtook = [j for j in sweep if any(submitted < t < urgent_start
+                                        for t in started(server, j))]
+    assert overtook == []
+
+
+def test_borrowed_quota_is_reclaimed_and_the_preempted_job_resumes(
+        server: TrainyardServer) -> None:
+    step = ('if [ -f "$CHECKPOINT_PATH/step" ]; then echo "resumed from $(cat '
+            '"$CHECKPOINT_PATH/step")"; fi; echo 1 > "$CHECKPOINT_PATH/step"; sleep 4')
+    sweep = [server.service.train(JobSpec(name=f"s{i}", command=step, queue="sweeps",
+                                          resources=Resources(cpus=1)), identity=ANN)[0]
+             for i in range(4)]
+    for job_id in sweep:
+        wait_for(server, job_id, {JobState.RUNNING})  # 2 owned + 2 borrowed from nlp
+    time.sleep(0.3)  # the checkpoints are written
+    mine, _ = server.service.train(JobSpec(name="nlp", command="sleep 0.5", queue="urgent",
+                                           resources=Resources(cpus=1)), identity=BOB)
+    wait_for(server, mine, {JobState.RUNNING, JobState.SUCCEEDED})
+    preempted = [j for j in sweep
+                 if JobState.PREEMPTED in {e.to_state for e in server.jobs.events(j)}]
+    assert len(preempted) == 1  # one borrowed CPU comes back, no more
+    victim = preempted[0]
+    assert "borrowed quota" in server.jobs.events(victim)[-2].reason or \
+        any("preempted" in e.reason for e in server.jobs.events(victim))
+    # Once capacity frees, it runs again as attempt 2 and resumes from its checkpoint.
+    wait_for(server, victim, {JobState.SUCCEEDED}, timeout=60)
+    job = server.jobs.get(victim)
+    assert job.attempt == 2
+    log = server.workspace.attempt(victim, 2).log_path.read_text()
+    assert "resumed from 1" in log
+    assert [e.to_state for e in server.jobs.events(victim)].count(JobState.PREEMPTED) == 1
