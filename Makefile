@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-docker test proto lint bench bench-launch clean
+.PHONY: venv demo demo-docker test proto lint bench bench-launch bench-scheduler clean
 
 venv: $(STAMP)
 
@@ -33,6 +33,9 @@ bench: $(STAMP)
 
 bench-launch: $(STAMP)
 	$(PY) bench/launch.py
+
+bench-scheduler: $(STAMP)
+	$(PY) bench/scheduler.py
 
 clean:
 	rm -rf $(VENV) .trainyard .pytest_cache

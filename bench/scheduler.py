@@ -195,6 +195,7 @@ class SizeResult:
     admitted: int
     times_ms: tuple[float, ...]
     reasons: dict[str, int]  # pending reason code -> jobs
+    preempted: int  # running jobs the pass asked to stop, where the scheduler preempts
 
     @property
     def min_ms(self) -> float:
@@ -231,7 +232,8 @@ def measure(cluster: Cluster, waiting: int, repeat: int, seed: int) -> SizeResul
         check(decisions, snapshot)
         times.append(ms)
     return SizeResult(waiting, len(snapshot.running), cluster.policy.max_running,
-                      len(decisions.admit), tuple(times), dict(sorted(reasons.items())))
+                      len(decisions.admit), tuple(times), dict(sorted(reasons.items())),
+                      len(getattr(decisions, "preempt", {})))
 
 
 def profile(cluster: Cluster, waiting: int, seed: int, top: int) -> str:
@@ -281,6 +283,7 @@ def results_dict(results: list[SizeResult], args: argparse.Namespace) -> dict[st
         "running": results[0].running if results else None,
         "max_running": results[0].max_running if results else None,
         "pending_reasons": {str(r.waiting): r.reasons for r in results},
+        "preempted": {str(r.waiting): r.preempted for r in results},
         "ratio_100k_vs_10k": _num(ratio, 3),
         "goals": goals,
     }
@@ -316,12 +319,12 @@ def render(results: list[SizeResult], summary: dict[str, Any]) -> None:
                         f"queues, {config['teams']} teams, {config['repeat']} passes a size",
                   caption=f"running: {summary['running']:,}; global limit: "
                           f"{summary['max_running']:,}")
-    for col in ("waiting jobs", "admitted", "min ms", "median ms", "µs/waiting job",
-                "pending reasons"):
-        table.add_column(col, justify="left" if col == "pending reasons" else "right")
+    for col in ("waiting", "admitted", "preempted", "min ms", "median ms", "µs/waiting"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("pending reasons")
     for r in results:
-        reasons = ", ".join(f"{code} {count:,}" for code, count in r.reasons.items())
-        table.add_row(f"{r.waiting:,}", str(r.admitted), f"{r.min_ms:.2f}",
+        reasons = "\n".join(f"{code} {count:,}" for code, count in r.reasons.items())
+        table.add_row(f"{r.waiting:,}", str(r.admitted), str(r.preempted), f"{r.min_ms:.2f}",
                       f"{r.median_ms:.2f}", f"{r.median_ms * 1000 / r.waiting:.2f}", reasons)
     console.print(table)
     ratio = summary["ratio_100k_vs_10k"]

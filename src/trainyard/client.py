@@ -82,6 +82,7 @@ class JobStatus:
     cancel_requested: bool
     executor: str = ""
     gpu_ids: tuple[str, ...] = ()
+    sweep_id: str = ""
 
     @property
     def is_final(self) -> bool:
@@ -118,7 +119,7 @@ class JobStatus:
                    if s.HasField("model") else None),
             malformed_metric_lines=s.malformed_metric_lines,
             cancel_requested=s.cancel_requested, executor=s.executor,
-            gpu_ids=tuple(s.gpu_ids),
+            gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id,
         )
 
 
@@ -295,6 +296,22 @@ class Client:
     def list_datasets(self, name: str = "") -> list[Dataset]:
         resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
         return [Dataset.from_pb(d) for d in resp.datasets]
+
+    def sweep(self, template: TrainSpec, *, grid: Mapping[str, list[str]] | None = None,
+              ranges: Mapping[str, tuple[float, float, bool]] | None = None,
+              choices: Mapping[str, list[str]] | None = None, trials: int = 0, seed: int = 0,
+              max_parallel: int = 0) -> tuple[str, list[str]]:
+        """A grid (`grid`) or, with `trials`, a random search over `ranges` (low, high, log)
+        and `choices`. Returns the sweep id and its jobs' ids."""
+        request = pb.SweepRequest(template=template.to_pb(), trials=trials, seed=seed,
+                                  max_parallel=max_parallel,
+                                  search="random" if trials else "grid")
+        for name, values in {**(grid or {}), **(choices or {})}.items():
+            request.parameters.add(name=name, values=list(values))
+        for name, (low, high, log) in (ranges or {}).items():
+            request.parameters.add(name=name, min=low, max=high, log=log)
+        reply = self._call(self._stub.SubmitSweep, request)
+        return reply.sweep_id, list(reply.job_ids)
 
     def queues(self) -> dict[str, Any]:
         """The policy in force with each queue's waiting and running jobs, each pool's use and

@@ -20,8 +20,9 @@ from trainyard.domain.policy import Policy, check_submission, default_policy
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
+from trainyard.domain.sweep import Parameter, expand
 from trainyard.metadata.datasets import DatasetRegistry
-from trainyard.store.jobs import JobFilter, JobStore
+from trainyard.store.jobs import JobFilter, JobStore, new_job_id
 from trainyard.store.metrics import MetricStore
 from trainyard.store.models import ModelStore
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
@@ -79,8 +80,37 @@ class TrainingService:
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               identity: Identity = LOCAL) -> tuple[str, bool]:
-        validate_spec(spec, self.limits)
         check_text("client_request_id", client_request_id, 128)
+        team = self._check_submit(spec, identity)
+        # The owner comes from the caller's identity, never from the request.
+        job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
+                                            client_request_id=client_request_id or None)
+        if existing and self.jobs.get(job_id).owner != identity.user:
+            raise FailedPrecondition("client_request_id: another user's submit used this id; "
+                                     "choose another")
+        if not existing:
+            self.on_submit()
+        return job_id, existing
+
+    def submit_sweep(self, template: JobSpec, parameters: list[Parameter], *, search: str,
+                     trials: int, seed: int, max_parallel: int,
+                     identity: Identity = LOCAL) -> tuple[str, list[str]]:
+        """Expand the search into jobs sharing one sweep id and its running limit. Every trial
+        is checked before any is stored, so a bad one stores nothing."""
+        if max_parallel < 0:
+            raise InvalidArgument("max_parallel", "must not be negative")
+        specs = expand(template, parameters, search=search, trials=trials, seed=seed)
+        teams = [self._check_submit(spec, identity) for spec in specs]
+        sweep_id = f"sw{new_job_id()}"[:32]
+        self.jobs.add_sweep(sweep_id, template.name, identity.user, max_parallel, time.time())
+        job_ids = [self.jobs.create(spec, owner=identity.user, team=team, sweep_id=sweep_id)[0]
+                   for spec, team in zip(specs, teams, strict=True)]
+        self.on_submit()
+        return sweep_id, job_ids
+
+    def _check_submit(self, spec: JobSpec, identity: Identity) -> str:
+        """Everything a submit must pass; returns the team whose quota the job draws on."""
+        validate_spec(spec, self.limits)
         declared = self.policy()
         team = ""
         if declared is None:
@@ -93,15 +123,7 @@ class TrainingService:
                 declared, spec, identity.user, identity.teams, identity.admin))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        # The owner comes from the caller's identity, never from the request.
-        job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
-                                            client_request_id=client_request_id or None)
-        if existing and self.jobs.get(job_id).owner != identity.user:
-            raise FailedPrecondition("client_request_id: another user's submit used this id; "
-                                     "choose another")
-        if not existing:
-            self.on_submit()
-        return job_id, existing
+        return team
 
     def _denied(self, identity: Identity, action: str, target: str,
                 check: Callable[[], T]) -> T:

@@ -162,6 +162,9 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "ListDatasets": (training("ListDatasets", lambda w: pb.ListDatasetsRequest()), ANYONE_READ),
     "WhoAmI": (training("WhoAmI", lambda w: pb.WhoAmIRequest()), ANYONE_READ),
     "GetQueues": (training("GetQueues", lambda w: pb.GetQueuesRequest()), ANYONE_READ),
+    "SubmitSweep": (training("SubmitSweep", lambda w: pb.SweepRequest(
+        template=pb.TrainRequest(name="sw", command="true", queue="red-q"),
+        parameters=[pb.SweepParameter(name="LR", values=["1"])])), MEMBER_WRITE),
     "CreateUser": (admin("CreateUser", lambda w: pb.CreateUserRequest(
         name=fresh(w, "user"))), ADMIN_ONLY),
     "ListUsers": (admin("ListUsers", lambda w: pb.ListUsersRequest()), ADMIN_ONLY),

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +138,30 @@ def test_a_second_server_on_the_same_data_dir_is_refused_with_a_sentence(
     assert out.returncode == 1
     assert "cannot start the server" in out.stderr and "already" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_sweep_runs_every_trial_at_most_max_parallel_at_once(server: ServerProcess) -> None:
+    done = trainyard(server, "sweep", "--name", "grid", "--command",
+                     'echo "$LR $BATCH"; sleep 0.3', "--grid", "LR=0.1,0.01",
+                     "--grid", "BATCH=8,16", "--max-parallel", "1", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout)
+    assert len(reply["job_ids"]) == 4
+    spans = []
+    for job_id in reply["job_ids"]:
+        deadline = time.monotonic() + 60
+        while True:
+            st = json.loads(trainyard(server, "status", job_id, "-o", "json").stdout)
+            if st["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert st["state"] == "SUCCEEDED" and st["sweep_id"] == reply["sweep_id"]
+        times = {t["to_state"]: t["time"] for t in st["transitions"]}
+        spans.append((times["RUNNING"], times["SUCCEEDED"]))
+    spans.sort()
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start >= end  # one at a time
+    bad = trainyard(server, "sweep", "--name", "bad", "--command", "true",
+                    "--grid", "1LR=1")
+    assert bad.returncode == 1 and "parameters.1LR" in bad.stderr

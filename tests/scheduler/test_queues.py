@@ -285,3 +285,16 @@ def test_no_preemption_beyond_a_teams_own_quota_or_from_protected_queues() -> No
                [RunningJob("v", "a", Resources(1, 1024, 8), "gpu",
                            tuple(f"g{i}" for i in range(8)), team="vision")], now=100.0)
     assert over.preempt == {}  # 5 GPUs is beyond nlp's 4 of quota: nothing is reclaimed
+
+
+def test_a_sweep_runs_at_most_its_limit_under_either_policy() -> None:
+    from trainyard.scheduler import FifoPolicy
+
+    pending = [PendingJob(f"j{i}", "a", 0, i, Resources(1, 512, 0), sweep="s1")
+               for i in range(5)] + [job(10)]
+    running = [RunningJob("r", "a", Resources(1, 512, 0), "cpu", sweep="s1")]
+    snapshot = Snapshot(pending, running, max_concurrent=10, now=0, sweep_limits={"s1": 2})
+    for decided in (QueuePolicy(policy()).schedule(snapshot),
+                    FifoPolicy().schedule(snapshot)):
+        assert sorted(decided.admit) == ["j0", "j10"]
+        assert decided.pending["j1"].code == "SWEEP_LIMIT"

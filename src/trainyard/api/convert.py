@@ -99,7 +99,7 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         submitted_at=timestamp(job.submitted_at), attempt=job.attempt,
         malformed_metric_lines=job.malformed_metric_lines,
         cancel_requested=job.cancel_requested, owner=job.owner, executor=job.executor,
-        gpu_ids=list(job.gpu_ids),
+        gpu_ids=list(job.gpu_ids), sweep_id=job.sweep_id,
     )
     if job.state is JobState.WAITING and job.pending_code:
         msg.pending_reason.CopyFrom(pb.PendingReason(code=job.pending_code,

@@ -9,6 +9,7 @@ import grpc
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
 from trainyard.api.errors import grpc_errors
+from trainyard.domain.sweep import Parameter
 from trainyard.policy_source import PolicySource
 from trainyard.service import TrainingService
 from trainyard.v1 import training_pb2 as pb
@@ -97,3 +98,14 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
         path = str(source.path) if source is not None and source.path else ""
         loaded = source.loaded_at if source is not None else 0.0
         return convert.queues_to_pb(self.service.queues(path, loaded, self.max_running))
+
+    @grpc_errors
+    def SubmitSweep(self, request: pb.SweepRequest,
+                    context: grpc.ServicerContext) -> pb.SweepResponse:
+        parameters = [Parameter(p.name, tuple(p.values), p.min, p.max, p.log, p.integer)
+                      for p in request.parameters]
+        sweep_id, job_ids = self.service.submit_sweep(
+            convert.spec_from_request(request.template), parameters, search=request.search,
+            trials=request.trials, seed=request.seed, max_parallel=request.max_parallel,
+            identity=current_identity())
+        return pb.SweepResponse(sweep_id=sweep_id, job_ids=job_ids)

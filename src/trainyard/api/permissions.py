@@ -19,6 +19,7 @@ RPC_ACCESS: dict[str, Access] = {
     TRAINING + "ListDatasets": Access.READ,
     TRAINING + "WhoAmI": Access.READ,
     TRAINING + "GetQueues": Access.READ,
+    TRAINING + "SubmitSweep": Access.WRITE,
     ADMIN + "CreateUser": Access.ADMIN,
     ADMIN + "ListUsers": Access.ADMIN_READ,
     ADMIN + "CreateTeam": Access.ADMIN,

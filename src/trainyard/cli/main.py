@@ -245,6 +245,75 @@ def submit(
                 raise typer.Exit(1)
 
 
+def _ranges(values: list[str]) -> dict[str, tuple[float, float, bool]]:
+    out: dict[str, tuple[float, float, bool]] = {}
+    for key, spec in _pairs(values, "--range").items():
+        parts = spec.split(":")
+        try:
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "log"):
+                raise ValueError
+            out[key] = (float(parts[0]), float(parts[1]), len(parts) == 3)
+        except ValueError:
+            raise typer.BadParameter(f"{key}={spec}: expected NAME=LOW:HIGH or "
+                                     "NAME=LOW:HIGH:log", param_hint="--range") from None
+    return out
+
+
+@app.command()
+def sweep(
+    name: Annotated[str, typer.Option(help="Sweep name; trials are NAME-1, NAME-2, ...")],
+    command: Annotated[str, typer.Option(help="Shell command of every trial.")] = "",
+    image: Annotated[str, typer.Option(help="Container image of every trial.")] = "",
+    dataset: Annotated[str, typer.Option(help="NAME:VERSION of a registered dataset.")] = "",
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="A fixed hyperparameter KEY=VALUE (repeatable).")] = None,
+    grid: Annotated[list[str] | None, typer.Option(
+        help="Grid search: KEY=V1,V2,... (repeatable; every combination runs).")] = None,
+    choice: Annotated[list[str] | None, typer.Option(
+        help="Random search: KEY=V1,V2,... drawn per trial (repeatable).")] = None,
+    range_: Annotated[list[str] | None, typer.Option(
+        "--range", help="Random search: KEY=LOW:HIGH, or KEY=LOW:HIGH:log (repeatable).")] =
+        None,
+    trials: Annotated[int, typer.Option(help="Random search: how many trials.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random search: the seed (same seed, same "
+                                           "trials).")] = 0,
+    max_parallel: Annotated[int, typer.Option(help="Trials that may run at once (0: no limit "
+                                                   "of its own).")] = 0,
+    cpus: Annotated[float, typer.Option(help="CPU cores per trial.")] = 0.0,
+    memory: Annotated[int, typer.Option(help="Memory in MiB per trial.")] = 0,
+    gpus: Annotated[int, typer.Option(help="GPUs per trial.")] = 0,
+    queue: Annotated[str, typer.Option(help="Queue name.")] = "",
+    priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
+    label: Annotated[list[str] | None, typer.Option(help="Label KEY=VALUE (repeatable).")] = None,
+    server: ServerOpt = None,
+    output: OutputOpt = Output.text,
+) -> None:
+    """Submit a grid or random search over hyperparameters as one sweep of jobs."""
+    if dataset and ":" not in dataset:
+        raise typer.BadParameter("expected NAME:VERSION", param_hint="--dataset")
+    if trials and grid:
+        raise typer.BadParameter("a sweep is a grid (--grid) or random (--trials with "
+                                 "--choice/--range), not both", param_hint="--grid")
+    split = {k: v.split(",") for k, v in _pairs(grid or [], "--grid").items()}
+    choices = {k: v.split(",") for k, v in _pairs(choice or [], "--choice").items()}
+    template = TrainSpec(
+        name=name, command=command, image=image, dataset=dataset,
+        hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
+        resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
+        priority=priority)
+    with client_for(server) as client:
+        sweep_id, job_ids = client.sweep(template, grid=split, choices=choices,
+                                         ranges=_ranges(range_ or []), trials=trials,
+                                         seed=seed, max_parallel=max_parallel)
+    if output is Output.json:
+        print_json({"sweep_id": sweep_id, "job_ids": job_ids})
+        return
+    limit = f", at most {max_parallel} at once" if max_parallel else ""
+    console.print(f"sweep {sweep_id}: {len(job_ids)} jobs{limit}", highlight=False)
+    for job_id in job_ids:
+        console.print(job_id, highlight=False)
+
+
 @app.command()
 def status(
     job_id: str, server: ServerOpt = None, output: OutputOpt = Output.text,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from trainyard.domain.pools import PoolCapacity, add, allocate_gpus, shortfall
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snapshot
+from trainyard.scheduler.sweeps import SweepSlots
 
 GLOBAL_CONCURRENCY_LIMIT = "GLOBAL_CONCURRENCY_LIMIT"
 POOL_CAPACITY = "POOL_CAPACITY"  # the job does not fit in what its pool has free
@@ -58,7 +59,12 @@ class FifoPolicy:
         admit: list[str] = []
         gpus: dict[str, tuple[str, ...]] = {}
         pending: dict[str, PendingReason] = {}
+        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running)
         for job in ordered:
+            capped = sweeps.blocked(job)
+            if capped is not None:
+                pending[job.job_id] = capped
+                continue
             if len(admit) >= free:
                 pending[job.job_id] = limit
                 continue
@@ -69,6 +75,7 @@ class FifoPolicy:
                         POOL_UNAVAILABLE, f"this server runs no {job.pool} pool; it starts "
                         "once the server runs one again" + _HINTS.get(job.pool, ""))
                     continue
+                sweeps.take(job)
                 admit.append(job.job_id)
                 continue
             if pool.blocked is not None:
@@ -85,6 +92,7 @@ class FifoPolicy:
                     "jobs of a pool start in submit order.")
                 continue
             pool.take(job.resources, ids)
+            sweeps.take(job)
             admit.append(job.job_id)
             if ids:
                 gpus[job.job_id] = ids

@@ -21,6 +21,7 @@ class PendingJob:
     owner: str = ""
     team: str = ""  # whose quota it draws on; empty for none
     submitted_at: float = 0.0
+    sweep: str = ""  # the sweep or pipeline it belongs to
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class RunningJob:
     team: str = ""
     started_at: float = 0.0
     preempting: bool = False  # already asked to stop: its capacity is on its way back
+    sweep: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Snapshot:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     # Each queue's decayed usage so far, for fair turns between queues of equal priority.
     usage: Mapping[str, float] = field(default_factory=dict)
+    # How many jobs of a sweep may run at once, for sweeps that limit it.
+    sweep_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
+from trainyard.scheduler.sweeps import SweepSlots
 
 QUEUE_ACCESS = "QUEUE_ACCESS"  # the queue no longer takes jobs from this job's owner
 QUEUE_LIMIT = "QUEUE_LIMIT"  # the queue runs as many jobs as it may
@@ -61,6 +62,7 @@ class _Pass:
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     placed: dict[str, str] = field(default_factory=dict)  # job -> pool
     preempt: dict[str, str] = field(default_factory=dict)  # victim -> why
+    sweeps: SweepSlots = field(default_factory=lambda: SweepSlots({}, ()))
 
 
 class QueuePolicy:
@@ -111,7 +113,8 @@ class QueuePolicy:
                 team_use[(run.team, run.pool)] = add(team_use[(run.team, run.pool)],
                                                      run.resources)
         return _Pass(self.policy, pools, gpus_taken, len(snapshot.running), by_queue,
-                     team_use, snapshot.unavailable)
+                     team_use, snapshot.unavailable,
+                     sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running))
 
     def _take_turns(self, names: list[str], queues: dict[str, list[PendingJob]],
                     snapshot: Snapshot, state: _Pass, pending: dict[str, PendingReason],
@@ -150,6 +153,9 @@ class QueuePolicy:
         """Admit the job, or say why it waits. The checks run in the policy's order."""
         policy = self.policy
         queue = policy.queues[job.queue]
+        capped = state.sweeps.blocked(job)
+        if capped is not None:
+            return capped
         if (queue.users or queue.teams) and job.owner not in queue.users and \
                 job.team not in queue.teams:
             return PendingReason(QUEUE_ACCESS, f"queue {queue.name!r} no longer takes jobs "
@@ -306,6 +312,7 @@ class QueuePolicy:
         key = (job.team, pool_state.pool.name)
         state.team_use[key] = add(state.team_use[key], job.resources)
         state.admitted.append(job.job_id)
+        state.sweeps.take(job)
         state.placed[job.job_id] = pool_state.pool.name
         if ids:
             state.gpu_ids[job.job_id] = ids

@@ -18,7 +18,7 @@ from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
 from trainyard.store.records import EventRecord, JobRecord, QueuedJob
-from trainyard.store.schema import job_events, job_labels, jobs
+from trainyard.store.schema import job_events, job_labels, jobs, sweeps
 
 log = logging.getLogger(__name__)
 MAX_JOB_ID = 32  # the width of jobs.id
@@ -86,7 +86,7 @@ class JobStore:
 
     def create(
         self, spec: JobSpec, *, owner: str = "", team: str = "",
-        client_request_id: str | None = None, now: float | None = None,
+        client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job."""
         if client_request_id:
@@ -100,7 +100,7 @@ class JobStore:
             "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
             "cancel_requested": False, "pending_code": "", "pending_message": "",
             "executor": "", "handle": "", "gpu_ids": "", "pool": "", "team": team,
-            "preempt_requested": False, "started_at": None,
+            "preempt_requested": False, "started_at": None, "sweep_id": sweep_id,
             "metrics_offset": 0,
             "malformed_metric_lines": 0,
             "submitted_at": now, "updated_at": now, **_spec_columns(spec),
@@ -190,6 +190,22 @@ class JobStore:
             raise NotFound("job", job_id)
         return JobRecord.from_row(row)
 
+    def add_sweep(self, sweep_id: str, name: str, owner: str, max_parallel: int,
+                  now: float) -> None:
+        with self.db.write() as conn:
+            conn.execute(insert(sweeps).values(id=sweep_id, name=name, owner=owner,
+                                               max_parallel=max_parallel, created_at=now))
+
+    def sweep_limits(self, sweep_ids: Iterable[str]) -> dict[str, int]:
+        """The running-job limit of each of these sweeps that has one."""
+        wanted = sorted({s for s in sweep_ids if s})
+        if not wanted:
+            return {}
+        with self.db.read() as conn:
+            rows = conn.execute(select(sweeps.c.id, sweeps.c.max_parallel).where(
+                sweeps.c.id.in_(wanted), sweeps.c.max_parallel > 0)).all()
+        return {r.id: r.max_parallel for r in rows}
+
     def waiting_by_queue(self) -> dict[str, int]:
         c = jobs.c
         with self.db.read() as conn:
@@ -212,12 +228,12 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.image,
-                       c.owner, c.team, c.submitted_at)
+                       c.owner, c.team, c.submitted_at, c.sweep_id)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           Resources(r.cpus, r.memory_mb, r.gpus), pool_for(r.image), r.owner,
-                          r.team, r.submitted_at)
+                          r.team, r.submitted_at, r.sweep_id)
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

@@ -29,6 +29,7 @@ class JobRecord:
     pool: str
     preempt_requested: bool
     started_at: float | None
+    sweep_id: str
     metrics_offset: int
     malformed_metric_lines: int
     submitted_at: float
@@ -71,6 +72,7 @@ class JobRecord:
             pool=m["pool"],
             preempt_requested=bool(m["preempt_requested"]),
             started_at=m["started_at"],
+            sweep_id=m["sweep_id"],
             metrics_offset=m["metrics_offset"],
             malformed_metric_lines=m["malformed_metric_lines"],
             submitted_at=m["submitted_at"],
@@ -90,6 +92,7 @@ class QueuedJob:
     owner: str
     team: str
     submitted_at: float
+    sweep_id: str
 
 
 def split_ids(joined: str) -> tuple[str, ...]:

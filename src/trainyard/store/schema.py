@@ -60,6 +60,7 @@ jobs = Table(
     Column("preempt_requested", Boolean, nullable=False, default=False,
            server_default=sa_false()),
     Column("started_at", Float, nullable=True),  # when the current attempt began running
+    Column("sweep_id", String(32), nullable=False, default="", server_default=""),
     Column("metrics_offset", BigInteger, nullable=False, default=0),
     Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
     Column("submitted_at", Float, nullable=False),
@@ -191,4 +192,15 @@ audit_events = Table(
     Column("target", String(256), nullable=False),
     Column("allowed", Boolean, nullable=False),
     Column("detail", Text, nullable=False),
+)
+
+# A sweep's jobs run at most max_parallel at a time (0: no limit of its own).
+sweeps = Table(
+    "sweeps",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("owner", String(128), nullable=False),
+    Column("max_parallel", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
 )

@@ -368,7 +368,7 @@ class Tracker:
         number of active jobs afterwards."""
         running = self.jobs.in_states(ACTIVE)
         active = [RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j), j.gpu_ids,
-                             j.team, j.started_at or 0.0, j.preempt_requested)
+                             j.team, j.started_at or 0.0, j.preempt_requested, j.sweep_id)
                   for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
@@ -388,6 +388,8 @@ class Tracker:
             unavailable={pool: why for pool, executor in self.executors.items()
                          if (why := executor.unavailable()) is not None},
             usage=self._usage,
+            sweep_limits=self.jobs.sweep_limits(
+                [j.sweep for j in waiting] + [j.sweep for j in active]),
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated

@@ -59,7 +59,7 @@ class WaitingJobs:
         added = []
         for row in rows:
             job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
-                             row.owner, row.team, row.submitted_at)
+                             row.owner, row.team, row.submitted_at, row.sweep_id)
             self._by_id[row.id] = job
             self._max_seq = max(self._max_seq, row.seq)
             added.append(job)

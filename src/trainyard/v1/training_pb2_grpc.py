@@ -86,6 +86,11 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.QueuesOverview.FromString,
                 _registered_method=True)
+        self.SubmitSweep = channel.unary_unary(
+                '/trainyard.v1.TrainingService/SubmitSweep',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepResponse.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -162,6 +167,14 @@ class TrainingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitSweep(self, request, context):
+        """Expand a grid or random search over hyperparameters into jobs that run at
+        most max_parallel at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +227,11 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.GetQueues,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.QueuesOverview.SerializeToString,
+            ),
+            'SubmitSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitSweep,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -488,6 +506,33 @@ class TrainingService:
             '/trainyard.v1.TrainingService/GetQueues',
             trainyard_dot_v1_dot_training__pb2.GetQueuesRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.QueuesOverview.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/SubmitSweep',
+            trainyard_dot_v1_dot_training__pb2.SweepRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepResponse.FromString,
             options,
             channel_credentials,
             insecure,
