@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity, QueueAcl
 from trainyard.auth.tokens import new_token
-from trainyard.domain.errors import InvalidArgument, NotFound
+from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from trainyard.domain.spec import NAME_RE
 from trainyard.store.access import AccessStore, AuditRecord, TeamRecord, TokenRecord, UserRecord
 
@@ -36,6 +36,8 @@ class AccessService:
     store: AccessStore
     authenticator: Authenticator
     clock: Callable[[], float] = time.time
+    # With a policy file, queue access is the file's; this store's rules do not apply.
+    policy_file: Callable[[], str] = lambda: ""
     _acls: tuple[dict[str, QueueAcl], float] | None = field(default=None, init=False)
 
     # --- audit ---------------------------------------------------------------------------
@@ -123,6 +125,10 @@ class AccessService:
 
     def set_queue_access(self, actor: Identity, queue: str, users: Sequence[str],
                          teams: Sequence[str]) -> QueueAcl:
+        if self.policy_file():
+            raise FailedPrecondition(f"queue access comes from the policy file "
+                                     f"{self.policy_file()}: edit its users and teams, then "
+                                     "send the server SIGHUP")
         if not NAME_RE.match(queue):
             raise InvalidArgument("queue", f"{queue!r} is not a valid queue name")
         known_users = {u.name for u in self.store.list_users()}

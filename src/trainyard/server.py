@@ -136,7 +136,8 @@ class TrainyardServer:
                 fair_share_half_life=self.policy.current.fair_share_half_life_s)
         self.access = AccessService(
             AccessStore(self.db),
-            Authenticator(AccessStore(self.db), loopback_only=is_loopback(config.host)))
+            Authenticator(AccessStore(self.db), loopback_only=is_loopback(config.host)),
+            policy_file=lambda: str(config.policy_file or ""))
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
