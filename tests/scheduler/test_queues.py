@@ -14,6 +14,8 @@ from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
 from trainyard.scheduler.queues import (
     NO_POOL,
+    NO_QUOTA,
+    NO_TEAM,
     QUEUE_ACCESS,
     QUEUE_LIMIT,
     RESERVED,
@@ -298,3 +300,123 @@ def test_a_sweep_runs_at_most_its_limit_under_either_policy() -> None:
                     FifoPolicy().schedule(snapshot)):
         assert sorted(decided.admit) == ["j0", "j10"]
         assert decided.pending["j1"].code == "SWEEP_LIMIT"
+
+
+# --- one pass over a long backlog: the shortcuts decide as taking every turn would ------------
+
+
+def test_behind_the_global_limit_sweep_access_and_queue_limits_still_hold() -> None:
+    p = policy(max_running=3, queues={**policy().queues,
+                                      "a": Queue("a", pools=("cpu",), teams=frozenset({"vision"})),
+                                      "b": Queue("b", pools=("cpu",), max_running=1)})
+
+    def of_a(seq: int, team: str, sweep: str = "") -> PendingJob:
+        return PendingJob(f"j{seq}", "a", 0, seq, Resources(1, 1024, 0), owner=f"{team}-u",
+                          team=team, sweep=sweep)
+
+    pending = [job(1, "urgent"), of_a(2, "nlp"), of_a(3, "vision", "s1"), of_a(4, "vision"),
+               of_a(5, "nlp"), of_a(6, "vision", "s1"), job(7, "b"), job(8, "b")]
+    running = [RunningJob("r1", "b", Resources(1, 1024, 0), "cpu"),
+               RunningJob("r2", "gone", Resources(1, 1024, 0), "cpu", sweep="s1")]
+    decided = QueuePolicy(p).schedule(Snapshot(pending, running, max_concurrent=0, now=0.0,
+                                               sweep_limits={"s1": 1}))
+    assert decided.admit == ("j1",)
+    assert {k: r.code for k, r in decided.pending.items()} == {
+        "j2": QUEUE_ACCESS, "j3": "SWEEP_LIMIT",  # held before their queue's first in line
+        "j4": GLOBAL_CONCURRENCY_LIMIT,  # the first that could start, and all after it
+        "j5": GLOBAL_CONCURRENCY_LIMIT, "j6": GLOBAL_CONCURRENCY_LIMIT,
+        "j7": QUEUE_LIMIT, "j8": QUEUE_LIMIT}
+    assert decided.saturated == decided.pending["j4"]
+
+
+def test_turns_with_a_nan_usage_go_as_the_heap_orders_them() -> None:
+    queues = {"q0": Queue("q0", pools=("cpu",)),
+              "q1": Queue("q1", pools=("cpu",), teams=frozenset({"vision"}))}
+    pending = [PendingJob("j0", "q1", 0, 0, Resources(1, 512, 0), owner="u", team="nlp"),
+               PendingJob("j1", "q0", 0, 1, Resources(1, 512, 0), owner="u", team="nlp"),
+               PendingJob("j2", "q1", 0, 2, Resources(1, 512, 0), owner="u", team="vision")]
+    decided = run(policy(queues=queues, max_running=2), pending,
+                  usage={"q0": 0.0, "q1": float("nan")})
+    assert decided.admit == ("j1", "j2")
+
+
+def test_two_waiting_jobs_of_one_id_are_decided_one_after_the_other() -> None:
+    pending = [job(1, "a"), PendingJob("j1", "urgent", 0, 2, Resources(1, 1024, 0)),
+               job(3, "b")]
+    decided = run(policy(max_running=1), pending)
+    assert decided.admit == ("j1",)
+    assert {k: r.code for k, r in decided.pending.items()} == {
+        "j1": GLOBAL_CONCURRENCY_LIMIT, "j3": GLOBAL_CONCURRENCY_LIMIT}
+
+
+def borrowable(quotas: dict[str, Quota], use: dict[str, float], team: str,
+               need: float) -> bool:
+    """The borrowing rule for CPUs in a pool that counts nothing else, team by team."""
+    mine = quotas.get(team, NO_TEAM if not team else NO_QUOTA)
+    over = max(0.0, (use.get(team, 0.0) + need) - mine.cpus) if mine.cpus is not None else 0.0
+    if over == 0.0:
+        return True
+    if over > mine.borrow_cpus:
+        return False
+    idle, borrowed = 0.0, 0.0
+    for other, quota in quotas.items():
+        if other != team:
+            idle += max(0.0, (quota.cpus or 0.0) - use.get(other, 0.0))
+            borrowed += max(0.0, use.get(other, 0.0) - quota.cpus) \
+                if quota.cpus is not None else 0.0
+    return not over > (idle - borrowed) + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.none() | st.integers(0, 30), st.integers(0, 40)), min_size=1,
+                max_size=12),
+       st.lists(st.tuples(st.integers(0, 13), st.integers(1, 30)), max_size=30),
+       st.lists(st.tuples(st.integers(0, 13), st.integers(1, 30), st.integers(0, 2)),
+                max_size=30))
+def test_borrowing_among_many_teams_is_decided_as_adding_them_up(
+        raw_quotas: list[tuple[int | None, int]], raw_running: list[tuple[int, int]],
+        raw_pending: list[tuple[int, int, int]]) -> None:
+    # CPUs in tenths, whose float sums round: the running sums must decide as the rule does.
+    teams = [f"t{i}" for i in range(len(raw_quotas))]
+    quotas = {t: Quota(cpus=None if c is None else c / 10, borrow_cpus=b / 10)
+              for t, (c, b) in zip(teams, raw_quotas, strict=True)}
+
+    def team(index: int) -> str:  # past the teams: a team without quota, then none
+        return teams[index] if index < len(teams) else ("other" if index % 2 else "")
+
+    pool = Pool(PoolCapacity("cpu", max_jobs=1000))  # counts neither CPUs nor memory
+    p = Policy(pools={"cpu": pool}, queues={"a": Queue("a", pools=("cpu",))},
+               teams={t: Team(t, quotas={"cpu": q}) for t, q in quotas.items()},
+               max_running=1000)
+    running = [RunningJob(f"r{i}", "a", Resources(c / 10, 0, 0), "cpu", team=team(t))
+               for i, (t, c) in enumerate(raw_running)]
+    pending = [PendingJob(f"j{i}", "a", prio, i, Resources(c / 10, 0, 0), team=team(t))
+               for i, (t, c, prio) in enumerate(raw_pending)]
+    decided = QueuePolicy(p).schedule(Snapshot(pending, running, max_concurrent=0, now=0.0))
+    use: dict[str, float] = {}
+    for r in running:
+        if r.team:
+            use[r.team] = use.get(r.team, 0.0) + r.resources.cpus
+    admitted = []
+    for j in sorted(pending, key=lambda j: (-j.priority, j.seq)):
+        if borrowable(quotas, use, j.team, j.resources.cpus):
+            admitted.append(j.job_id)
+            use[j.team] = use.get(j.team, 0.0) + j.resources.cpus
+        else:
+            assert decided.pending[j.job_id].code == TEAM_QUOTA
+    assert decided.admit == tuple(admitted)
+
+
+def test_a_borrowing_tie_is_settled_as_adding_up_team_by_team() -> None:
+    # The job goes beyond its quota by just what the other teams leave free, plus the 1e-9
+    # of slack, as adding up team by team rounds it; adding up in another order rounds the
+    # other way, and would hold it.
+    teams = {f"t{i}": Team(f"t{i}", quotas={"cpu": Quota(cpus=cpus, borrow_cpus=100.0)})
+             for i, cpus in enumerate((2.6, 3.0, 2.8, 0.2))}
+    p = Policy(pools={"cpu": Pool(PoolCapacity("cpu", max_jobs=100))},
+               queues={"a": Queue("a", pools=("cpu",))}, teams=teams, max_running=100)
+    running = [RunningJob(f"r{i}", "a", Resources(cpus, 0, 0), "cpu", team=f"t{i}")
+               for i, cpus in enumerate((1.3, 1.5, 3.2, 0.3))]
+    pending = [PendingJob("j", "a", 0, 0, Resources(2.300000001, 0, 0), team="t0")]
+    decided = QueuePolicy(p).schedule(Snapshot(pending, running, max_concurrent=0, now=0.0))
+    assert decided.admit == ("j",)

@@ -1,13 +1,21 @@
 """Admission under a declared policy: queue priorities, fair turns between queues of equal
 priority, queue and global concurrency, team quotas with borrowing, and resource fit in the
-pools a queue may use. Pure: a snapshot in, decisions out."""
+pools a queue may use. Pure: a snapshot in, decisions out.
+
+A pass costs about what it tries before the global limit, plus a little per waiting job: the
+quota check takes the same time however many teams there are, a queue's jobs are sorted only
+when the queue takes its first turn, and once the global limit is reached the jobs still
+waiting get their reasons without a try each."""
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import cast
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
@@ -35,16 +43,151 @@ _NEVER = cfg.Queue("", pools=(), preemptible=False)
 NO_TEAM = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0, borrow_cpus=float("inf"),
                     borrow_memory_mb=2**62, borrow_gpus=2**31)
 
+_SEQ = attrgetter("seq")
+_PRIORITY = attrgetter("priority")
+_SWEEP = attrgetter("sweep")
+# What a rounding may cost the borrowing sums, per operation and relative to the magnitudes
+# added up: 2**9 times the 2**-53 of one rounding of a double (see _Borrowing.cannot_borrow).
+_ROUNDING = 2.0**-44
+
+# A team's part in a pool's borrowing sums: what it owns and leaves unused (cpus, memory,
+# gpus), then what it uses beyond what it owns (cpus, memory, gpus).
+_Terms = tuple[float, int, int, float, int, int]
+
+
+@dataclass(frozen=True)
+class _PoolQuotas:
+    """The team quotas in one pool (by pool name), as the policy declares them."""
+
+    quotas: dict[str, cfg.Quota]  # team -> quota; of two teams of one name, the last
+    first: dict[str, cfg.Quota]  # team -> quota; of two teams of one name, the first
+    scale: float  # the sum of |quota cpus|, for the rounding bound
+
+
+@dataclass(frozen=True)
+class _QueueRules:
+    queue: cfg.Queue
+    restricted: bool  # takes jobs only from some users or teams
+    pools: Mapping[str, tuple[str, ...]]  # executor -> the queue's pools that run it, in order
+
 
 @dataclass
 class _PoolState:
     pool: cfg.Pool
+    name: str  # the pool's
+    quotas: _PoolQuotas | None = None  # None: no team has a quota in this pool
+    idle: Resources = ZERO  # with quotas: capacity promised to no team
     used: Resources = ZERO
     jobs: int = 0
     held: Resources = ZERO  # reserved for a long-waiting job this pass
     held_jobs: int = 0
     running: list[RunningJob] = field(default_factory=list)
     returning: Resources = ZERO  # held by jobs already asked to stop
+
+
+@dataclass
+class _Borrowing:
+    """In one pass, the sums over a pool's quota teams of quota owned but unused and of use
+    beyond what is owned, with each team's part as _no_idle_exactly computes it. They are
+    kept up to date as jobs are admitted, so that checking a job subtracts its own team's
+    part instead of adding up every other team's."""
+
+    quotas: _PoolQuotas
+    terms: dict[str, _Terms] = field(default_factory=dict)
+    idle_cpus: float = 0.0
+    idle_memory: int = 0
+    idle_gpus: int = 0
+    lent_cpus: float = 0.0
+    lent_memory: int = 0
+    lent_gpus: int = 0
+    use_cpus: float = 0.0  # the sum of |use cpus| over the teams
+    use_peak: float = 0.0  # its largest in the pass
+    updates: int = 0
+
+    @classmethod
+    def of(cls, quotas: _PoolQuotas, team_use: Mapping[tuple[str, str], Resources],
+           pool: str) -> _Borrowing:
+        sums = cls(quotas)
+        terms = sums.terms
+        idle_cpus = lent_cpus = use_cpus = 0.0
+        idle_memory = idle_gpus = lent_memory = lent_gpus = 0
+        for team, quota in quotas.quotas.items():  # as set() would, for each in turn
+            use = team_use.get((team, pool), ZERO)
+            terms[team] = new = _terms(quota, use)
+            idle_cpus += new[0]
+            idle_memory += new[1]
+            idle_gpus += new[2]
+            lent_cpus += new[3]
+            lent_memory += new[4]
+            lent_gpus += new[5]
+            use_cpus += abs(use.cpus)
+        sums.idle_cpus, sums.idle_memory, sums.idle_gpus = idle_cpus, idle_memory, idle_gpus
+        sums.lent_cpus, sums.lent_memory, sums.lent_gpus = lent_cpus, lent_memory, lent_gpus
+        sums.use_cpus = sums.use_peak = use_cpus
+        sums.updates = len(terms)
+        return sums
+
+    def set(self, team: str, quota: cfg.Quota, use: Resources, before: Resources) -> None:
+        """The team now uses `use` of the pool, where it used `before`."""
+        new = _terms(quota, use)
+        old = self.terms.get(team)
+        if old is not None:
+            self.idle_cpus -= old[0]
+            self.idle_memory -= old[1]
+            self.idle_gpus -= old[2]
+            self.lent_cpus -= old[3]
+            self.lent_memory -= old[4]
+            self.lent_gpus -= old[5]
+        self.terms[team] = new
+        self.idle_cpus += new[0]
+        self.idle_memory += new[1]
+        self.idle_gpus += new[2]
+        self.lent_cpus += new[3]
+        self.lent_memory += new[4]
+        self.lent_gpus += new[5]
+        self.use_cpus += abs(use.cpus) - abs(before.cpus)
+        self.use_peak = max(self.use_peak, self.use_cpus)
+        self.updates += 1
+
+    def cannot_borrow(self, team: str, over: tuple[float, int, int],
+                      base: Resources) -> bool | None:
+        """Whether `over` is more than the team may borrow: the other teams' idle quota plus
+        `base` (capacity promised to no team), less what the others borrowed already; as the
+        team-by-team loop of _no_idle_exactly finds, or None where the sums cannot settle it.
+
+        Memory and GPUs are integers, whose sums are exact in any order. The CPU sums are
+        floats added in another order than the loop adds them, so the two may differ by
+        rounding: each of the fewer than 10 * (updates + 2) operations between them rounds
+        by at most 2**-53 of a magnitude below `scale` (every term is at most its quota plus
+        its use), so a difference beyond the bound below (50 times that) settles it as the
+        loop would. Nearer than that (a tie, in practice), with a float in the integer sums,
+        or with an inf or a nan anywhere, it is left to the loop."""
+        mine = self.terms.get(team)
+        if mine is None:
+            idle_cpus, idle_memory, idle_gpus = self.idle_cpus, self.idle_memory, self.idle_gpus
+            lent_cpus, lent_memory, lent_gpus = self.lent_cpus, self.lent_memory, self.lent_gpus
+        else:
+            idle_cpus = self.idle_cpus - mine[0]
+            idle_memory = self.idle_memory - mine[1]
+            idle_gpus = self.idle_gpus - mine[2]
+            lent_cpus = self.lent_cpus - mine[3]
+            lent_memory = self.lent_memory - mine[4]
+            lent_gpus = self.lent_gpus - mine[5]
+        free_memory = base.memory_mb + idle_memory - lent_memory
+        free_gpus = base.gpus + idle_gpus - lent_gpus
+        if type(free_memory) is not int or type(free_gpus) is not int:
+            return None
+        over_cpus, over_memory, over_gpus = over
+        if over_memory > free_memory or over_gpus > free_gpus:
+            return True
+        beyond = over_cpus - ((base.cpus + idle_cpus - lent_cpus) + 1e-9)
+        scale = 2 * (abs(base.cpus) + self.quotas.scale + self.use_peak + abs(over_cpus) + 1)
+        bound = _ROUNDING * (self.updates + 2) * scale
+        if beyond > bound:
+            return True
+        if beyond < -bound:
+            return False
+        return None
 
 
 @dataclass
@@ -63,6 +206,11 @@ class _Pass:
     placed: dict[str, str] = field(default_factory=dict)  # job -> pool
     preempt: dict[str, str] = field(default_factory=dict)  # victim -> why
     sweeps: SweepSlots = field(default_factory=lambda: SweepSlots({}, ()))
+    borrowing: dict[str, _Borrowing] = field(default_factory=dict)  # by pool name
+    candidates: dict[tuple[str, str], list[_PoolState]] = field(default_factory=dict)
+    heads: dict[str, int] = field(default_factory=dict)  # queue -> how many jobs it decided
+    sorted_queues: set[str] = field(default_factory=set)  # by _order, before a turn
+    shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
 
 
 class QueuePolicy:
@@ -70,18 +218,46 @@ class QueuePolicy:
 
     def __init__(self, policy: cfg.Policy) -> None:
         self.policy = policy
+        # The policy does not change, so what the checks look up in it is worked out once.
+        quotas: dict[str, _PoolQuotas | None] = {}
+        self._pools: dict[str, tuple[_PoolQuotas | None, Resources]] = {}
+        for key, pool in policy.pools.items():
+            if pool.name not in quotas:
+                quotas[pool.name] = _pool_quotas(policy, pool.name)
+            found = quotas[pool.name]
+            self._pools[key] = (found, ZERO if found is None else _unpromised(found, pool))
+        self._queues: dict[str, _QueueRules] = {}  # filled as queues are first looked up
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
+        decisions = self._schedule(snapshot, at_once=True)
+        if len(decisions.admit) + len(decisions.pending) != len(snapshot.pending):
+            # Two waiting jobs share an id: the reason the id keeps depends on the order the
+            # jobs get theirs in, so give every job its reason in turn.
+            decisions = self._schedule(snapshot, at_once=False)
+        return decisions
+
+    def _schedule(self, snapshot: Snapshot, at_once: bool) -> Decisions:
         policy = self.policy
         state = self._state(snapshot)
-        pending: dict[str, PendingReason] = {}
         limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(policy.max_running))
-        queues = _by_queue(snapshot.pending)
-        for level in sorted({policy.queues[q].priority for q in queues if q in policy.queues},
-                            reverse=True):
-            names = [q for q in queues if q in policy.queues and
-                     policy.queues[q].priority == level]
-            self._take_turns(names, queues, snapshot, state, pending, limit)
+        # At once: every job starts with the global limit, and the reasons of the jobs that
+        # take a turn are written over it.
+        queues, pending = _by_queue(snapshot.pending, limit if at_once else None)
+        levels: dict[int, list[str]] = defaultdict(list)
+        for name in queues:
+            if name in policy.queues:
+                levels[policy.queues[name].priority].append(name)
+        for level in sorted(levels, reverse=True):
+            if at_once and state.running >= policy.max_running:
+                break
+            self._take_turns(levels[level], queues, snapshot, state, pending, limit, at_once)
+        if at_once:
+            if state.running >= policy.max_running:
+                # Nothing more starts in this pass, and each job still waiting gets the
+                # reason it would get on its turn, without taking turns.
+                self._at_limit(queues, state, pending, limit)
+            for job_id in state.admitted:
+                pending.pop(job_id, None)  # None: an id given twice, which schedule() sees to
         for name, jobs in queues.items():  # jobs of queues the policy no longer declares
             if name not in policy.queues:
                 reason = PendingReason(NO_POOL, f"queue {name!r} is not declared by the "
@@ -95,84 +271,201 @@ class QueuePolicy:
     # --- one pass --------------------------------------------------------------------------
 
     def _state(self, snapshot: Snapshot) -> _Pass:
-        pools = {name: _PoolState(pool) for name, pool in self.policy.pools.items()}
+        pools = {key: _PoolState(pool, pool.name, *self._pools[key])
+                 for key, pool in self.policy.pools.items()}
         gpus_taken: set[str] = set()
         by_queue: dict[str, int] = defaultdict(int)
-        team_use: dict[tuple[str, str], Resources] = defaultdict(lambda: ZERO)
+        # Added up in the order of the running jobs, as one add() after another would, in
+        # lists of [cpus, memory_mb, gpus].
+        used: dict[str, list[float]] = {}
+        returning: dict[str, list[float]] = {}
+        teams: dict[tuple[str, str], list[float]] = {}
         for run in snapshot.running:
-            gpus_taken.update(run.gpu_ids)
+            if run.gpu_ids:
+                gpus_taken.update(run.gpu_ids)
             by_queue[run.queue] += 1
-            if run.pool in pools:
-                state = pools[run.pool]
-                state.used = add(state.used, run.resources)
-                state.jobs += 1
-                state.running.append(run)
+            res = run.resources
+            pool_state = pools.get(run.pool)
+            if pool_state is not None:
+                pool_state.running.append(run)
+                total = used.get(run.pool)
+                if total is None:
+                    total = used[run.pool] = [0.0, 0, 0]
+                total[0] += res.cpus
+                total[1] += res.memory_mb
+                total[2] += res.gpus
                 if run.preempting:
-                    state.returning = add(state.returning, run.resources)
+                    total = returning.get(run.pool)
+                    if total is None:
+                        total = returning[run.pool] = [0.0, 0, 0]
+                    total[0] += res.cpus
+                    total[1] += res.memory_mb
+                    total[2] += res.gpus
             if run.team:
-                team_use[(run.team, run.pool)] = add(team_use[(run.team, run.pool)],
-                                                     run.resources)
+                total = teams.get((run.team, run.pool))
+                if total is None:
+                    total = teams[(run.team, run.pool)] = [0.0, 0, 0]
+                total[0] += res.cpus
+                total[1] += res.memory_mb
+                total[2] += res.gpus
+        for key, total in used.items():
+            pools[key].used = _resources(total)
+            pools[key].jobs = len(pools[key].running)
+        for key, total in returning.items():
+            pools[key].returning = _resources(total)
+        team_use = {team_pool: _resources(total) for team_pool, total in teams.items()}
         return _Pass(self.policy, pools, gpus_taken, len(snapshot.running), by_queue,
                      team_use, snapshot.unavailable,
                      sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running))
 
+    def _rules(self, name: str) -> _QueueRules:
+        rules = self._queues.get(name)
+        if rules is None:
+            queue = self.policy.queues[name]
+            kinds: dict[str, list[str]] = defaultdict(list)
+            for p in queue.pools:
+                if p in self.policy.pools:
+                    kinds[self.policy.pools[p].executor].append(p)
+            rules = self._queues[name] = _QueueRules(
+                queue, bool(queue.users or queue.teams), {k: tuple(v) for k, v in kinds.items()})
+        return rules
+
     def _take_turns(self, names: list[str], queues: dict[str, list[PendingJob]],
                     snapshot: Snapshot, state: _Pass, pending: dict[str, PendingReason],
-                    limit: PendingReason) -> None:
+                    limit: PendingReason, at_once: bool) -> None:
         """Queues of one priority take turns: the one with the least usage per weight goes
-        next, and each admission adds to its usage for the rest of the pass."""
+        next, and each admission adds to its usage for the rest of the pass. With `at_once`,
+        stop at the global limit, where _at_limit takes over."""
         turn: list[tuple[float, str]] = []
-        heads = {name: 0 for name in names}
+        heads = state.heads
+        max_running = self.policy.max_running
+        # With finite usage and weights, no share is ever nan (each adds to a finite one a
+        # cost over the queue's weight, of one sign per queue), so the shares are ordered:
+        # which queue goes next depends only on what is in the heap, not on its layout. Then
+        # a queue whose job waits goes again at once, as it would if put back in the heap
+        # and popped first, and a queue with no jobs left need not be put back.
+        comparable = True
         for name in names:
             weight = self.policy.queues[name].weight
-            heapq.heappush(turn, (snapshot.usage.get(name, 0.0) / weight, name))
+            share = snapshot.usage.get(name, 0.0) / weight
+            comparable = comparable and math.isfinite(share) and math.isfinite(weight)
+            heapq.heappush(turn, (share, name))
         while turn:
+            if at_once and state.running >= max_running:
+                return
             share, name = heapq.heappop(turn)
             jobs = queues[name]
-            index = heads[name]
+            index = heads.get(name, 0)
             if index >= len(jobs):
                 continue
-            job = jobs[index]
-            heads[name] = index + 1
-            reason = self._try(job, snapshot, state, limit)
-            if reason is None:
-                cost = max(1.0, float(job.resources.gpus) or job.resources.cpus)
-                heapq.heappush(turn, (share + cost / self.policy.queues[name].weight, name))
-                continue
-            pending[job.job_id] = reason
-            if reason.code in (QUEUE_LIMIT, GLOBAL_CONCURRENCY_LIMIT):
-                # Nothing later in this queue can start either: the same reason holds.
-                pending.update((later.job_id, reason) for later in jobs[index + 1:])
-                continue
-            # Best-effort FIFO: a job that cannot fit holds back only what it must, so the
-            # queue's later jobs still get their turn.
-            heapq.heappush(turn, (share, name))
+            if name not in state.sorted_queues:
+                _order(jobs)
+                state.sorted_queues.add(name)
+            while True:
+                job = jobs[index]
+                index += 1
+                reason = self._try(job, snapshot, state, limit)
+                if reason is None:
+                    cost = max(1.0, float(job.resources.gpus) or job.resources.cpus)
+                    after = share + cost / self.policy.queues[name].weight
+                    heapq.heappush(turn, (after, name))
+                    break
+                pending[job.job_id] = reason
+                if reason.code in (QUEUE_LIMIT, GLOBAL_CONCURRENCY_LIMIT):
+                    # Nothing later in this queue can start either: the same reason holds.
+                    for later in jobs[index:]:
+                        pending[later.job_id] = reason
+                    index = len(jobs)
+                    break
+                # Best-effort FIFO: a job that cannot fit holds back only what it must, so
+                # the queue's later jobs still get their turn (at once, when comparable).
+                if not comparable:
+                    heapq.heappush(turn, (share, name))
+                    break
+                if index >= len(jobs):
+                    break
+            heads[name] = index
+
+    def _at_limit(self, queues: dict[str, list[PendingJob]], state: _Pass,
+                  pending: dict[str, PendingReason], limit: PendingReason) -> None:
+        """Once the global limit is reached: the reason _try would give each job still
+        waiting, on its turn, written over the global limit where it differs. Before the
+        global limit _try checks only the job's sweep, the queue's access rules and the
+        queue's limit, none of which changes once nothing more starts; the first of a
+        queue's jobs that passes the first two gets the queue's limit or the global one, and
+        so does every job after it. So no job's reason depends on the order the queues go
+        in, and they need not take turns."""
+        sweeps = state.sweeps
+        full = {sweep for sweep, most in sweeps.limits.items()
+                if not sweeps.running[sweep] < most}  # as SweepSlots.blocked has it
+        for name, jobs in queues.items():
+            if name not in self.policy.queues:
+                continue  # not declared: schedule() writes their reason
+            start = state.heads.get(name, 0)
+            if start >= len(jobs):
+                continue  # decided before the limit
+            queue = self.policy.queues[name]
+            reason = limit
+            if queue.max_running is not None and \
+                    state.by_queue[queue.name] >= queue.max_running:
+                reason = PendingReason(QUEUE_LIMIT, f"queue {queue.name!r} is at its limit of "
+                                       f"{queue.max_running} running jobs")
+            if queue.users or queue.teams or \
+                    (full and not full.isdisjoint(map(_SWEEP, jobs[start:]))):
+                # Some may be held by their sweep or the queue's access: in the queue's order,
+                # those before the first that is not get their own reason.
+                rules = self._rules(name)
+                if name not in state.sorted_queues:
+                    _order(jobs)
+                    state.sorted_queues.add(name)
+                while start < len(jobs):
+                    blocked = self._blocked(jobs[start], rules, state)
+                    if blocked is None:
+                        break
+                    pending[jobs[start].job_id] = blocked
+                    start += 1
+            if reason is not limit:
+                for job in jobs[start:]:
+                    pending[job.job_id] = reason
+
+    def _blocked(self, job: PendingJob, rules: _QueueRules,
+                 state: _Pass) -> PendingReason | None:
+        """The first two checks of _try: the job's sweep, and the queue's access rules."""
+        if state.sweeps.limits:
+            capped = state.sweeps.blocked(job)
+            if capped is not None:
+                return capped
+        queue = rules.queue
+        if rules.restricted and job.owner not in queue.users and job.team not in queue.teams:
+            return PendingReason(QUEUE_ACCESS, f"queue {queue.name!r} no longer takes jobs "
+                                 f"from {job.owner!r}")
+        return None
 
     def _try(self, job: PendingJob, snapshot: Snapshot, state: _Pass,
              limit: PendingReason) -> PendingReason | None:
         """Admit the job, or say why it waits. The checks run in the policy's order."""
         policy = self.policy
-        queue = policy.queues[job.queue]
-        capped = state.sweeps.blocked(job)
-        if capped is not None:
-            return capped
-        if (queue.users or queue.teams) and job.owner not in queue.users and \
-                job.team not in queue.teams:
-            return PendingReason(QUEUE_ACCESS, f"queue {queue.name!r} no longer takes jobs "
-                                 f"from {job.owner!r}")
+        rules = self._rules(job.queue)
+        if rules.restricted or state.sweeps.limits:
+            blocked = self._blocked(job, rules, state)
+            if blocked is not None:
+                return blocked
+        queue = rules.queue
         if queue.max_running is not None and state.by_queue[queue.name] >= queue.max_running:
             return PendingReason(QUEUE_LIMIT, f"queue {queue.name!r} is at its limit of "
                                  f"{queue.max_running} running jobs")
         if state.running >= policy.max_running:
             return limit
-        candidates = [state.pools[p] for p in queue.pools
-                      if p in state.pools and state.pools[p].pool.executor == job.pool]
+        candidates = state.candidates.get((job.queue, job.pool))
+        if candidates is None:
+            candidates = [state.pools[p] for p in rules.pools.get(job.pool, ())]
+            state.candidates[(job.queue, job.pool)] = candidates
         if not candidates:
             return PendingReason(NO_POOL, f"none of the pools of queue {queue.name!r} runs "
                                  f"{'containers' if job.pool == 'docker' else 'commands'}")
         first_problem: PendingReason | None = None
         for pool_state in candidates:
-            problem = self._fit(job, pool_state, snapshot, state)
+            problem = self._fit(job, pool_state, state)
             if problem is None:
                 self._admit(job, pool_state, state)
                 return None
@@ -189,30 +482,32 @@ class QueuePolicy:
             held.held_jobs += 1
         return first_problem
 
-    def _fit(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
+    def _fit(self, job: PendingJob, pool_state: _PoolState,
              state: _Pass) -> PendingReason | None:
         pool = pool_state.pool
-        name = pool.name
-        if pool.executor in state.unavailable:
+        name = pool_state.name
+        if state.unavailable and pool.executor in state.unavailable:
             return PendingReason(POOL_UNAVAILABLE, state.unavailable[pool.executor])
-        quota = self._quota_problem(job, pool, state)
-        if quota is not None:
-            return quota
-        in_use = add(pool_state.used, pool_state.held)
-        why = shortfall(pool.capacity, job.resources, in_use,
-                        pool_state.jobs + pool_state.held_jobs)
-        ids = allocate_gpus(pool.capacity, state.gpus_taken, job.resources.gpus)
-        if why is None and ids is not None:
+        if pool_state.quotas is not None:
+            quota = self._quota_problem(job, pool_state, pool_state.quotas, state)
+            if quota is not None:
+                return quota
+        cap, need, held = pool.capacity, job.resources, pool_state.held_jobs
+        # Nothing is held unless a job is, and adding ZERO changes no comparison.
+        in_use = add(pool_state.used, pool_state.held) if held else pool_state.used
+        why = shortfall(cap, need, in_use, pool_state.jobs + held)
+        if why is None and allocate_gpus(cap, state.gpus_taken, need.gpus) is not None:
             return None
-        if pool_state.held_jobs and shortfall(pool.capacity, job.resources, pool_state.used,
-                                              pool_state.jobs) is None:
-            return PendingReason(RESERVED, f"pool {name!r} holds capacity for a job that has "
-                                 "waited longer; it starts after that one")
-        if job.resources.gpus > 1 and (why is None or "GPUs" in why):
-            return PendingReason(POOL_CAPACITY, f"waiting for {job.resources.gpus} GPUs to be "
-                                 f"free at once in pool {name!r}")
-        return PendingReason(POOL_CAPACITY, f"{why or f'pool {name!r} has too few GPUs free'}; "
-                             "it starts when enough of the pool is free.")
+        if held and shortfall(cap, need, pool_state.used, pool_state.jobs) is None:
+            return _shared(state, ("reserved", "", name), lambda: PendingReason(
+                RESERVED, f"pool {name!r} holds capacity for a job that has waited longer; it "
+                "starts after that one"))
+        if need.gpus > 1 and (why is None or "GPUs" in why):
+            return PendingReason(POOL_CAPACITY, f"waiting for {need.gpus} GPUs to be free at "
+                                 f"once in pool {name!r}")
+        return _shared(state, ("capacity", why or "", name), lambda: PendingReason(
+            POOL_CAPACITY, f"{why or f'pool {name!r} has too few GPUs free'}; it starts when "
+            "enough of the pool is free."))
 
     def _reclaim(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
                  state: _Pass) -> PendingReason | None:
@@ -220,18 +515,19 @@ class QueuePolicy:
         borrowed: preempt borrowers' jobs (newest first, past the minimum runtime, in
         preemptible queues) until it would fit. None if that cannot make room."""
         pool = pool_state.pool
-        quota = next((t.quotas[pool.name] for t in self.policy.teams.values()
-                      if t.name == job.team and pool.name in t.quotas), None)
-        if quota is None or _beyond(add(state.team_use[(job.team, pool.name)],
-                                        job.resources), quota) != ZERO:
+        rules = pool_state.quotas
+        quota = None if rules is None else rules.first.get(job.team)
+        if rules is None or quota is None or _over(
+                state.team_use.get((job.team, pool_state.name), ZERO), job.resources,
+                quota) != (0.0, 0, 0):
             return None  # only quota a team owns is reclaimed for it
-        if pool_state.returning != ZERO:
-            return PendingReason(RECLAIMING, f"borrowed capacity in pool {pool.name!r} is "
-                                 f"being returned to team {job.team!r}; it starts then")
-        nominal = {t.name: t.quotas[pool.name] for t in self.policy.teams.values()
-                   if pool.name in t.quotas}
+        if pool_state.returning is not ZERO and pool_state.returning != ZERO:
+            return _shared(state, ("returning", job.team, pool.name), lambda: PendingReason(
+                RECLAIMING, f"borrowed capacity in pool {pool.name!r} is being returned to "
+                f"team {job.team!r}; it starts then"))
+        nominal = rules.quotas
         borrowing = {team for team, q in nominal.items()
-                     if _beyond(state.team_use[(team, pool.name)], q) != ZERO}
+                     if _beyond(state.team_use.get((team, pool.name), ZERO), q) != ZERO}
         victims = sorted(
             (run for run in pool_state.running
              if run.team != job.team and (run.team in borrowing or run.team not in nominal)
@@ -262,44 +558,58 @@ class QueuePolicy:
                                      f"{pool.name!r}; it starts when they stop")
         return None
 
-    def _quota_problem(self, job: PendingJob, pool_spec: cfg.Pool,
+    def _quota_problem(self, job: PendingJob, pool_state: _PoolState, rules: _PoolQuotas,
                        state: _Pass) -> PendingReason | None:
         """Within the team's nominal quota, or borrowing within its limit from what is idle:
         quota other teams leave unused, and capacity promised to no team. Pools without
         quotas are first come, first served."""
-        pool = pool_spec.name
-        quotas = {t.name: t.quotas[pool] for t in self.policy.teams.values() if pool in t.quotas}
-        if not quotas:
-            return None
+        team = job.team
+        pool = pool_state.name
         # A team without quota here owns nothing and borrows nothing; a job of no team may
         # use whatever is idle.
-        mine = quotas.get(job.team, NO_TEAM if not job.team else NO_QUOTA)
-        after = add(state.team_use[(job.team, pool)], job.resources)
-        over = _beyond(after, mine)
-        if over == ZERO:
+        mine = rules.quotas.get(team, NO_TEAM if not team else NO_QUOTA)
+        use, need = state.team_use.get((team, pool), ZERO), job.resources
+        # _over(use, need, mine), inline: this runs for most jobs that take a turn.
+        over_cpus = max(0.0, (use.cpus + need.cpus) - mine.cpus) \
+            if mine.cpus is not None else 0.0
+        over_memory = max(0, (use.memory_mb + need.memory_mb) - mine.memory_mb) \
+            if mine.memory_mb is not None else 0
+        over_gpus = max(0, (use.gpus + need.gpus) - mine.gpus) if mine.gpus is not None else 0
+        over = (over_cpus, over_memory, over_gpus)
+        if over == (0.0, 0, 0):
             return None
-        if over.cpus > mine.borrow_cpus or over.memory_mb > mine.borrow_memory_mb or \
-                over.gpus > mine.borrow_gpus:
-            return PendingReason(TEAM_QUOTA, _quota_sentence(job.team, pool, mine, "its limit "
-                                 "on borrowing is reached"))
-        cap = pool_spec.capacity
-        promised = ZERO
-        for quota in quotas.values():
-            promised = add(promised, _as_resources(quota))
-        idle = _beyond(Resources(cap.cpus or 0.0, cap.memory_mb or 0, cap.gpus), promised)
+        if over_cpus > mine.borrow_cpus or over_memory > mine.borrow_memory_mb or \
+                over_gpus > mine.borrow_gpus:
+            return _shared(state, ("borrow limit", team, pool), lambda: PendingReason(
+                TEAM_QUOTA, _quota_sentence(team, pool, mine, "its limit on borrowing is "
+                                            "reached")))
+        borrowing = state.borrowing.get(pool)
+        if borrowing is None:
+            borrowing = state.borrowing[pool] = _Borrowing.of(rules, state.team_use, pool)
+        cannot = borrowing.cannot_borrow(team, over, pool_state.idle)
+        if cannot is None:
+            cannot = self._no_idle_exactly(team, Resources(*over), pool_state, rules, state)
+        if cannot:
+            return _shared(state, ("nothing idle", team, pool), lambda: PendingReason(
+                TEAM_QUOTA, _quota_sentence(team, pool, mine, "no idle quota can be "
+                                            "borrowed")))
+        return None
+
+    def _no_idle_exactly(self, team: str, over: Resources, pool_state: _PoolState,
+                         rules: _PoolQuotas, state: _Pass) -> bool:
+        """What _Borrowing.cannot_borrow answers, added up team by team."""
+        pool = pool_state.name
+        idle = pool_state.idle
         borrowed = ZERO
-        for team, quota in quotas.items():
-            if team != job.team:
-                use = state.team_use[(team, pool)]
+        for other, quota in rules.quotas.items():
+            if other != team:
+                use = state.team_use.get((other, pool), ZERO)
                 idle = add(idle, _beyond(_as_resources(quota), use))  # owned, not used
                 borrowed = add(borrowed, _beyond(use, quota))  # used beyond what it owns
         free = Resources(idle.cpus - borrowed.cpus, idle.memory_mb - borrowed.memory_mb,
                          idle.gpus - borrowed.gpus)
-        if over.cpus > free.cpus + 1e-9 or over.memory_mb > free.memory_mb or \
-                over.gpus > free.gpus:
-            return PendingReason(TEAM_QUOTA, _quota_sentence(job.team, pool, mine,
-                                                             "no idle quota can be borrowed"))
-        return None
+        return over.cpus > free.cpus + 1e-9 or over.memory_mb > free.memory_mb or \
+            over.gpus > free.gpus
 
     def _admit(self, job: PendingJob, pool_state: _PoolState, state: _Pass) -> None:
         ids = allocate_gpus(pool_state.pool.capacity, state.gpus_taken, job.resources.gpus)
@@ -309,11 +619,16 @@ class QueuePolicy:
         state.gpus_taken.update(ids)
         state.running += 1
         state.by_queue[job.queue] += 1
-        key = (job.team, pool_state.pool.name)
-        state.team_use[key] = add(state.team_use[key], job.resources)
+        name = pool_state.name
+        key = (job.team, name)
+        before = state.team_use.get(key, ZERO)
+        state.team_use[key] = after = add(before, job.resources)
+        borrowing = state.borrowing.get(name)
+        if borrowing is not None and job.team in borrowing.terms:
+            borrowing.set(job.team, borrowing.quotas.quotas[job.team], after, before)
         state.admitted.append(job.job_id)
         state.sweeps.take(job)
-        state.placed[job.job_id] = pool_state.pool.name
+        state.placed[job.job_id] = name
         if ids:
             state.gpu_ids[job.job_id] = ids
 
@@ -330,14 +645,84 @@ def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], sec
     return updated
 
 
-def _by_queue(jobs: Iterable[PendingJob]) -> dict[str, list[PendingJob]]:
-    """Each queue's jobs by job priority (higher first), then submit order."""
+def _by_queue(jobs: Iterable[PendingJob], reason: PendingReason | None,
+              ) -> tuple[dict[str, list[PendingJob]], dict[str, PendingReason]]:
+    """Each queue's jobs, as given (_order sorts a queue's jobs before it takes a turn); and
+    with a reason, every job's id with it, in the same loop over the jobs."""
     queues: dict[str, list[PendingJob]] = defaultdict(list)
-    for job in jobs:
-        queues[job.queue].append(job)
-    for listed in queues.values():
-        listed.sort(key=lambda j: (-j.priority, j.seq))
-    return dict(queues)
+    every: dict[str, PendingReason] = {}
+    if reason is None:
+        for job in jobs:
+            queues[job.queue].append(job)
+    else:
+        for job in jobs:
+            queues[job.queue].append(job)
+            every[job.job_id] = reason
+    return queues, every
+
+
+def _order(jobs: list[PendingJob]) -> None:
+    """By job priority (higher first), then submit order: as sorting by (-priority, seq),
+    in two stable sorts, the first of which is one scan when the jobs come in submit order
+    (as the tracker lists them)."""
+    jobs.sort(key=_SEQ)
+    jobs.sort(key=_PRIORITY, reverse=True)
+
+
+def _shared(state: _Pass, key: tuple[str, str, str],
+            reason: Callable[[], PendingReason]) -> PendingReason:
+    """One reason object for each key in a pass, made when first needed: for reasons whose
+    message depends on nothing but the key, shared by the jobs they hold."""
+    found = state.shared.get(key)
+    if found is None:
+        found = state.shared[key] = reason()
+    return found
+
+
+def _pool_quotas(policy: cfg.Policy, pool: str) -> _PoolQuotas | None:
+    quotas = {t.name: t.quotas[pool] for t in policy.teams.values() if pool in t.quotas}
+    if not quotas:
+        return None
+    first: dict[str, cfg.Quota] = {}
+    for team in policy.teams.values():
+        if pool in team.quotas:
+            first.setdefault(team.name, team.quotas[pool])
+    return _PoolQuotas(quotas, first, sum(abs(quota.cpus or 0.0) for quota in quotas.values()))
+
+
+def _unpromised(quotas: _PoolQuotas, pool: cfg.Pool) -> Resources:
+    """The pool's capacity that no team's quota promises."""
+    cpus, memory, gpus = 0.0, 0, 0  # added up as add(promised, _as_resources(quota)) would
+    for quota in quotas.quotas.values():
+        cpus += quota.cpus or 0.0
+        memory += quota.memory_mb or 0
+        gpus += quota.gpus or 0
+    cap = pool.capacity
+    return _beyond(Resources(cap.cpus or 0.0, cap.memory_mb or 0, cap.gpus),
+                   Resources(cpus, memory, gpus))
+
+
+def _resources(total: list[float]) -> Resources:
+    """[cpus, memory_mb, gpus], as _State adds them up, the last two from ints."""
+    return Resources(total[0], cast(int, total[1]), cast(int, total[2]))
+
+
+def _over(use: Resources, need: Resources, quota: cfg.Quota) -> tuple[float, int, int]:
+    """_beyond(add(use, need), quota), as a tuple."""
+    return (max(0.0, (use.cpus + need.cpus) - quota.cpus) if quota.cpus is not None else 0.0,
+            max(0, (use.memory_mb + need.memory_mb) - quota.memory_mb)
+            if quota.memory_mb is not None else 0,
+            max(0, (use.gpus + need.gpus) - quota.gpus) if quota.gpus is not None else 0)
+
+
+def _terms(quota: cfg.Quota, use: Resources) -> _Terms:
+    """_beyond(_as_resources(quota), use), then _beyond(use, quota), as one tuple."""
+    return (max(0.0, (quota.cpus or 0.0) - use.cpus),
+            max(0, (quota.memory_mb or 0) - use.memory_mb),
+            max(0, (quota.gpus or 0) - use.gpus),
+            max(0.0, use.cpus - quota.cpus) if quota.cpus is not None else 0.0,
+            max(0, use.memory_mb - quota.memory_mb) if quota.memory_mb is not None else 0,
+            max(0, use.gpus - quota.gpus) if quota.gpus is not None else 0)
 
 
 def _beyond(used: Resources, limit: Resources | cfg.Quota) -> Resources:
