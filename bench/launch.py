@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import platform
@@ -59,6 +58,7 @@ from typing import Any
 import docker
 import docker.errors
 import grpc
+from benchlib import commit, num, percentile, stop_process, wait_for_port, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -77,8 +77,6 @@ BENCH_LABEL = "org.trainyard.bench"  # on the raw containers: this run's token
 CALL_TIMEOUT_S = 30.0
 CONTAINER_TIMEOUT_S = 60.0  # one docker CLI call, or one job from submit to final
 GONE_TIMEOUT_S = 15.0  # for a job's container to be removed after it is final
-SERVER_START_TIMEOUT_S = 30.0
-SERVER_STOP_TIMEOUT_S = 15.0
 SUBMIT_THREADS = 8
 JOB_CPUS = 1.0  # what a job gets by default; the pool is sized so only C limits it
 JOB_MEMORY_MB = 1024
@@ -104,15 +102,6 @@ class Samples:
 
     def p(self, q: float) -> float:
         return percentile(sorted(self.values_ms), q)
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks; NaN for no values."""
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def ratio(a: float, b: float) -> float:
@@ -241,12 +230,12 @@ def trainyard_server(workdir: Path, engine: Engine, concurrency: int) -> Iterato
                                 stderr=subprocess.STDOUT, env=engine.env)
     instance = ""
     try:
-        port = _wait_for_port(proc, port_file, log_path)
+        port = wait_for_port(proc, port_file, log_path)
         instance = (data_dir / "instance-id").read_text().strip()
         engine.own(instance)
         yield Server(f"127.0.0.1:{port}", proc.pid, instance)
     finally:
-        _stop(proc)
+        stop_process(proc)
         if not instance:  # it stopped before we read it: read it now, if it was written
             with contextlib.suppress(OSError):
                 instance = (data_dir / "instance-id").read_text().strip()
@@ -255,28 +244,6 @@ def trainyard_server(workdir: Path, engine: Engine, concurrency: int) -> Iterato
             left = engine.sweep(f"{LABEL_INSTANCE}={instance}")
             if left:
                 console.log(f"removed {left} leftover container(s) of the server")
-
-
-def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, log_path: Path) -> int:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if port_file.exists():
-            return int(port_file.read_text())
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    tail = log_path.read_text(errors="replace")[-2000:]
-    raise RuntimeError(f"the server did not start (exit {proc.poll()}):\n{tail}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(SERVER_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _iso_s(value: str | None) -> float | None:
@@ -580,12 +547,12 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
                          ("trainyard_waiting_to_running", lat.waiting_to_running),
                          ("trainyard_waiting_to_launching", lat.waiting_to_launching),
                          ("trainyard_launching_to_running", lat.launching_to_running)):
-        figures[f"{key}_p50_ms"] = _num(samples.p(50))
-        figures[f"{key}_p90_ms"] = _num(samples.p(90))
+        figures[f"{key}_p50_ms"] = num(samples.p(50))
+        figures[f"{key}_p90_ms"] = num(samples.p(90))
     return {
         "machine": outcome.machine,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "config": {"image": args.image, "command": "true", "samples": args.samples,
                    "warmup_rounds": args.warmup, "jobs": args.jobs,
                    "concurrency": args.concurrency, "database": "sqlite",
@@ -593,15 +560,15 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
                    "trainyard_submit_to_running": "recorded RUNNING time minus client wall "
                                                   "time just before the Train call"},
         **figures,
-        "ratio_start_p50": _num(ratio_p50, 3),
-        "ratio_start_p90": _num(ratio(lat.trainyard.p(90), lat.cli.p(90)), 3),
-        "ratio_executor_launch_p50": _num(ratio(lat.executor.p(50), lat.cli.p(50)), 3),
-        "trainyard_e2e_seconds": _num(ty.seconds, 3),
-        "trainyard_e2e_removed_seconds": _num(ty.seconds_removed, 3),
-        "trainyard_e2e_jobs_per_s": _num(ty.jobs_per_s),
-        "docker_run_e2e_seconds": _num(raw.seconds, 3),
-        "docker_run_e2e_jobs_per_s": _num(raw.jobs_per_s),
-        "ratio_e2e_jobs_per_s": _num(ratio(ty.jobs_per_s, raw.jobs_per_s), 3),
+        "ratio_start_p50": num(ratio_p50, 3),
+        "ratio_start_p90": num(ratio(lat.trainyard.p(90), lat.cli.p(90)), 3),
+        "ratio_executor_launch_p50": num(ratio(lat.executor.p(50), lat.cli.p(50)), 3),
+        "trainyard_e2e_seconds": num(ty.seconds, 3),
+        "trainyard_e2e_removed_seconds": num(ty.seconds_removed, 3),
+        "trainyard_e2e_jobs_per_s": num(ty.jobs_per_s),
+        "docker_run_e2e_seconds": num(raw.seconds, 3),
+        "docker_run_e2e_jobs_per_s": num(raw.jobs_per_s),
+        "ratio_e2e_jobs_per_s": num(ratio(ty.jobs_per_s, raw.jobs_per_s), 3),
         "counts": {"latency_rounds": lat.rounds,
                    "latency_failures": {"docker_run": lat.cli.failures,
                                         "docker_sdk": lat.sdk.failures,
@@ -610,24 +577,9 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
                    "trainyard_e2e_succeeded": ty.succeeded,
                    "docker_run_e2e_succeeded": raw.succeeded},
         "goals": {"submit_to_running_vs_docker_run_start_p50_at_most": {
-            "target": GOAL_START_RATIO_P50, "value": _num(ratio_p50, 3),
+            "target": GOAL_START_RATIO_P50, "value": num(ratio_p50, 3),
             "pass": not math.isnan(ratio_p50) and ratio_p50 <= GOAL_START_RATIO_P50}},
     }
-
-
-def _num(value: float | None, digits: int = 2) -> float | None:
-    """Rounded, and None instead of NaN, which JSON cannot hold."""
-    return None if value is None or math.isnan(value) else round(value, digits)
-
-
-def _commit() -> str | None:
-    """The checked-out commit, so results from different versions can be told apart."""
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=5, cwd=Path(__file__).parent, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def _ms(value: float) -> str:
@@ -695,13 +647,6 @@ def render(outcome: Outcome, results: dict[str, Any]) -> None:
         if t.first_error:
             console.print(f"[yellow]{name}: {t.jobs - t.succeeded} failed, first: "
                           f"{t.first_error}[/]")
-
-
-def write_json(results: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -40,13 +40,11 @@ import argparse
 import cProfile
 import gc
 import io
-import json
 import os
 import platform
 import pstats
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -56,6 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchlib import commit, num, verdict, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -257,10 +256,10 @@ def results_dict(results: list[SizeResult], args: argparse.Namespace) -> dict[st
     ratio = big.median_ms / base.median_ms if big and base and base.median_ms else None
     goals: dict[str, Any] = {
         f"pass_ms_at_{GOAL_SIZE}_at_most": {
-            "target": GOAL_PASS_MS, "value": _num(big.median_ms) if big else None,
+            "target": GOAL_PASS_MS, "value": num(big.median_ms) if big else None,
             "pass": big.median_ms <= GOAL_PASS_MS if big else None},
         f"ratio_{GOAL_SIZE}_vs_{GOAL_BASE_SIZE}_at_most": {
-            "target": GOAL_RATIO, "value": _num(ratio, 3),
+            "target": GOAL_RATIO, "value": num(ratio, 3),
             "pass": ratio <= GOAL_RATIO if ratio is not None else None},
     }
     return {
@@ -269,28 +268,24 @@ def results_dict(results: list[SizeResult], args: argparse.Namespace) -> dict[st
                     "implementation": platform.python_implementation(),
                     "platform": platform.platform()},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "config": {"seed": args.seed, "repeat": args.repeat, "sizes": args.sizes,
                    "queues": N_QUEUES, "teams": N_TEAMS, "priority_levels": LEVELS,
                    "pools": len(CPU_POOLS) + len(GPU_POOLS), "free_pools": list(FREE_POOLS),
                    "admit_per_pass": ADMIT, "timed": "QueuePolicy(policy).schedule(snapshot)"},
-        "pass_ms": {str(r.waiting): _num(r.median_ms, 3) for r in results},
-        "pass_min_ms": {str(r.waiting): _num(r.min_ms, 3) for r in results},
-        "pass_all_ms": {str(r.waiting): [_num(t, 3) for t in r.times_ms] for r in results},
-        "us_per_waiting_job": {str(r.waiting): _num(r.median_ms * 1000 / r.waiting, 3)
+        "pass_ms": {str(r.waiting): num(r.median_ms, 3) for r in results},
+        "pass_min_ms": {str(r.waiting): num(r.min_ms, 3) for r in results},
+        "pass_all_ms": {str(r.waiting): [num(t, 3) for t in r.times_ms] for r in results},
+        "us_per_waiting_job": {str(r.waiting): num(r.median_ms * 1000 / r.waiting, 3)
                                for r in results},
         "admitted": {str(r.waiting): r.admitted for r in results},
         "running": results[0].running if results else None,
         "max_running": results[0].max_running if results else None,
         "pending_reasons": {str(r.waiting): r.reasons for r in results},
         "preempted": {str(r.waiting): r.preempted for r in results},
-        "ratio_100k_vs_10k": _num(ratio, 3),
+        "ratio_100k_vs_10k": num(ratio, 3),
         "goals": goals,
     }
-
-
-def _num(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None else round(value, digits)
 
 
 def _cpu_model() -> str | None:
@@ -301,16 +296,6 @@ def _cpu_model() -> str | None:
     except OSError:
         pass
     return platform.processor() or None
-
-
-def _commit() -> str | None:
-    """The checked-out commit, so results from different versions can be told apart."""
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=5, cwd=Path(__file__).parent, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def render(results: list[SizeResult], summary: dict[str, Any]) -> None:
@@ -341,25 +326,12 @@ def goals_table(goals: dict[str, Any]) -> Table:
     ms = goals[f"pass_ms_at_{GOAL_SIZE}_at_most"]
     table.add_row(f"median pass, {GOAL_SIZE:,} waiting", f"<= {ms['target']:g} ms",
                   "n/a" if ms["value"] is None else f"{ms['value']:.2f} ms",
-                  _verdict(ms["pass"]))
+                  verdict(ms["pass"]))
     ratio = goals[f"ratio_{GOAL_SIZE}_vs_{GOAL_BASE_SIZE}_at_most"]
     table.add_row(f"{GOAL_SIZE:,} vs {GOAL_BASE_SIZE:,} waiting", f"<= {ratio['target']:g}x",
                   "n/a" if ratio["value"] is None else f"{ratio['value']:.2f}x",
-                  _verdict(ratio["pass"]))
+                  verdict(ratio["pass"]))
     return table
-
-
-def _verdict(passed: bool | None) -> str:
-    if passed is None:
-        return "[yellow]not measured[/]"
-    return "[green]pass[/]" if passed else "[red]miss[/]"
-
-
-def write_json(results: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def _sizes(text: str) -> list[int]:

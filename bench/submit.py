@@ -32,7 +32,6 @@ Usage: .venv/bin/python bench/submit.py [--clients 32] [--requests-per-client 15
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import multiprocessing as mp
 import os
@@ -54,6 +53,17 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from benchlib import (
+    SERVER_START_TIMEOUT_S,
+    SERVER_STOP_TIMEOUT_S,
+    commit,
+    num,
+    percentile,
+    stop_process,
+    verdict,
+    wait_for_port,
+    write_json,
+)
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rich.console import Console
@@ -70,8 +80,6 @@ AUTH_LABELS = {"none": "single-user (no token)", "token": "token auth",
 BENCH_ADMIN = "bench-admin"
 TOKEN_LIFETIME_S = 6 * 3600  # outlives any run; bounds a token left in a shared database
 CALL_TIMEOUT_S = 10.0
-SERVER_START_TIMEOUT_S = 30.0
-SERVER_STOP_TIMEOUT_S = 15.0
 BLOCKER_SECONDS = 600
 GOAL_SUBMIT_VS_HEALTH = 0.5
 GOAL_SUBMIT_TO_RUNNING_P50_MS = 25.0
@@ -188,13 +196,13 @@ def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str,
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
-        port = _wait_for_port(proc, port_file, log_path)
+        port = wait_for_port(proc, port_file, log_path)
         endpoint = Endpoint(f"127.0.0.1:{port}", token, security.ca_cert)
         if token:
             require_token(endpoint)
         yield Server(endpoint, proc.pid)
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 def require_token(endpoint: Endpoint) -> None:
@@ -211,18 +219,6 @@ def require_token(endpoint: Endpoint) -> None:
     raise RuntimeError("the server answered a call without a token: it is not asking for one")
 
 
-def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, log_path: Path) -> int:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if port_file.exists():
-            return int(port_file.read_text())
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    tail = log_path.read_text(errors="replace")[-2000:]
-    raise RuntimeError(f"the server did not start (exit {proc.poll()}):\n{tail}")
-
-
 def server_cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system) the process has used; None where /proc is missing."""
     try:
@@ -230,16 +226,6 @@ def server_cpu_s(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(SERVER_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # --- load workers (run in child processes) ---------------------------------------------------
@@ -433,15 +419,6 @@ def _figures(outs: Sequence[ClientResult]) -> Figures:
         p50_ms=percentile(latencies, 50) * 1000, p99_ms=percentile(latencies, 99) * 1000,
         job_ids=tuple(j for o in outs for j in o.job_ids),
     )
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks; NaN for no values."""
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 # --- single-client helpers ---------------------------------------------------------------------
@@ -651,54 +628,39 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
     recorded_p50 = percentile(lat.recorded_ms, 50)
     figures: dict[str, Any] = {}
     for name, f in (("health", h), ("submit", s), ("status", st)):
-        figures[f"{name}_calls_per_s" if name == "health" else f"{name}_per_s"] = _num(f.per_s, 1)
-        figures[f"{name}_p50_ms"] = _num(f.p50_ms)
-        figures[f"{name}_p99_ms"] = _num(f.p99_ms)
-        figures[f"{name}_server_cpu_ms_per_call"] = _num(f.server_cpu_ms_per_call, 3)
+        figures[f"{name}_calls_per_s" if name == "health" else f"{name}_per_s"] = num(f.per_s, 1)
+        figures[f"{name}_p50_ms"] = num(f.p50_ms)
+        figures[f"{name}_p99_ms"] = num(f.p99_ms)
+        figures[f"{name}_server_cpu_ms_per_call"] = num(f.server_cpu_ms_per_call, 3)
     return {
         "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "grpcio": grpc.__version__},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "config": {"clients": args.clients, "client_processes": args.processes,
                    "requests_per_client": args.requests_per_client, "rounds": args.rounds,
                    "latency_jobs": args.latency_jobs,
                    "database": "postgresql" if args.database_url else "sqlite",
                    "auth": args.auth},
         **figures,
-        "submit_to_running_p50_ms": _num(recorded_p50),
-        "submit_to_running_p99_ms": _num(percentile(lat.recorded_ms, 99)),
-        "submit_call_to_running_p50_ms": _num(percentile(lat.observed_ms, 50)),
-        "submit_call_to_running_p99_ms": _num(percentile(lat.observed_ms, 99)),
+        "submit_to_running_p50_ms": num(recorded_p50),
+        "submit_to_running_p99_ms": num(percentile(lat.recorded_ms, 99)),
+        "submit_call_to_running_p50_ms": num(percentile(lat.observed_ms, 50)),
+        "submit_call_to_running_p99_ms": num(percentile(lat.observed_ms, 99)),
         "counts": {"health_calls": h.calls, "submits": s.calls, "status_calls": st.calls,
                    "latency_jobs": lat.jobs,
                    "errors": h.errors + s.errors + st.errors + lat.failures},
-        "ratios": {"submit_vs_health": _num(ratio, 3),
-                   "submit_vs_health_rounds": [_num(r, 3) for r in outcome.round_ratios]},
+        "ratios": {"submit_vs_health": num(ratio, 3),
+                   "submit_vs_health_rounds": [num(r, 3) for r in outcome.round_ratios]},
         "goals": {
             "submit_vs_health_at_least": {"target": GOAL_SUBMIT_VS_HEALTH,
-                                          "value": _num(ratio, 3),
+                                          "value": num(ratio, 3),
                                           "pass": ratio >= GOAL_SUBMIT_VS_HEALTH},
             "submit_to_running_p50_ms_at_most": {
-                "target": GOAL_SUBMIT_TO_RUNNING_P50_MS, "value": _num(recorded_p50),
+                "target": GOAL_SUBMIT_TO_RUNNING_P50_MS, "value": num(recorded_p50),
                 "pass": recorded_p50 <= GOAL_SUBMIT_TO_RUNNING_P50_MS},
         },
     }
-
-
-def _num(value: float | None, digits: int = 2) -> float | None:
-    """Rounded, and None instead of NaN, which JSON cannot hold."""
-    return None if value is None or math.isnan(value) else round(value, digits)
-
-
-def _commit() -> str | None:
-    """The checked-out commit, so results from different versions can be told apart."""
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=5, cwd=Path(__file__).parent, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def render(outcome: Outcome, results: dict[str, Any]) -> None:
@@ -739,23 +701,12 @@ def goals_table(goals: dict[str, Any]) -> Table:
         table.add_column(col, no_wrap=True)
     ratio = goals["submit_vs_health_at_least"]
     table.add_row("submits/s vs health checks/s", f">= {ratio['target']:.0%}",
-                  f"{ratio['value']:.0%}", _verdict(ratio["pass"]))
+                  f"{ratio['value']:.0%}", verdict(ratio["pass"]))
     p50 = goals["submit_to_running_p50_ms_at_most"]
     measured = "n/a" if p50["value"] is None else f"{p50['value']:.2f} ms"
     table.add_row("submit->RUNNING p50, empty queue", f"<= {p50['target']:g} ms", measured,
-                  _verdict(p50["pass"]))
+                  verdict(p50["pass"]))
     return table
-
-
-def _verdict(passed: bool) -> str:
-    return "[green]pass[/]" if passed else "[red]miss[/]"
-
-
-def write_json(results: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
