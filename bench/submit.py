@@ -150,7 +150,6 @@ def bootstrap_admin(data_dir: Path, database_url: str) -> str:
     needs an admin's token in TRAINYARD_TOKEN instead."""
     from trainyard.admin import AccessService
     from trainyard.auth.authenticator import Authenticator
-    from trainyard.auth.policy import Identity
     from trainyard.store.access import AccessStore
     from trainyard.store.db import open_database, sqlite_url
 
@@ -165,10 +164,7 @@ def bootstrap_admin(data_dir: Path, database_url: str) -> str:
                                    "token, or use an empty database")
             return token
         access = AccessService(store, Authenticator(store, loopback_only=True))
-        me = Identity(user=BENCH_ADMIN, admin=True)
-        access.create_user(me, BENCH_ADMIN, admin=True)
-        return access.create_token(me, BENCH_ADMIN, expires_in=TOKEN_LIFETIME_S,
-                                   read_only=False).token
+        return access.bootstrap(BENCH_ADMIN, expires_in=TOKEN_LIFETIME_S).token
     finally:
         db.close()
 

@@ -61,7 +61,26 @@ class AccessService:
 
     # --- users and teams -----------------------------------------------------------------
 
+    def bootstrap(self, name: str, expires_in: float = 0.0) -> CreatedToken:
+        """The first admin and their token, made directly in the store; refused once users
+        exist (an admin makes the others)."""
+        if self.store.any_users():
+            raise FailedPrecondition("this store already has users; an admin creates more "
+                                     "with 'trainyard admin users create'")
+        me = Identity(user=name, admin=True)
+        self._add_user(me, name, admin=True)
+        return self.create_token(me, name, expires_in=expires_in, read_only=False)
+
     def create_user(self, actor: Identity, name: str, admin: bool) -> UserRecord:
+        if not self.store.any_users():
+            # Single-user mode ends with the first user, and nobody would hold a token.
+            raise FailedPrecondition("this server has no users yet: make the first admin with "
+                                     "'trainyard admin bootstrap NAME', which prints their "
+                                     "token; a user created now would leave nobody able to "
+                                     "sign in")
+        return self._add_user(actor, name, admin)
+
+    def _add_user(self, actor: Identity, name: str, admin: bool) -> UserRecord:
         _check_principal("name", name)
         if name in RESERVED_USERS:
             raise InvalidArgument("name", f"{name!r} is reserved")

@@ -79,7 +79,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                                        tracker=TrackerConfig(max_concurrent=8,
                                                              cancel_grace=1.0)))
     access = srv.access
-    access.create_user(ROOT, "root", admin=True)
+    access.bootstrap("root")
     for name in ("mia", "otto", "max"):
         access.create_user(ROOT, name, admin=False)
     access.create_team(ROOT, "red")

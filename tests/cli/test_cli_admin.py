@@ -106,3 +106,15 @@ def test_gen_cert_makes_a_private_key(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "tls" / "server.key").stat().st_mode) == 0o600
     again = trainyard("admin", "gen-cert", "--out", str(tmp_path / "tls"))
     assert again.returncode == 1 and "server" in again.stderr
+
+
+def test_single_user_mode_cannot_lock_itself_out(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        addr = {"TRAINYARD_SERVER": server.address, "HOME": str(tmp_path)}
+        made = trainyard("admin", "users", "create", "ann", env=addr)
+        assert made.returncode == 1 and "admin bootstrap" in made.stderr
+        who = trainyard("whoami", "-o", "json", env=addr)
+        assert who.returncode == 0 and json.loads(who.stdout)["single_user"] is True
+    finally:
+        server.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,10 +51,15 @@ def _show(value: Any, output: Output, text: str) -> None:
         console.print(text, highlight=False)
 
 
-def _table(columns: list[str], rows: list[list[str]]) -> None:
+def _listing(found: list[dict[str, Any]], output: Output, columns: list[str],
+             row: Callable[[dict[str, Any]], list[str]]) -> None:
+    """A list as JSON for scripts, or as a table of `row(item)` for people."""
+    if output is Output.json:
+        print_json(found)
+        return
     table = Table(*columns)
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
+    for item in found:
+        table.add_row(*(escape(cell) for cell in row(item)))
     console.print(table)
 
 
@@ -72,7 +78,6 @@ def bootstrap(
     From then on the server asks every call for a token."""
     from trainyard.admin import AccessService
     from trainyard.auth.authenticator import Authenticator
-    from trainyard.auth.policy import Identity
     from trainyard.domain.errors import TrainyardError
     from trainyard.store.access import AccessStore
     from trainyard.store.db import open_database, sqlite_url
@@ -81,14 +86,7 @@ def bootstrap(
     db = open_database(database_url or sqlite_url(data_dir.resolve()))
     try:
         store = AccessStore(db)
-        if store.any_users():
-            errors.print("[red]error[/]: this store already has users; an admin creates more "
-                         "with 'trainyard admin users create'", highlight=False)
-            raise typer.Exit(1)
-        access = AccessService(store, Authenticator(store, loopback_only=True))
-        me = Identity(user=name, admin=True)
-        access.create_user(me, name, admin=True)
-        created = access.create_token(me, name, expires_in=0, read_only=False)
+        created = AccessService(store, Authenticator(store, loopback_only=True)).bootstrap(name)
     except TrainyardError as exc:
         errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
@@ -144,11 +142,8 @@ def users_create(name: str,
 def users_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     with client_for(server) as client:
         found = client.list_users()
-    if output is Output.json:
-        print_json(found)
-        return
-    _table(["USER", "ROLE", "TEAMS"], [[u["name"], "admin" if u["admin"] else "member",
-                                        ", ".join(u["teams"])] for u in found])
+    _listing(found, output, ["USER", "ROLE", "TEAMS"], lambda u: [
+        u["name"], "admin" if u["admin"] else "member", ", ".join(u["teams"])])
 
 
 @teams_app.command("create")
@@ -171,10 +166,8 @@ def teams_add_member(team: str, user: str, server: ServerOpt = None,
 def teams_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     with client_for(server) as client:
         found = client.list_teams()
-    if output is Output.json:
-        print_json(found)
-        return
-    _table(["TEAM", "MEMBERS"], [[t["name"], ", ".join(t["members"])] for t in found])
+    _listing(found, output, ["TEAM", "MEMBERS"],
+             lambda t: [t["name"], ", ".join(t["members"])])
 
 
 # --- tokens ---------------------------------------------------------------------------------
@@ -208,12 +201,9 @@ def tokens_list(user: Annotated[str, typer.Argument(help="Only this user's token
                 server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     with client_for(server) as client:
         found = client.list_tokens(user)
-    if output is Output.json:
-        print_json(found)
-        return
-    _table(["ID", "USER", "SCOPE", "EXPIRES", "REVOKED"],
-           [[t["id"], t["user"], "read-only" if t["read_only"] else "read-write",
-             t.get("expires_at") or "never", t.get("revoked_at") or ""] for t in found])
+    _listing(found, output, ["ID", "USER", "SCOPE", "EXPIRES", "REVOKED"], lambda t: [
+        t["id"], t["user"], "read-only" if t["read_only"] else "read-write",
+        t.get("expires_at") or "never", t.get("revoked_at") or ""])
 
 
 @tokens_app.command("revoke")
@@ -248,11 +238,8 @@ def queues_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> No
     """Queues with restricted access; any other queue is open to every user."""
     with client_for(server) as client:
         found = client.list_queue_access()
-    if output is Output.json:
-        print_json(found)
-        return
-    _table(["QUEUE", "USERS", "TEAMS"], [[q["queue"], ", ".join(q["users"]),
-                                         ", ".join(q["teams"])] for q in found])
+    _listing(found, output, ["QUEUE", "USERS", "TEAMS"],
+             lambda q: [q["queue"], ", ".join(q["users"]), ", ".join(q["teams"])])
 
 
 @admin_app.command()
@@ -261,9 +248,6 @@ def audit(limit: Annotated[int, typer.Option(help="How many events, newest first
     """Administrative actions and refused requests."""
     with client_for(server) as client:
         events = client.list_audit(limit)
-    if output is Output.json:
-        print_json(events)
-        return
-    _table(["TIME", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
-           [[e["time"][:19], e["actor"], e["action"], e["target"],
-             "done" if e["allowed"] else "refused", e["detail"]] for e in events])
+    _listing(events, output, ["TIME", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
+             lambda e: [e["time"][:19], e["actor"], e["action"], e["target"],
+                        "done" if e["allowed"] else "refused", e["detail"]])
