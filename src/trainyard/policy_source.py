@@ -59,9 +59,12 @@ class ActivePolicy:
     def __init__(self, source: PolicySource) -> None:
         self.source = source
         self._fifo = FifoPolicy()
+        self._queues: QueuePolicy | None = None  # built once per policy: it indexes quotas
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         current = self.source.current
         if current is None:
             return self._fifo.schedule(snapshot)
-        return QueuePolicy(current).schedule(snapshot)
+        if self._queues is None or self._queues.policy is not current:
+            self._queues = QueuePolicy(current)
+        return self._queues.schedule(snapshot)
