@@ -20,7 +20,11 @@ The cluster (identical for every size; only the number of waiting jobs changes):
             levels too), 1-4 CPUs and 1-8 GiB each (1-2 GPUs in a GPU queue), job priority
             0-2, submitted within the last 500 s (younger than reserve_after_s, so no pool
             is held for a long waiter and the count admitted does not depend on that),
-            listed in submit order, as the tracker's WaitingJobs.current() hands them over.
+            added one by one in submit order to a Backlog, as the tracker's WaitingJobs
+            keeps them between passes (each queue's jobs in order).
+
+The upkeep of the Backlog is timed too, outside the pass: adding every waiting job one at a
+time, as submits arrive, and removing 100 (the jobs a pass admits), in µs per job.
 
 Each size gets an untimed warm-up pass, then --repeat timed passes (gc collected before
 each); min and median ms per pass are reported, with the 100k/10k ratio of the medians.
@@ -61,6 +65,7 @@ from rich.table import Table
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
+from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
 
@@ -164,6 +169,16 @@ def build_cluster(seed: int) -> Cluster:
 
 
 def build_snapshot(cluster: Cluster, waiting: int, seed: int) -> Snapshot:
+    return snapshot_of(cluster, backlog_of(build_pending(cluster, waiting, seed)))
+
+
+def snapshot_of(cluster: Cluster, backlog: Backlog) -> Snapshot:
+    return Snapshot(pending=backlog, running=cluster.running,
+                    max_concurrent=cluster.policy.max_running, now=NOW,
+                    pools=cluster.pools, usage=cluster.usage)
+
+
+def build_pending(cluster: Cluster, waiting: int, seed: int) -> list[PendingJob]:
     rng = random.Random(seed * 1_000_003 + waiting)
     queues = list(cluster.policy.queues.values())
     team_names = list(cluster.policy.teams)
@@ -178,9 +193,14 @@ def build_snapshot(cluster: Cluster, waiting: int, seed: int) -> Snapshot:
             job_id=f"job-{seq:07d}", queue=queue.name, priority=rng.choice((0, 0, 0, 1, 2)),
             seq=seq, resources=resources, owner=f"{team}-user", team=team,
             submitted_at=NOW - rng.uniform(0.0, 500.0)))
-    return Snapshot(pending=tuple(pending), running=cluster.running,
-                    max_concurrent=cluster.policy.max_running, now=NOW,
-                    pools=cluster.pools, usage=cluster.usage)
+    return pending
+
+
+def backlog_of(jobs: Sequence[PendingJob]) -> Backlog:
+    backlog = Backlog()
+    for job in jobs:
+        backlog.add(job)
+    return backlog
 
 
 # --- the measurement -------------------------------------------------------------------------
@@ -195,6 +215,8 @@ class SizeResult:
     times_ms: tuple[float, ...]
     reasons: dict[str, int]  # pending reason code -> jobs
     preempted: int  # running jobs the pass asked to stop, where the scheduler preempts
+    add_us: float  # Backlog upkeep: adding one job, as a submit arrives
+    remove_us: float  # and removing one the pass admitted
 
     @property
     def min_ms(self) -> float:
@@ -221,7 +243,12 @@ def check(decisions: Decisions, snapshot: Snapshot) -> None:
 
 
 def measure(cluster: Cluster, waiting: int, repeat: int, seed: int) -> SizeResult:
-    snapshot = build_snapshot(cluster, waiting, seed)
+    pending = build_pending(cluster, waiting, seed)
+    gc.collect()
+    t0 = time.perf_counter()
+    backlog = backlog_of(pending)
+    add_us = (time.perf_counter() - t0) * 1e6 / waiting
+    snapshot = snapshot_of(cluster, backlog)
     _, decisions = one_pass(cluster.policy, snapshot)  # warm-up, untimed
     check(decisions, snapshot)
     reasons = Counter(reason.code for reason in decisions.pending.values())
@@ -230,9 +257,13 @@ def measure(cluster: Cluster, waiting: int, repeat: int, seed: int) -> SizeResul
         ms, decisions = one_pass(cluster.policy, snapshot)
         check(decisions, snapshot)
         times.append(ms)
+    t0 = time.perf_counter()
+    for job_id in decisions.admit:
+        backlog.remove(job_id)
+    remove_us = (time.perf_counter() - t0) * 1e6 / len(decisions.admit)
     return SizeResult(waiting, len(snapshot.running), cluster.policy.max_running,
                       len(decisions.admit), tuple(times), dict(sorted(reasons.items())),
-                      len(getattr(decisions, "preempt", {})))
+                      len(getattr(decisions, "preempt", {})), add_us, remove_us)
 
 
 def profile(cluster: Cluster, waiting: int, seed: int, top: int) -> str:
@@ -279,6 +310,8 @@ def results_dict(results: list[SizeResult], args: argparse.Namespace) -> dict[st
         "us_per_waiting_job": {str(r.waiting): num(r.median_ms * 1000 / r.waiting, 3)
                                for r in results},
         "admitted": {str(r.waiting): r.admitted for r in results},
+        "backlog_add_us": {str(r.waiting): num(r.add_us, 3) for r in results},
+        "backlog_remove_us": {str(r.waiting): num(r.remove_us, 3) for r in results},
         "running": results[0].running if results else None,
         "max_running": results[0].max_running if results else None,
         "pending_reasons": {str(r.waiting): r.reasons for r in results},
@@ -304,13 +337,15 @@ def render(results: list[SizeResult], summary: dict[str, Any]) -> None:
                         f"queues, {config['teams']} teams, {config['repeat']} passes a size",
                   caption=f"running: {summary['running']:,}; global limit: "
                           f"{summary['max_running']:,}")
-    for col in ("waiting", "admitted", "preempted", "min ms", "median ms", "µs/waiting"):
+    for col in ("waiting", "admitted", "preempted", "min ms", "median ms", "µs/waiting",
+                "add µs", "remove µs"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("pending reasons")
     for r in results:
         reasons = "\n".join(f"{code} {count:,}" for code, count in r.reasons.items())
         table.add_row(f"{r.waiting:,}", str(r.admitted), str(r.preempted), f"{r.min_ms:.2f}",
-                      f"{r.median_ms:.2f}", f"{r.median_ms * 1000 / r.waiting:.2f}", reasons)
+                      f"{r.median_ms:.2f}", f"{r.median_ms * 1000 / r.waiting:.2f}",
+                      f"{r.add_us:.2f}", f"{r.remove_us:.2f}", reasons)
     console.print(table)
     ratio = summary["ratio_100k_vs_10k"]
     if ratio is not None:

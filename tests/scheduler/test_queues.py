@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -340,13 +341,10 @@ def test_turns_with_a_nan_usage_go_as_the_heap_orders_them() -> None:
     assert decided.admit == ("j1", "j2")
 
 
-def test_two_waiting_jobs_of_one_id_are_decided_one_after_the_other() -> None:
-    pending = [job(1, "a"), PendingJob("j1", "urgent", 0, 2, Resources(1, 1024, 0)),
-               job(3, "b")]
-    decided = run(policy(max_running=1), pending)
-    assert decided.admit == ("j1",)
-    assert {k: r.code for k, r in decided.pending.items()} == {
-        "j1": GLOBAL_CONCURRENCY_LIMIT, "j3": GLOBAL_CONCURRENCY_LIMIT}
+def test_two_waiting_jobs_of_one_id_are_refused() -> None:
+    pending = [job(1, "a"), PendingJob("j1", "urgent", 0, 2, Resources(1, 1024, 0))]
+    with pytest.raises(ValueError, match="share the id 'j1'"):
+        run(policy(max_running=1), pending)
 
 
 def borrowable(quotas: dict[str, Quota], use: dict[str, float], team: str,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,7 +39,10 @@ class RunningJob:
 
 @dataclass(frozen=True)
 class Snapshot:
-    pending: Sequence[PendingJob]
+    # The waiting jobs: a scheduler.backlog.Backlog, which keeps each queue's jobs in order
+    # between passes, or any collection of them (grouped and sorted in the pass). Ids are
+    # unique.
+    pending: Collection[PendingJob]
     running: Sequence[RunningJob]
     max_concurrent: int
     now: float
@@ -60,10 +63,56 @@ class PendingReason:
     message: str
 
 
+class PendingReasons(Mapping[str, PendingReason]):
+    """Why each waiting job that was not admitted waits: some job by job, and the rest a
+    queue's tail at a time (every job after the first of a queue to meet a limit shares that
+    limit's reason), so a pass never writes an entry per job of a long backlog. A mapping
+    from job id to reason; a lookup by id builds an index of the tails the first time."""
+
+    def __init__(self, each: dict[str, PendingReason] | None = None,
+                 tails: Sequence[tuple[Sequence[PendingJob], PendingReason]] = ()) -> None:
+        self.each = {} if each is None else each  # job id -> reason
+        self.tails = tails  # (jobs, the reason each of them has); none of them in `each`
+        self._index: dict[str, PendingReason] | None = None
+
+    def __getitem__(self, job_id: str) -> PendingReason:
+        found = self.each.get(job_id)
+        if found is not None:
+            return found
+        if self._index is None:
+            self._index = {job.job_id: reason for jobs, reason in self.tails for job in jobs}
+        return self._index[job_id]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.each
+        for jobs, _ in self.tails:
+            for job in jobs:
+                yield job.job_id
+
+    def __len__(self) -> int:
+        return len(self.each) + sum(len(jobs) for jobs, _ in self.tails)
+
+    def items(self) -> ItemsView[str, PendingReason]:
+        return _Items(self)
+
+
+class _Items(ItemsView[str, PendingReason]):
+    """PendingReasons.items() without a lookup per job."""
+
+    _mapping: PendingReasons
+
+    def __iter__(self) -> Iterator[tuple[str, PendingReason]]:
+        reasons = self._mapping
+        yield from reasons.each.items()
+        for jobs, reason in reasons.tails:
+            for job in jobs:
+                yield job.job_id, reason
+
+
 @dataclass(frozen=True)
 class Decisions:
     admit: tuple[str, ...]  # job ids in launch order
-    pending: dict[str, PendingReason]  # every job not admitted, with why it waits
+    pending: Mapping[str, PendingReason]  # every job not admitted, with why it waits
     # Set when nothing can start until an active job ends or the policy's inputs change in
     # some way other than new submissions; a job submitted meanwhile waits for this reason.
     # It lets the caller answer a stream of submits without a full pass for each.

@@ -2,17 +2,17 @@
 priority, queue and global concurrency, team quotas with borrowing, and resource fit in the
 pools a queue may use. Pure: a snapshot in, decisions out.
 
-A pass costs about what it tries before the global limit, plus a little per waiting job: the
-quota check takes the same time however many teams there are, a queue's jobs are sorted only
-when the queue takes its first turn, and once the global limit is reached the jobs still
-waiting get their reasons without a try each."""
+A pass costs what it tries before the global limit, plus a little per queue, however long
+the backlog: each queue's jobs come in order (a Backlog the tracker keeps between passes),
+the quota check takes the same time however many teams there are, and once a queue meets a
+limit the rest of its jobs share that reason as one entry (PendingReasons)."""
 
 from __future__ import annotations
 
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import cast
@@ -20,11 +20,13 @@ from typing import cast
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
 from trainyard.domain.spec import Resources
+from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT, POOL_CAPACITY, POOL_UNAVAILABLE
 from trainyard.scheduler.model import (
     Decisions,
     PendingJob,
     PendingReason,
+    PendingReasons,
     RunningJob,
     Snapshot,
 )
@@ -43,8 +45,6 @@ _NEVER = cfg.Queue("", pools=(), preemptible=False)
 NO_TEAM = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0, borrow_cpus=float("inf"),
                     borrow_memory_mb=2**62, borrow_gpus=2**31)
 
-_SEQ = attrgetter("seq")
-_PRIORITY = attrgetter("priority")
 _SWEEP = attrgetter("sweep")
 # What a rounding may cost the borrowing sums, per operation and relative to the magnitudes
 # added up: 2**9 times the 2**-53 of one rounding of a double (see _Borrowing.cannot_borrow).
@@ -209,7 +209,8 @@ class _Pass:
     borrowing: dict[str, _Borrowing] = field(default_factory=dict)  # by pool name
     candidates: dict[tuple[str, str], list[_PoolState]] = field(default_factory=dict)
     heads: dict[str, int] = field(default_factory=dict)  # queue -> how many jobs it decided
-    sorted_queues: set[str] = field(default_factory=set)  # by _order, before a turn
+    each: dict[str, PendingReason] = field(default_factory=dict)  # job -> why it waits
+    tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
 
 
@@ -229,42 +230,37 @@ class QueuePolicy:
         self._queues: dict[str, _QueueRules] = {}  # filled as queues are first looked up
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
-        decisions = self._schedule(snapshot, at_once=True)
-        if len(decisions.admit) + len(decisions.pending) != len(snapshot.pending):
-            # Two waiting jobs share an id: the reason the id keeps depends on the order the
-            # jobs get theirs in, so give every job its reason in turn.
-            decisions = self._schedule(snapshot, at_once=False)
-        return decisions
-
-    def _schedule(self, snapshot: Snapshot, at_once: bool) -> Decisions:
         policy = self.policy
         state = self._state(snapshot)
         limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(policy.max_running))
-        # At once: every job starts with the global limit, and the reasons of the jobs that
-        # take a turn are written over it.
-        queues, pending = _by_queue(snapshot.pending, limit if at_once else None)
+        pending = snapshot.pending
+        queues = (pending if isinstance(pending, Backlog) else Backlog.of(pending)).queues
         levels: dict[int, list[str]] = defaultdict(list)
         for name in queues:
             if name in policy.queues:
                 levels[policy.queues[name].priority].append(name)
         for level in sorted(levels, reverse=True):
-            if at_once and state.running >= policy.max_running:
-                break
-            self._take_turns(levels[level], queues, snapshot, state, pending, limit, at_once)
-        if at_once:
             if state.running >= policy.max_running:
-                # Nothing more starts in this pass, and each job still waiting gets the
-                # reason it would get on its turn, without taking turns.
-                self._at_limit(queues, state, pending, limit)
-            for job_id in state.admitted:
-                pending.pop(job_id, None)  # None: an id given twice, which schedule() sees to
-        for name, jobs in queues.items():  # jobs of queues the policy no longer declares
-            if name not in policy.queues:
-                reason = PendingReason(NO_POOL, f"queue {name!r} is not declared by the "
-                                       "current policy; it starts once a policy declares it")
-                pending.update((j.job_id, reason) for j in jobs)
+                break
+            self._take_turns(levels[level], queues, snapshot, state, limit)
+        if state.running >= policy.max_running:
+            # Nothing more starts in this pass, and each job still waiting gets the reason
+            # it would get on its turn, without taking turns.
+            self._at_limit(queues, state, limit)
+        heads, tails = state.heads, state.tails
+        for name, jobs in queues.items():
+            start = heads.get(name, 0)
+            if start >= len(jobs):
+                continue
+            if name in policy.queues:
+                # Jobs that took no turn: the global limit stopped the pass before them.
+                tails.append((jobs[start:], limit))
+            else:
+                tails.append((jobs[start:], PendingReason(
+                    NO_POOL, f"queue {name!r} is not declared by the current policy; it "
+                    "starts once a policy declares it")))
         full = state.running >= policy.max_running
-        return Decisions(admit=tuple(state.admitted), pending=pending,
+        return Decisions(admit=tuple(state.admitted), pending=PendingReasons(state.each, tails),
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
                          pools=state.placed, preempt=state.preempt)
 
@@ -330,14 +326,13 @@ class QueuePolicy:
                 queue, bool(queue.users or queue.teams), {k: tuple(v) for k, v in kinds.items()})
         return rules
 
-    def _take_turns(self, names: list[str], queues: dict[str, list[PendingJob]],
-                    snapshot: Snapshot, state: _Pass, pending: dict[str, PendingReason],
-                    limit: PendingReason, at_once: bool) -> None:
+    def _take_turns(self, names: list[str], queues: Mapping[str, Sequence[PendingJob]],
+                    snapshot: Snapshot, state: _Pass, limit: PendingReason) -> None:
         """Queues of one priority take turns: the one with the least usage per weight goes
-        next, and each admission adds to its usage for the rest of the pass. With `at_once`,
-        stop at the global limit, where _at_limit takes over."""
+        next, and each admission adds to its usage for the rest of the pass. Stop at the
+        global limit, where _at_limit takes over."""
         turn: list[tuple[float, str]] = []
-        heads = state.heads
+        heads, each, tails = state.heads, state.each, state.tails
         max_running = self.policy.max_running
         # With finite usage and weights, no share is ever nan (each adds to a finite one a
         # cost over the queue's weight, of one sign per queue), so the shares are ordered:
@@ -351,16 +346,13 @@ class QueuePolicy:
             comparable = comparable and math.isfinite(share) and math.isfinite(weight)
             heapq.heappush(turn, (share, name))
         while turn:
-            if at_once and state.running >= max_running:
+            if state.running >= max_running:
                 return
             share, name = heapq.heappop(turn)
             jobs = queues[name]
             index = heads.get(name, 0)
             if index >= len(jobs):
                 continue
-            if name not in state.sorted_queues:
-                _order(jobs)
-                state.sorted_queues.add(name)
             while True:
                 job = jobs[index]
                 index += 1
@@ -370,13 +362,12 @@ class QueuePolicy:
                     after = share + cost / self.policy.queues[name].weight
                     heapq.heappush(turn, (after, name))
                     break
-                pending[job.job_id] = reason
                 if reason.code in (QUEUE_LIMIT, GLOBAL_CONCURRENCY_LIMIT):
                     # Nothing later in this queue can start either: the same reason holds.
-                    for later in jobs[index:]:
-                        pending[later.job_id] = reason
+                    tails.append((jobs[index - 1:], reason))
                     index = len(jobs)
                     break
+                each[job.job_id] = reason
                 # Best-effort FIFO: a job that cannot fit holds back only what it must, so
                 # the queue's later jobs still get their turn (at once, when comparable).
                 if not comparable:
@@ -386,47 +377,42 @@ class QueuePolicy:
                     break
             heads[name] = index
 
-    def _at_limit(self, queues: dict[str, list[PendingJob]], state: _Pass,
-                  pending: dict[str, PendingReason], limit: PendingReason) -> None:
+    def _at_limit(self, queues: Mapping[str, Sequence[PendingJob]], state: _Pass,
+                  limit: PendingReason) -> None:
         """Once the global limit is reached: the reason _try would give each job still
-        waiting, on its turn, written over the global limit where it differs. Before the
-        global limit _try checks only the job's sweep, the queue's access rules and the
-        queue's limit, none of which changes once nothing more starts; the first of a
-        queue's jobs that passes the first two gets the queue's limit or the global one, and
-        so does every job after it. So no job's reason depends on the order the queues go
-        in, and they need not take turns."""
+        waiting, on its turn, where it differs from the global limit's (schedule() gives
+        the rest that one). Before the global limit _try checks only the job's sweep, the
+        queue's access rules and the queue's limit, none of which changes once nothing more
+        starts; the first of a queue's jobs that passes the first two gets the queue's limit
+        or the global one, and so does every job after it. So no job's reason depends on the
+        order the queues go in, and they need not take turns."""
         sweeps = state.sweeps
         full = {sweep for sweep, most in sweeps.limits.items()
                 if not sweeps.running[sweep] < most}  # as SweepSlots.blocked has it
+        heads, each, tails = state.heads, state.each, state.tails
         for name, jobs in queues.items():
             if name not in self.policy.queues:
                 continue  # not declared: schedule() writes their reason
-            start = state.heads.get(name, 0)
+            start = heads.get(name, 0)
             if start >= len(jobs):
                 continue  # decided before the limit
             queue = self.policy.queues[name]
-            reason = limit
-            if queue.max_running is not None and \
-                    state.by_queue[queue.name] >= queue.max_running:
-                reason = PendingReason(QUEUE_LIMIT, f"queue {queue.name!r} is at its limit of "
-                                       f"{queue.max_running} running jobs")
             if queue.users or queue.teams or \
                     (full and not full.isdisjoint(map(_SWEEP, jobs[start:]))):
                 # Some may be held by their sweep or the queue's access: in the queue's order,
                 # those before the first that is not get their own reason.
                 rules = self._rules(name)
-                if name not in state.sorted_queues:
-                    _order(jobs)
-                    state.sorted_queues.add(name)
                 while start < len(jobs):
                     blocked = self._blocked(jobs[start], rules, state)
                     if blocked is None:
                         break
-                    pending[jobs[start].job_id] = blocked
+                    each[jobs[start].job_id] = blocked
                     start += 1
-            if reason is not limit:
-                for job in jobs[start:]:
-                    pending[job.job_id] = reason
+                heads[name] = start
+            if start < len(jobs) and queue.max_running is not None and \
+                    state.by_queue[queue.name] >= queue.max_running:
+                tails.append((jobs[start:], _queue_limit(state, queue)))
+                heads[name] = len(jobs)
 
     def _blocked(self, job: PendingJob, rules: _QueueRules,
                  state: _Pass) -> PendingReason | None:
@@ -452,8 +438,7 @@ class QueuePolicy:
                 return blocked
         queue = rules.queue
         if queue.max_running is not None and state.by_queue[queue.name] >= queue.max_running:
-            return PendingReason(QUEUE_LIMIT, f"queue {queue.name!r} is at its limit of "
-                                 f"{queue.max_running} running jobs")
+            return _queue_limit(state, queue)
         if state.running >= policy.max_running:
             return limit
         candidates = state.candidates.get((job.queue, job.pool))
@@ -645,30 +630,6 @@ def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], sec
     return updated
 
 
-def _by_queue(jobs: Iterable[PendingJob], reason: PendingReason | None,
-              ) -> tuple[dict[str, list[PendingJob]], dict[str, PendingReason]]:
-    """Each queue's jobs, as given (_order sorts a queue's jobs before it takes a turn); and
-    with a reason, every job's id with it, in the same loop over the jobs."""
-    queues: dict[str, list[PendingJob]] = defaultdict(list)
-    every: dict[str, PendingReason] = {}
-    if reason is None:
-        for job in jobs:
-            queues[job.queue].append(job)
-    else:
-        for job in jobs:
-            queues[job.queue].append(job)
-            every[job.job_id] = reason
-    return queues, every
-
-
-def _order(jobs: list[PendingJob]) -> None:
-    """By job priority (higher first), then submit order: as sorting by (-priority, seq),
-    in two stable sorts, the first of which is one scan when the jobs come in submit order
-    (as the tracker lists them)."""
-    jobs.sort(key=_SEQ)
-    jobs.sort(key=_PRIORITY, reverse=True)
-
-
 def _shared(state: _Pass, key: tuple[str, str, str],
             reason: Callable[[], PendingReason]) -> PendingReason:
     """One reason object for each key in a pass, made when first needed: for reasons whose
@@ -677,6 +638,12 @@ def _shared(state: _Pass, key: tuple[str, str, str],
     if found is None:
         found = state.shared[key] = reason()
     return found
+
+
+def _queue_limit(state: _Pass, queue: cfg.Queue) -> PendingReason:
+    return _shared(state, ("queue limit", queue.name, ""), lambda: PendingReason(
+        QUEUE_LIMIT, f"queue {queue.name!r} is at its limit of {queue.max_running} running "
+        "jobs"))
 
 
 def _pool_quotas(policy: cfg.Policy, pool: str) -> _PoolQuotas | None:

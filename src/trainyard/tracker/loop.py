@@ -389,7 +389,7 @@ class Tracker:
                          if (why := executor.unavailable()) is not None},
             usage=self._usage,
             sweep_limits=self.jobs.sweep_limits(
-                [j.sweep for j in waiting] + [j.sweep for j in active]),
+                self.waiting.sweeps.union(j.sweep for j in active)),
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated

@@ -3,15 +3,18 @@
 Reading every waiting row on every pass would make each submit cost as much as the whole
 backlog; instead each pass reads only rows submitted since the last one, and the whole
 list is re-read after a cancellation and on a period, which also catches rows another
-server committed out of sequence order.
+server committed out of sequence order. The jobs are kept in a Backlog, each queue's in the
+order it admits them, so a pass need not group and sort them again.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from trainyard.scheduler import PendingJob
+from trainyard.scheduler.backlog import Backlog
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import QueuedJob
 
@@ -22,7 +25,8 @@ class WaitingJobs:
         self._jobs = jobs
         self._full_read_every = full_read_every
         self._clock = clock
-        self._by_id: dict[str, PendingJob] = {}
+        self._backlog = Backlog()
+        self._sweeps: Counter[str] = Counter()  # sweep id -> its jobs in the backlog
         self._max_seq = 0
         self._read_at = float("-inf")
         self._stale = True
@@ -32,19 +36,30 @@ class WaitingJobs:
         self._stale = True
 
     def remove(self, job_id: str) -> None:
-        self._by_id.pop(job_id, None)
+        job = self._backlog.remove(job_id)
+        if job is not None and job.sweep:
+            self._sweeps[job.sweep] -= 1
+            if not self._sweeps[job.sweep]:
+                del self._sweeps[job.sweep]
 
-    def current(self) -> list[PendingJob]:
-        """The waiting jobs in submit order, as the scheduler takes them."""
+    @property
+    def sweeps(self) -> set[str]:
+        """The sweeps (and pipelines) that waiting jobs belong to."""
+        return set(self._sweeps)
+
+    def current(self) -> Backlog:
+        """The waiting jobs, as the scheduler takes them. The tracker's own: callers read it
+        and change it only through remove()."""
         if not self._full_read_due():
             self._add(self._jobs.queued(after_seq=self._max_seq))
         else:
             self._stale = False
             self._read_at = self._clock()
-            self._by_id = {}
+            self._backlog = Backlog()
+            self._sweeps = Counter()
             self._max_seq = 0
             self._add(self._jobs.queued())
-        return list(self._by_id.values())
+        return self._backlog
 
     def read_new(self) -> list[PendingJob] | None:
         """Only the jobs submitted since the last read; None when a full read is due."""
@@ -60,7 +75,10 @@ class WaitingJobs:
         for row in rows:
             job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
                              row.owner, row.team, row.submitted_at, row.sweep_id)
-            self._by_id[row.id] = job
+            self.remove(row.id)
+            self._backlog.add(job)
+            if job.sweep:
+                self._sweeps[job.sweep] += 1
             self._max_seq = max(self._max_seq, row.seq)
             added.append(job)
         return added
