@@ -111,6 +111,7 @@ class JobStatus:
                               "memory_mb": spec.resources.memory_mb,
                               "gpus": spec.resources.gpus},
                 "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
+                "workers": spec.workers or 1,
             },
             metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
             model=({"model_name": s.model.model_name, "version": s.model.version,
@@ -180,6 +181,7 @@ class TrainSpec:
     priority: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     client_request_id: str = ""
+    workers: int = 1  # started together, all or none; resources are each worker's
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
@@ -189,7 +191,7 @@ class TrainSpec:
                                    memory_mb=self.resources.memory_mb,
                                    gpus=self.resources.gpus),
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
-            client_request_id=self.client_request_id,
+            client_request_id=self.client_request_id, workers=self.workers,
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")

@@ -1,12 +1,25 @@
 """For training code: read the container contract and write metrics. Standard library only,
-so it can be copied into any image."""
+so it can be copied into any image.
+
+It is also the gang launcher of multi-worker jobs: `python3 -m trainyard.runtime launch
+--workers N -- COMMAND` starts N workers of COMMAND on this machine, each told its rank and
+where its peers listen, and stops them all when one fails (see `launch`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import selectors
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO, cast
 
 
 def _path(name: str, default: str) -> Path:
@@ -36,6 +49,16 @@ def checkpoint_path() -> Path:
     return path
 
 
+def rank() -> int:
+    """This worker's rank in a multi-worker job: 0 to world_size() - 1; 0 when alone."""
+    return int(os.environ.get("RANK") or 0)
+
+
+def world_size() -> int:
+    """How many workers the job has; 1 for a single-worker job."""
+    return int(os.environ.get("WORLD_SIZE") or 1)
+
+
 def metrics_path() -> Path:
     return _path("METRICS_PATH", "metrics.jsonl")
 
@@ -63,3 +86,237 @@ def log_metric(step: int | None = None, **values: float) -> None:
         os.write(fd, line.encode())
     finally:
         os.close(fd)
+
+
+# --- the gang launcher ----------------------------------------------------------------------
+
+LOOPBACK = "127.0.0.1"  # the workers of a job share one machine (or one container)
+STOP_GRACE = 3.0  # seconds between the TERM and the KILL that stop the other workers
+LONGEST_LINE = 64 * 1024  # a longer run of output without a newline is passed on in pieces
+
+
+def worker_env(rank: int, workers: int, master_port: int, ports: Sequence[int],
+               gpu_ids: Sequence[str]) -> dict[str, str]:
+    """The variables worker `rank` of `workers` gets: PyTorch's (WORLD_SIZE, RANK,
+    LOCAL_RANK, MASTER_ADDR, MASTER_PORT), TensorFlow's (TF_CONFIG, where worker i listens on
+    ports[i]) and its own equal slice of the job's GPUs as CUDA_VISIBLE_DEVICES."""
+    each = len(gpu_ids) // workers
+    tf_config = {"cluster": {"worker": [f"{LOOPBACK}:{port}" for port in ports]},
+                 "task": {"type": "worker", "index": rank}}
+    return {
+        "WORLD_SIZE": str(workers),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "MASTER_ADDR": LOOPBACK,
+        "MASTER_PORT": str(master_port),
+        "TF_CONFIG": json.dumps(tf_config, separators=(",", ":")),
+        "CUDA_VISIBLE_DEVICES": ",".join(gpu_ids[rank * each:(rank + 1) * each]),
+    }
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports that were free a moment ago."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((LOOPBACK, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def launch(command: str, workers: int, gpu_ids: Sequence[str] = (), *,
+           forward_signals: bool = True, grace: float = STOP_GRACE,
+           out: BinaryIO | None = None) -> int:
+    """Run `workers` copies of `command` (each by /bin/sh -c) and return the job's exit code.
+
+    Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM and SIGINT
+    are passed on to every worker, unless `forward_signals` is False because whoever signals
+    the launcher signals its whole process group, workers included. When a worker exits
+    non-zero the others get TERM, then KILL after `grace` seconds, and its code is the
+    job's; 0 when every worker exits 0. A worker killed by signal N counts as 128 + N."""
+    problem = _launch_problem(workers, gpu_ids)
+    if problem:
+        raise ValueError(problem)
+    return _Gang(command, workers, list(gpu_ids), forward_signals, grace,
+                 out or sys.stdout.buffer).run()
+
+
+def _launch_problem(workers: int, gpu_ids: Sequence[str]) -> str:
+    if workers < 1:
+        return "a job needs at least one worker"
+    if len(gpu_ids) % workers:
+        return f"{len(gpu_ids)} GPUs cannot be shared equally by {workers} workers"
+    return ""
+
+
+class _Gang:
+    def __init__(self, command: str, workers: int, gpu_ids: list[str], forward_signals: bool,
+                 grace: float, out: BinaryIO) -> None:
+        self.command = command
+        self.workers = workers
+        self.gpu_ids = gpu_ids
+        self.forward_signals = forward_signals
+        self.grace = grace
+        self.out = out
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.codes: dict[int, int] = {}  # rank -> exit code, once reaped
+        self.partial: dict[int, bytes] = {}  # rank -> output after its last newline
+        self.selector = selectors.DefaultSelector()
+        self.failed: tuple[int, int] | None = None  # the first worker to fail, and its code
+        self.kill_at: float | None = None
+
+    def run(self) -> int:
+        *ports, master_port = free_ports(self.workers + 1)
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._start(ports, master_port)
+            while len(self.codes) < len(self.procs):  # until every started worker is reaped
+                self._step()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.selector.close()
+        return self.failed[1] if self.failed else 0
+
+    def _start(self, ports: list[int], master_port: int) -> None:
+        for rank in range(self.workers):
+            env = dict(os.environ)
+            env.update(worker_env(rank, self.workers, master_port, ports, self.gpu_ids))
+            try:
+                proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, close_fds=True)
+            except OSError as exc:
+                self._say(f"could not start rank {rank}: {exc}")
+                self._failed(rank, 127)
+                return
+            self.procs.append(proc)
+            assert proc.stdout is not None
+            os.set_blocking(proc.stdout.fileno(), False)
+            self.selector.register(proc.stdout, selectors.EVENT_READ, rank)
+            self.partial[rank] = b""
+
+    def _step(self) -> None:
+        for key, _ in self.selector.select(timeout=0.05):
+            self._read(key.data, cast(IO[bytes], key.fileobj))
+        for rank, proc in enumerate(self.procs):
+            if rank in self.codes:
+                continue
+            code = proc.poll()
+            if code is None:
+                continue
+            assert proc.stdout is not None
+            self._read(rank, proc.stdout, until_empty=True)
+            self._close(rank, proc.stdout)
+            self.codes[rank] = 128 - code if code < 0 else code
+            if self.codes[rank] != 0 and self.failed is None:
+                self._failed(rank, self.codes[rank])
+        if self.kill_at is not None and time.monotonic() >= self.kill_at:
+            self.kill_at = None
+            self._signal_all(signal.SIGKILL)
+
+    def _failed(self, rank: int, code: int) -> None:
+        self.failed = (rank, code)
+        others = self.workers - 1
+        if others:
+            self._say(f"rank {rank} exited with code {code}; stopping the other {others} "
+                      f"worker{'s' if others > 1 else ''}")
+        self._signal_all(signal.SIGTERM)
+        self.kill_at = time.monotonic() + self.grace
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self.forward_signals:
+            self._signal_all(signal.Signals(signum))
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        for rank, proc in enumerate(self.procs):
+            if rank not in self.codes and proc.returncode is None:
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    proc.send_signal(sig)
+
+    def _read(self, rank: int, pipe: IO[bytes], until_empty: bool = False) -> None:
+        while not pipe.closed:
+            try:
+                data = os.read(pipe.fileno(), 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._close(rank, pipe)
+                return
+            self._emit(rank, data)
+            if not until_empty:
+                return
+
+    def _close(self, rank: int, pipe: IO[bytes]) -> None:
+        if pipe.closed:
+            return
+        self.selector.unregister(pipe)
+        pipe.close()
+        rest = self.partial.pop(rank, b"")
+        if rest:
+            self._write(rank, [rest])
+
+    def _emit(self, rank: int, data: bytes) -> None:
+        text = self.partial.get(rank, b"") + data
+        *lines, rest = text.split(b"\n")
+        if len(rest) > LONGEST_LINE:
+            lines.append(rest)
+            rest = b""
+        self.partial[rank] = rest
+        if lines:
+            self._write(rank, lines)
+
+    def _write(self, rank: int, lines: list[bytes]) -> None:
+        prefix = f"[rank {rank}] ".encode()
+        self._out(b"".join(prefix + line + b"\n" for line in lines))
+
+    def _say(self, message: str) -> None:
+        self._out(f"[launcher] {message}\n".encode())
+
+    def _out(self, data: bytes) -> None:
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except (OSError, ValueError):
+            pass  # nobody reads the output any more; the workers must still be followed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`launch --workers N [--gpu-ids 0,1] [--no-forward] [--grace S] -- COMMAND...`: one
+    argument after `--` is a shell command; several are quoted into one."""
+    import argparse
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    split = args.index("--") if "--" in args else len(args)
+    options, words = args[:split], args[split + 1:]
+    parser = argparse.ArgumentParser(prog="python3 -m trainyard.runtime")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    cmd = sub.add_parser("launch", help="run COMMAND as a group of workers on this machine")
+    cmd.add_argument("--workers", type=int, required=True)
+    cmd.add_argument("--gpu-ids", default=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+                     help="comma-separated device ids to share out (default: "
+                     "$CUDA_VISIBLE_DEVICES)")
+    cmd.add_argument("--no-forward", action="store_true",
+                     help="do not pass TERM and INT on: the caller signals every worker")
+    cmd.add_argument("--grace", type=float, default=STOP_GRACE)
+    parsed = parser.parse_args(options)
+    if not words:
+        parser.error("give the command to run after --")
+    command = words[0] if len(words) == 1 else shlex.join(words)
+    gpu_ids = [gpu for gpu in parsed.gpu_ids.split(",") if gpu]
+    problem = _launch_problem(parsed.workers, gpu_ids)
+    if problem:
+        parser.error(problem)
+    return launch(command, parsed.workers, gpu_ids, forward_signals=not parsed.no_forward,
+                  grace=parsed.grace)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,6 +3,7 @@ from dataclasses import replace
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.policy import Policy, Pool, Queue, check_submission
 from trainyard.domain.pools import (
     DOCKER_POOL,
     LOCAL_POOL,
@@ -23,6 +24,23 @@ IMAGE_JOB = JobSpec(name="c", image="trainyard/demo-trainer")
 def test_jobs_that_some_pool_can_hold_are_placed() -> None:
     check_placement(JobSpec(name="p", command="true"), POOLS)
     check_placement(replace(IMAGE_JOB, resources=Resources(4, 2048, 2)), POOLS)
+    check_placement(replace(IMAGE_JOB, command="train", workers=2,
+                            resources=Resources(2, 1024, 1)), POOLS)  # exactly the pool
+    three = PoolCapacity(DOCKER_POOL, max_jobs=1, cpus=0.3)  # one job slot holds a gang
+    check_placement(replace(IMAGE_JOB, command="t", workers=3, resources=Resources(cpus=0.1)),
+                    {DOCKER_POOL: three})
+
+
+def test_under_a_policy_a_gang_no_pool_of_its_queue_holds_is_refused() -> None:
+    small = PoolCapacity("small", max_jobs=4, cpus=2)
+    policy = Policy(pools={"small": Pool(small)}, queues={"q": Queue("q", pools=("small",))})
+    gang = JobSpec(name="g", command="train", queue="q", workers=3)
+    with pytest.raises(InvalidArgument) as info:
+        check_submission(policy, gang, "ann", frozenset(), admin=False)
+    assert info.value.field == "workers"
+    assert info.value.problem.startswith("3 workers × 1 CPUs (resources.cpus) = 3 CPUs is more "
+                                         "than the 2 CPUs of pool 'small'; no pool of queue 'q'")
+    check_submission(policy, replace(gang, workers=2), "ann", frozenset(), admin=False)
 
 
 @pytest.mark.parametrize(("spec", "pools", "field", "words"), [
@@ -35,6 +53,18 @@ def test_jobs_that_some_pool_can_hold_are_placed() -> None:
      "3 is more than the 2 GPUs"),
     (JobSpec(name="p", command="true", resources=Resources(gpus=1)), POOLS, "resources.gpus",
      "of pool 'local'"),
+    # A gang needs all its workers' resources at once.
+    (replace(IMAGE_JOB, command="train", workers=3, resources=Resources(cpus=2)), POOLS,
+     "workers", "3 workers × 2 CPUs (resources.cpus) = 6 CPUs is more than the 4 CPUs of "
+     "pool 'docker'"),
+    (replace(IMAGE_JOB, command="train", workers=3, resources=Resources(memory_mb=1024)),
+     POOLS, "workers", "3 workers × 1024 MiB (resources.memory_mb) = 3072 MiB is more than "
+     "the 2048 MiB of pool 'docker'"),
+    (replace(IMAGE_JOB, command="train", workers=2, resources=Resources(gpus=2)), POOLS,
+     "workers", "2 workers × 2 GPUs (resources.gpus) = 4 GPUs is more than the 2 GPUs"),
+    # One worker alone already too large: that is the field to fix.
+    (replace(IMAGE_JOB, command="train", workers=2, resources=Resources(cpus=5)), POOLS,
+     "resources.cpus", "5 is more than the 4 CPUs of pool 'docker'"),
 ])
 def test_a_job_no_pool_could_run_is_refused_naming_the_field(
         spec: JobSpec, pools: dict[str, PoolCapacity], field: str, words: str) -> None:

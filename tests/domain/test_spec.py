@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.spec import DatasetRef, JobSpec, Resources, validate_spec
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources, total_resources, validate_spec
 
 GOOD = JobSpec(name="train-1", command="python train.py", hyperparameters={"LR": "0.1"},
                dataset=DatasetRef("digits", "a" * 64), labels={"team": "vision"})
@@ -39,6 +39,18 @@ BAD = [
     ("hyperparameters.TRAINYARD_X", replace(GOOD, hyperparameters={"TRAINYARD_X": "1"}),
      "reserved"),
     ("labels.bad key", replace(GOOD, labels={"bad key": "v"}), "key"),
+    ("workers", replace(GOOD, workers=0), "from 1 to 64"),
+    ("workers", replace(GOOD, workers=-2), "from 1 to 64"),
+    ("workers", replace(GOOD, workers=65), "from 1 to 64, got 65"),
+    ("workers", replace(GOOD, workers=True), "whole number"),
+    ("workers", replace(GOOD, workers=2.5), "whole number"),
+    ("hyperparameters.RANK", replace(GOOD, hyperparameters={"RANK": "0"}), "reserved"),
+    ("hyperparameters.master_port", replace(GOOD, hyperparameters={"master_port": "1"}),
+     "reserved"),
+    ("hyperparameters.TF_CONFIG", replace(GOOD, hyperparameters={"TF_CONFIG": "{}"}),
+     "reserved"),
+    ("command", replace(GOOD, command="", image="trainyard/demo", workers=2),
+     "container job of 2 workers needs a command"),
 ]
 
 
@@ -61,3 +73,13 @@ def test_each_bad_field_is_named(field: str, spec: JobSpec, words: str) -> None:
     assert info.value.field == field
     assert words in info.value.problem
     assert str(info.value).startswith(field + ":")
+
+
+def test_workers_are_a_gang_whose_resources_are_each_ones() -> None:
+    validate_spec(replace(GOOD, workers=64))
+    validate_spec(replace(GOOD, image="trainyard/demo", workers=2))  # with a command
+    validate_spec(replace(GOOD, command="", image="trainyard/demo", workers=1))
+    gang = replace(GOOD, workers=3, resources=Resources(cpus=0.1, memory_mb=512, gpus=2))
+    assert gang.total_resources == Resources(cpus=0.3, memory_mb=1536, gpus=6)
+    assert total_resources(Resources(cpus=0.5), 1) == Resources(cpus=0.5)
+    assert JobSpec(name="x", command="true").workers == 1

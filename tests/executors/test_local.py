@@ -3,6 +3,7 @@
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,21 @@ def test_exit_descriptions() -> None:
     assert describe_exit(2) == "exited with code 2"
     assert describe_exit(137) == "killed by SIGKILL (possibly out of memory), exit code 137"
     assert describe_exit(143) == "killed by SIGTERM, exit code 143"
+
+
+def test_a_gang_is_one_handle_that_a_restarted_executor_adopts(tmp_path: Path) -> None:
+    first = LocalExecutor(tmp_path / "state")
+    gate = tmp_path / "go"
+    req = replace(request(tmp_path, first, f'while [ ! -e {gate} ]; do sleep 0.02; done; '
+                          '[ "$RANK" = 1 ] && exit 5; exit 0', gpu_ids=("1", "3", "5", "7")),
+                  workers=2, resources=Resources(gpus=2))
+    first.launch(req)
+    wait_for(first, req.handle, {Phase.RUNNING})
+    restarted = LocalExecutor(tmp_path / "state")
+    ended: list[str] = []
+    restarted.set_exit_listener(ended.append)
+    assert restarted.adopt(req.handle).phase is Phase.RUNNING
+    gate.touch()
+    until(lambda: ended == [req.handle])
+    assert restarted.poll(req.handle) == Observation(Phase.EXITED, exit_code=5)
+    assert "[launcher] rank 1 exited with code 5" in req.files.log.read_text()

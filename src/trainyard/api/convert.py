@@ -59,6 +59,7 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
         queue=req.queue or DEFAULT_QUEUE,
         priority=req.priority,
         labels=dict(req.labels),
+        workers=req.workers if req.workers != 0 else 1,  # 0 (unset) is one worker
     )
 
 
@@ -68,7 +69,7 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
         hyperparameters=spec.hyperparameters,
         resources=pb.Resources(cpus=spec.resources.cpus, memory_mb=spec.resources.memory_mb,
                                gpus=spec.resources.gpus),
-        queue=spec.queue, priority=spec.priority, labels=spec.labels,
+        queue=spec.queue, priority=spec.priority, labels=spec.labels, workers=spec.workers,
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
@@ -168,11 +169,11 @@ def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
     for job in view.running:
         pool = job.pool or job.executor
         by_queue[job.spec.queue] = by_queue.get(job.spec.queue, 0) + 1
-        by_pool[pool] = add(by_pool.get(pool, Resources(0.0, 0, 0)), job.spec.resources)
+        by_pool[pool] = add(by_pool.get(pool, Resources(0.0, 0, 0)), job.spec.total_resources)
         jobs_in_pool[pool] = jobs_in_pool.get(pool, 0) + 1
         key = (job.team, pool)
         by_team_pool[key] = add(by_team_pool.get(key, Resources(0.0, 0, 0)),
-                                job.spec.resources)
+                                job.spec.total_resources)
     out = pb.QueuesOverview(max_running=policy.max_running, running=len(view.running),
                             source=view.source, loaded_at=timestamp(view.loaded_at))
     for q in sorted(policy.queues.values(), key=lambda q: (-q.priority, q.name)):

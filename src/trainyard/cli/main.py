@@ -211,6 +211,9 @@ def submit(
     cpus: Annotated[float, typer.Option(help="CPU cores.")] = 0.0,
     memory: Annotated[int, typer.Option(help="Memory in MiB.")] = 0,
     gpus: Annotated[int, typer.Option(help="GPUs.")] = 0,
+    workers: Annotated[int, typer.Option(
+        min=1, help="Workers started together on one machine, each with --cpus, --memory "
+                    "and --gpus, told its RANK and its peers.")] = 1,
     queue: Annotated[str, typer.Option(help="Queue name.")] = "",
     priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
     request_id: Annotated[str, typer.Option(help="Makes a retried submit idempotent.")] = "",
@@ -226,7 +229,7 @@ def submit(
         name=name, command=command, image=image, dataset=dataset,
         hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
-        priority=priority, client_request_id=request_id,
+        priority=priority, client_request_id=request_id, workers=workers,
     )
     with client_for(server) as client:
         submitted = client.train(spec)
@@ -282,6 +285,8 @@ def sweep(
     cpus: Annotated[float, typer.Option(help="CPU cores per trial.")] = 0.0,
     memory: Annotated[int, typer.Option(help="Memory in MiB per trial.")] = 0,
     gpus: Annotated[int, typer.Option(help="GPUs per trial.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Workers per trial, each with --cpus, "
+                                                     "--memory and --gpus.")] = 1,
     queue: Annotated[str, typer.Option(help="Queue name.")] = "",
     priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
     label: Annotated[list[str] | None, typer.Option(help="Label KEY=VALUE (repeatable).")] = None,
@@ -300,7 +305,7 @@ def sweep(
         name=name, command=command, image=image, dataset=dataset,
         hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
-        priority=priority)
+        priority=priority, workers=workers)
     with client_for(server) as client:
         sweep_id, job_ids = client.sweep(template, grid=split, choices=choices,
                                          ranges=_ranges(range_ or []), trials=trials,

@@ -57,9 +57,11 @@ def render_status(st: JobStatus) -> None:
         table.add_row("image", escape(spec["image"]))
     if spec["command"] or not spec["image"]:
         table.add_row("command", escape(spec["command"]))
-    res = spec["resources"]
+    res, workers = spec["resources"], spec.get("workers", 1)
+    each = " each" if workers > 1 else ""
+    table.add_row("workers", str(workers))
     table.add_row("resources", f"{res['cpus']:g} CPUs, {res['memory_mb']} MiB, "
-                               f"{res['gpus']} GPUs")
+                               f"{res['gpus']} GPUs{each}")
     if st.executor:
         gpus = f", GPUs {','.join(st.gpu_ids)}" if st.gpu_ids else ""
         table.add_row("runs on", f"{escape(st.executor)}, attempt {st.attempt}{gpus}")

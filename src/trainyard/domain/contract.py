@@ -10,6 +10,13 @@ MODEL_SAVE_PATH = "MODEL_SAVE_PATH"
 METRICS_PATH = "METRICS_PATH"
 CHECKPOINT_PATH = "CHECKPOINT_PATH"
 HYPERPARAMETERS = "HYPERPARAMETERS"
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+# What each worker of a multi-worker job gets besides, from the gang launcher
+# (`trainyard.runtime`, which sets them and cannot import this module inside an image).
+WORKER_NAMES = frozenset(
+    {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TF_CONFIG",
+     CUDA_VISIBLE_DEVICES}
+)
 
 CONTRACT_NAMES = frozenset(
     {
@@ -19,13 +26,7 @@ CONTRACT_NAMES = frozenset(
         METRICS_PATH,
         CHECKPOINT_PATH,
         HYPERPARAMETERS,
-        "WORLD_SIZE",
-        "RANK",
-        "LOCAL_RANK",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "TF_CONFIG",
-        "CUDA_VISIBLE_DEVICES",
+        *WORKER_NAMES,
     }
 )
 

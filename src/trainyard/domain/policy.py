@@ -113,7 +113,7 @@ def check_submission(policy: Policy, spec: JobSpec, user: str, user_teams: froze
         field_name, what = ("image", "containers") if spec.image else ("command", "commands")
         raise InvalidArgument(field_name, f"queue {queue.name!r} runs no {what}: its pools are "
                               f"{', '.join(queue.pools)}")
-    problems = [never_fits(pool.capacity, spec.resources) for pool in pools]
+    problems = [never_fits(pool.capacity, spec.resources, spec.workers) for pool in pools]
     if all(problem is not None for problem in problems):
         field_name, problem = next(p for p in problems if p is not None)
         raise InvalidArgument(field_name, problem + f"; no pool of queue {queue.name!r} "

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.spec import JobSpec, Resources
+from trainyard.domain.spec import JobSpec, Resources, total_resources
 
 LOCAL_POOL = "local"
 DOCKER_POOL = "docker"
@@ -42,23 +42,35 @@ def check_placement(spec: JobSpec, pools: Mapping[str, PoolCapacity]) -> None:
                                   "this server does not run (start it with --docker); give a "
                                   "command instead")
         raise InvalidArgument("command", "this server runs no local processes; give an image")
-    problem = never_fits(pool, spec.resources)
+    problem = never_fits(pool, spec.resources, spec.workers)
     if problem is not None:
         raise InvalidArgument(*problem)
 
 
-def never_fits(pool: PoolCapacity, res: Resources) -> tuple[str, str] | None:
-    """(field, problem) if the job is larger than the whole pool; None if it can fit."""
-    if pool.cpus is not None and res.cpus > pool.cpus:
-        return "resources.cpus", f"{res.cpus:g} is more than the {pool.cpus:g} CPUs of pool " \
-            f"{pool.name!r}"
-    if pool.memory_mb is not None and res.memory_mb > pool.memory_mb:
-        return "resources.memory_mb", f"{res.memory_mb} MiB is more than the " \
-            f"{pool.memory_mb} MiB of pool {pool.name!r}"
-    if res.gpus > pool.gpus:
-        return "resources.gpus", f"{res.gpus} is more than the {pool.gpus} GPUs of pool " \
-            f"{pool.name!r}"
+def never_fits(pool: PoolCapacity, res: Resources, workers: int = 1) -> tuple[str, str] | None:
+    """(field, problem) if the job, `workers` times `res` at once, is larger than the whole
+    pool; None if it can fit."""
+    total = total_resources(res, workers)
+    checks: tuple[tuple[str, float, float, float | None, str], ...] = (
+        # field, one worker's, the whole job's, the pool's, unit
+        ("resources.cpus", res.cpus, total.cpus, pool.cpus, "CPUs"),
+        ("resources.memory_mb", res.memory_mb, total.memory_mb, pool.memory_mb, "MiB"),
+        ("resources.gpus", res.gpus, total.gpus, pool.gpus, "GPUs"),
+    )
+    for field_name, each, need, have, unit in checks:
+        if have is None or need <= have:
+            continue
+        where = f"the {_number(have)} {unit} of pool {pool.name!r}"
+        if workers == 1 or each > have:  # one worker alone is already too large
+            asked = f"{each} MiB" if unit == "MiB" else _number(each)
+            return field_name, f"{asked} is more than {where}"
+        return "workers", f"{workers} workers × {_number(each)} {unit} ({field_name}) = " \
+            f"{_number(need)} {unit} is more than {where}"
     return None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def shortfall(pool: PoolCapacity, need: Resources, used: Resources, jobs: int) -> str | None:

@@ -46,6 +46,22 @@ class JobSpec:
     queue: str = DEFAULT_QUEUE
     priority: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    # Processes started together as one gang, all or none; `resources` are each one's.
+    workers: int = 1
+
+    @property
+    def total_resources(self) -> Resources:
+        """What the whole job holds: every worker's resources."""
+        return total_resources(self.resources, self.workers)
+
+
+def total_resources(per_worker: Resources, workers: int) -> Resources:
+    """A gang's demand, as the scheduler and the pools count it: one unit, all or none."""
+    if workers == 1:
+        return per_worker
+    # Rounded so that 3 x 0.1 CPUs is 0.3, not a hair more than a pool of 0.3.
+    return Resources(round(per_worker.cpus * workers, 9), per_worker.memory_mb * workers,
+                     per_worker.gpus * workers)
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,7 @@ class SpecLimits:
     max_cpus: float = 1024.0
     max_memory_mb: int = 16 * 1024 * 1024  # 16 TiB
     max_gpus: int = 64
+    max_workers: int = 64
     max_priority: int = 1_000_000
     max_command_bytes: int = 64 * 1024
     max_hyperparameters: int = 256
@@ -85,6 +102,7 @@ def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
         )
     _validate_program(spec, limits)
     _validate_resources(spec.resources, limits)
+    _validate_workers(spec, limits)
     if not NAME_RE.match(spec.queue):
         raise InvalidArgument("queue", f"{spec.queue!r} is not a valid queue name")
     if abs(spec.priority) > limits.max_priority:
@@ -126,6 +144,17 @@ def _validate_resources(res: Resources, limits: SpecLimits) -> None:
     if res.gpus > limits.max_gpus:
         raise InvalidArgument("resources.gpus", f"{res.gpus} is more than the "
                               f"{limits.max_gpus} GPUs this server can give a job")
+
+
+def _validate_workers(spec: JobSpec, limits: SpecLimits) -> None:
+    workers = spec.workers
+    if type(workers) is not int or not 1 <= workers <= limits.max_workers:
+        raise InvalidArgument("workers", f"must be a whole number from 1 to "
+                              f"{limits.max_workers}, got {workers!r}")
+    if workers > 1 and spec.image and not spec.command.strip():
+        raise InvalidArgument("command", f"a container job of {workers} workers needs a "
+                              "command: each worker runs it, under the gang launcher, in "
+                              "place of the image's own command")
 
 
 def _validate_dataset_ref(ref: DatasetRef) -> None:

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 from trainyard.domain.contract import contract_env
-from trainyard.domain.spec import Resources
+from trainyard.domain.spec import Resources, total_resources
+
+
+# The gang launcher of multi-worker jobs: a single standard-library file, which each
+# executor runs with a Python of its own choosing (the job's image's, inside a container).
+def _launcher_path() -> Path:
+    spec = importlib.util.find_spec("trainyard.runtime")  # found, not imported
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).resolve()
+
+
+LAUNCHER = _launcher_path()
 
 
 @dataclass(frozen=True)
@@ -35,9 +47,14 @@ class LaunchRequest:
     image: str
     env: dict[str, str]  # variables beyond the contract (thread counts, unbuffered output)
     hyperparameters: dict[str, str]
-    resources: Resources
-    gpu_ids: tuple[str, ...]  # the devices allocated to this job, exactly
+    resources: Resources  # each worker's
+    gpu_ids: tuple[str, ...]  # the devices allocated to this job (all its workers), exactly
     files: JobFiles
+    workers: int = 1  # more than one: started together by the gang launcher
+
+    @property
+    def total_resources(self) -> Resources:
+        return total_resources(self.resources, self.workers)
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:
@@ -47,6 +64,17 @@ class LaunchRequest:
                                 metrics_path=metrics, checkpoint_path=checkpoint,
                                 hyperparameters=self.hyperparameters))
         return env
+
+
+def gang_command(python: str, launcher: str, workers: int, gpu_ids: Sequence[str],
+                 command: str, *, forward_signals: bool) -> list[str]:
+    """The command line that starts `command` as `workers` workers, each with its share of
+    `gpu_ids` (as the workers will name them)."""
+    argv = [python, "-I", launcher, "launch", f"--workers={workers}",
+            f"--gpu-ids={','.join(gpu_ids)}"]
+    if not forward_signals:
+        argv.append("--no-forward")
+    return [*argv, "--", command]
 
 
 class Phase(StrEnum):

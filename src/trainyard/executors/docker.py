@@ -25,7 +25,15 @@ import docker.errors
 from docker.transport.unixconn import UnixHTTPConnection
 from docker.types import DeviceRequest, LogConfig, Mount
 
-from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase, describe_exit
+from trainyard.executors.base import (
+    LAUNCHER,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    describe_exit,
+    gang_command,
+)
 from trainyard.executors.docker_events import EngineEvents
 from trainyard.executors.docker_logs import ENGINE_ERRORS, LogCopier
 
@@ -37,6 +45,8 @@ MODEL_MOUNT = "/trainyard/model"
 CHECKPOINT_MOUNT = "/trainyard/checkpoint"
 WORK_MOUNT = "/trainyard/work"
 METRICS_MOUNT = "/trainyard/metrics.jsonl"
+# The service's own gang launcher, for multi-worker jobs; run by the image's python3.
+LAUNCHER_MOUNT = "/trainyard/launcher.py"
 
 LABEL_JOB = "org.trainyard.job"
 LABEL_ATTEMPT = "org.trainyard.attempt"
@@ -105,6 +115,8 @@ class DockerExecutor:
     # --- launch --------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
+        if request.workers > 1 and not request.command.strip():
+            raise LaunchError("a multi-worker container job needs a command")
         self._give_to_user(request)
         token = self._events.token()
         try:
@@ -145,13 +157,22 @@ class DockerExecutor:
             Mount(WORK_MOUNT, str(files.workdir), type="bind"),
             Mount(METRICS_MOUNT, str(files.metrics), type="bind"),
         ]
-        memory = request.resources.memory_mb * 1024 * 1024
+        command = ["/bin/sh", "-c", request.command] if request.command.strip() else None
+        if request.workers > 1:
+            # One container holds every worker; they meet on its own loopback. Inside it the
+            # engine numbers the allocated devices from 0, and so does each worker's share.
+            mounts.append(Mount(LAUNCHER_MOUNT, str(LAUNCHER), type="bind", read_only=True))
+            command = gang_command("python3", LAUNCHER_MOUNT, request.workers,
+                                   [str(i) for i in range(len(request.gpu_ids))],
+                                   request.command, forward_signals=True)
+        total = request.total_resources  # the limits hold the whole gang
+        memory = total.memory_mb * 1024 * 1024
         devices = [DeviceRequest(driver="nvidia", device_ids=list(request.gpu_ids),
                                  capabilities=[["gpu"]])] if request.gpu_ids else []
         host_config = self._api.create_host_config(
             mounts=mounts,
             network_mode="none",
-            nano_cpus=int(request.resources.cpus * 1e9),
+            nano_cpus=int(total.cpus * 1e9),
             mem_limit=memory,
             memswap_limit=memory,  # no swap: the limit is the limit
             pids_limit=self.config.pids_limit,
@@ -168,7 +189,7 @@ class DockerExecutor:
         return {
             "image": request.image,
             "name": request.handle,
-            "command": ["/bin/sh", "-c", request.command] if request.command.strip() else None,
+            "command": command,
             "environment": env,
             "labels": labels,
             "user": self.user,

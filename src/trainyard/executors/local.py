@@ -6,14 +6,23 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.base import (
+    LAUNCHER,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    gang_command,
+)
 
 # $1 command, $2 exit file, $3 pid file. The wrapper writes its pid before anything else,
 # runs the command in a child shell and records its status. A half-written file reads as
@@ -87,7 +96,7 @@ class LocalExecutor:
         try:
             with files.log.open("ab") as log:
                 proc = subprocess.Popen(
-                    ["/bin/sh", "-c", WRAPPER, "trainyard-job", request.command,
+                    ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle))],
                     cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
@@ -219,6 +228,18 @@ class LocalExecutor:
         if stat.rsplit(")", 1)[-1].split()[0] == "Z":
             return False  # a zombie has exited; its parent has not reaped it yet
         return str(self._exit_file(handle)).encode() in cmdline
+
+
+def _command(request: LaunchRequest) -> str:
+    """What the wrapper runs: the job's command, or for several workers the gang launcher
+    around it. The launcher stays in the job's process group, so a cancel's TERM reaches
+    every worker directly and the launcher need not pass it on; its exit status is the
+    job's."""
+    if request.workers == 1:
+        return request.command
+    argv = gang_command(sys.executable, str(LAUNCHER), request.workers, request.gpu_ids,
+                        request.command, forward_signals=False)
+    return "exec " + shlex.join(argv)
 
 
 def _wait_child(proc: subprocess.Popen[bytes]) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
 from trainyard.domain.pools import pool_for
-from trainyard.domain.spec import JobSpec, Resources
+from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
 from trainyard.store.records import EventRecord, JobRecord, QueuedJob
@@ -73,6 +73,7 @@ def _spec_columns(spec: JobSpec) -> dict[str, Any]:
         "cpus": spec.resources.cpus,
         "memory_mb": spec.resources.memory_mb,
         "gpus": spec.resources.gpus,
+        "workers": spec.workers,
         "queue": spec.queue,
         "priority": spec.priority,
     }
@@ -227,13 +228,14 @@ class JobStore:
         c = jobs.c
         with self.db.read() as conn:
             rows = conn.execute(
-                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.image,
-                       c.owner, c.team, c.submitted_at, c.sweep_id)
+                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
+                       c.image, c.owner, c.team, c.submitted_at, c.sweep_id)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
+        # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
-                          Resources(r.cpus, r.memory_mb, r.gpus), pool_for(r.image), r.owner,
-                          r.team, r.submitted_at, r.sweep_id)
+                          total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
+                          pool_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id)
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

@@ -52,6 +52,7 @@ class JobRecord:
             queue=m["queue"],
             priority=m["priority"],
             labels=dict(m["labels"]),
+            workers=m["workers"],
         )
         return cls(
             id=m["id"],
@@ -87,7 +88,7 @@ class QueuedJob:
     queue: str
     priority: int
     seq: int
-    resources: Resources
+    resources: Resources  # the whole job's: every worker's together
     pool: str
     owner: str
     team: str

@@ -39,6 +39,8 @@ jobs = Table(
     Column("cpus", Float, nullable=False),
     Column("memory_mb", BigInteger, nullable=False),
     Column("gpus", Integer, nullable=False),
+    # Workers started together; cpus, memory_mb and gpus are each one's.
+    Column("workers", Integer, nullable=False, default=1, server_default="1"),
     Column("queue", String(128), nullable=False),
     Column("priority", Integer, nullable=False),
     Column("state", String(16), nullable=False),

@@ -367,8 +367,9 @@ class Tracker:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
         running = self.jobs.in_states(ACTIVE)
-        active = [RunningJob(j.id, j.spec.queue, j.spec.resources, self._pool_of(j), j.gpu_ids,
-                             j.team, j.started_at or 0.0, j.preempt_requested, j.sweep_id)
+        active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, self._pool_of(j),
+                             j.gpu_ids, j.team, j.started_at or 0.0, j.preempt_requested,
+                             j.sweep_id)
                   for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
@@ -492,7 +493,8 @@ class Tracker:
         return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=job.handle,
                              command=job.spec.command, image=job.spec.image, env=env,
                              hyperparameters=job.spec.hyperparameters,
-                             resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files)
+                             resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
+                             workers=job.spec.workers)
 
     def _data_path(self, job: JobRecord) -> str:
         ref = job.spec.dataset

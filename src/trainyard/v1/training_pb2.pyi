@@ -368,7 +368,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -393,6 +393,7 @@ class TrainRequest(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -403,7 +404,8 @@ class TrainRequest(_message.Message):
     labels: _containers.ScalarMap[str, str]
     client_request_id: str
     image: str
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ...) -> None: ...
+    workers: int
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")
@@ -414,7 +416,7 @@ class TrainResponse(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -438,6 +440,7 @@ class JobSpec(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -447,7 +450,8 @@ class JobSpec(_message.Message):
     priority: int
     labels: _containers.ScalarMap[str, str]
     image: str
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ...) -> None: ...
+    workers: int
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
 
 class PendingReason(_message.Message):
     __slots__ = ("code", "message")
