@@ -182,6 +182,8 @@ class TrainSpec:
     labels: Mapping[str, str] = field(default_factory=dict)
     client_request_id: str = ""
     workers: int = 1  # started together, all or none; resources are each worker's
+    pipeline: str = ""  # the caller's pipeline this job joins (made on its first job)
+    pipeline_max_parallel: int = 0  # its running limit from now on; 0 keeps the limit it has
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
@@ -192,6 +194,7 @@ class TrainSpec:
                                    gpus=self.resources.gpus),
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
             client_request_id=self.client_request_id, workers=self.workers,
+            pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")

@@ -33,6 +33,7 @@ from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.models import ModelStore
+from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker, TrackerConfig
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
@@ -142,7 +143,8 @@ class TrainyardServer:
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
             executors=self.executors, pools=self.pools, policy=ActivePolicy(self.policy),
-            workspace=self.workspace, config=tracker_config,
+            workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
+            half_life=self.fair_share_half_life,
         )
         self.service = TrainingService(
             jobs=self.jobs, metrics=metrics, models=models,
@@ -173,6 +175,13 @@ class TrainyardServer:
             self.grpc
         )
         self.port = 0
+
+    def fair_share_half_life(self) -> float:
+        """Fair share's half-life under the policy in force, which a reload may change."""
+        current = self.policy.current
+        if current is None:
+            return self.config.tracker.fair_share_half_life
+        return current.fair_share_half_life_s
 
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""

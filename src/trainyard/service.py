@@ -16,8 +16,10 @@ from trainyard.domain.errors import (
     PermissionDenied,
     StaleState,
 )
+from trainyard.domain.pipeline import check_pipeline
 from trainyard.domain.policy import Policy, check_submission, default_policy
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
+from trainyard.domain.position import QueuePlace, explained
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
 from trainyard.domain.states import JobState
 from trainyard.domain.sweep import Parameter, expand
@@ -39,10 +41,20 @@ LOG_CHUNK = 64 * 1024
 @dataclass(frozen=True)
 class JobStatus:
     job: JobRecord
-    queue_position: int
+    place: QueuePlace
     events: list[EventRecord]
     latest_metrics: dict[str, tuple[float, int | None]]
     model: ModelRecord | None
+
+    @property
+    def queue_position(self) -> int:
+        return self.place.position
+
+    @property
+    def pending_message(self) -> str:
+        """Why it waits, with how many jobs are ahead where that is what it waits for."""
+        job = self.job
+        return explained(job.pending_code, job.pending_message, self.place)
 
 
 @dataclass(frozen=True)
@@ -79,12 +91,19 @@ class TrainingService:
     # --- jobs ----------------------------------------------------------------------------
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
-              identity: Identity = LOCAL) -> tuple[str, bool]:
+              identity: Identity = LOCAL, pipeline: str = "",
+              pipeline_max_parallel: int = 0) -> tuple[str, bool]:
+        """Store the job as WAITING. In a pipeline (the caller's, by name, made on its first
+        submit), it runs only while fewer than the pipeline's limit of its jobs run."""
         check_text("client_request_id", client_request_id, 128)
+        check_pipeline(pipeline, pipeline_max_parallel)
         team = self._check_submit(spec, identity)
+        group = self.jobs.join_pipeline(identity.user, pipeline, pipeline_max_parallel,
+                                        time.time()) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
         job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
-                                            client_request_id=client_request_id or None)
+                                            client_request_id=client_request_id or None,
+                                            sweep_id=group)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")
@@ -145,7 +164,9 @@ class TrainingService:
             succeeded = job.state is JobState.SUCCEEDED
             return JobStatus(
                 job=job,
-                queue_position=self.jobs.queue_position(job, conn),
+                # Under a policy file queues admit by job priority, and FIFO by submit order.
+                place=self.jobs.queue_place(job, by_priority=self.policy() is not None,
+                                            conn=conn),
                 events=self.jobs.events(job_id, conn=conn),
                 latest_metrics=self.metrics.latest(job_id, conn),
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,

@@ -165,3 +165,28 @@ def test_sweep_runs_every_trial_at_most_max_parallel_at_once(server: ServerProce
     bad = trainyard(server, "sweep", "--name", "bad", "--command", "true",
                     "--grid", "1LR=1")
     assert bad.returncode == 1 and "parameters.1LR" in bad.stderr
+
+
+def test_submit_into_a_pipeline_with_a_limit(server: ServerProcess) -> None:
+    ids = []
+    for step in range(2):
+        out = trainyard(server, "submit", "--name", f"etl-{step}", "--command", "sleep 0.5",
+                        "--pipeline", "nightly", "--pipeline-max-parallel", "1", "-o", "json")
+        assert out.returncode == 0, out.stderr
+        ids.append(json.loads(out.stdout)["job_id"])
+    first = json.loads(trainyard(server, "status", ids[0], "-o", "json").stdout)
+    assert first["sweep_id"].startswith("pl")
+    deadline = time.monotonic() + 30
+    while True:
+        second = json.loads(trainyard(server, "status", ids[1], "-o", "json").stdout)
+        if second["state"] == "SUCCEEDED":
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    times = [{t["to_state"]: t["time"] for t in json.loads(
+        trainyard(server, "status", j, "-o", "json").stdout)["transitions"]} for j in ids]
+    assert times[1]["RUNNING"] >= times[0]["SUCCEEDED"]  # one at a time
+    bad = trainyard(server, "submit", "--name", "x", "--command", "true",
+                    "--pipeline-max-parallel", "2")
+    assert bad.returncode == 1 and "pipeline_max_parallel" in bad.stderr
+    assert "Traceback" not in bad.stderr

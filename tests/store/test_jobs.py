@@ -127,6 +127,18 @@ def test_queue_position_counts_waiting_jobs_ahead_in_the_same_queue(db: Database
     assert [store.queue_position(store.get(j)) for j in (b, c)] == [1, 2]
 
 
+def test_queue_place_by_priority_counts_higher_priority_jobs_first(db: Database) -> None:
+    store = JobStore(db)
+    low, _ = store.create(SPEC)
+    high, _ = store.create(replace(SPEC, priority=5))
+    later_low, _ = store.create(SPEC)
+    places = [store.queue_place(store.get(j), by_priority=True) for j in (low, high, later_low)]
+    assert [(p.position, p.higher_priority_ahead) for p in places] == [(2, 1), (1, 0), (3, 1)]
+    # In submit order alone (FIFO), no job is ahead for its priority.
+    fifo = store.queue_place(store.get(later_low), by_priority=False)
+    assert (fifo.position, fifo.higher_priority_ahead) == (3, 0)
+
+
 def test_metrics_ingest_exactly_once(db: Database) -> None:
     store, metrics = JobStore(db), MetricStore(db)
     job_id, _ = store.create(SPEC)

@@ -35,6 +35,7 @@ teams = ["nlp"]
 
 [queues.batch]
 pools = ["cpu"]
+max_running = 1
 
 [teams.vision]
 members = ["ann"]
@@ -123,3 +124,25 @@ def test_borrowed_quota_is_reclaimed_and_the_preempted_job_resumes(
     log = server.workspace.attempt(victim, 2).log_path.read_text()
     assert "resumed from 1" in log
     assert [e.to_state for e in server.jobs.events(victim)].count(JobState.PREEMPTED) == 1
+
+
+def test_a_job_behind_its_queue_limit_hears_how_many_are_ahead(
+        server: TrainyardServer) -> None:
+    def submit(name: str, priority: int, command: str = "true") -> str:
+        return server.service.train(JobSpec(name=name, command=command, queue="batch",
+                                            priority=priority), identity=ANN)[0]
+
+    running = submit("long", 0, "sleep 30")
+    wait_for(server, running, {JobState.RUNNING})
+    low = submit("low", 0)
+    high = [submit(f"high{i}", 5) for i in range(2)]
+    deadline = time.monotonic() + 10
+    while server.jobs.get(low).pending_code != "QUEUE_LIMIT":
+        assert time.monotonic() < deadline, server.jobs.get(low)
+        time.sleep(0.05)
+    status = server.service.status(low, identity=ANN)
+    assert status.queue_position == 3
+    assert status.pending_message == ("queue 'batch' is at its limit of 1 running jobs; "
+                                      "2 jobs of higher priority are ahead.")
+    first = server.service.status(high[0], identity=ANN)
+    assert first.queue_position == 1 and first.pending_message.endswith("running jobs")

@@ -104,7 +104,7 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
     )
     if job.state is JobState.WAITING and job.pending_code:
         msg.pending_reason.CopyFrom(pb.PendingReason(code=job.pending_code,
-                                                     message=job.pending_message))
+                                                     message=status.pending_message))
     for key, (value, step) in status.latest_metrics.items():
         msg.latest_metrics[key].CopyFrom(pb.MetricValue(value=value, step=step or 0))
     if status.model is not None:

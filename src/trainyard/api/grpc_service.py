@@ -27,7 +27,9 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
         job_id, existing = self.service.train(convert.spec_from_request(request),
                                               client_request_id=request.client_request_id,
-                                              identity=current_identity())
+                                              identity=current_identity(),
+                                              pipeline=request.pipeline,
+                                              pipeline_max_parallel=request.pipeline_max_parallel)
         return pb.TrainResponse(job_id=job_id, existing=existing)
 
     @grpc_errors

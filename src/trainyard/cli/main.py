@@ -217,6 +217,10 @@ def submit(
     queue: Annotated[str, typer.Option(help="Queue name.")] = "",
     priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
     request_id: Annotated[str, typer.Option(help="Makes a retried submit idempotent.")] = "",
+    pipeline: Annotated[str, typer.Option(
+        help="Your pipeline this job joins (made on its first job).")] = "",
+    pipeline_max_parallel: Annotated[int, typer.Option(
+        help="The pipeline's running limit from now on; 0 keeps its limit.")] = 0,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show live state and "
                                          "progress until the job ends.")] = False,
     server: ServerOpt = None,
@@ -230,6 +234,7 @@ def submit(
         hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, client_request_id=request_id, workers=workers,
+        pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
     )
     with client_for(server) as client:
         submitted = client.train(spec)

@@ -59,7 +59,8 @@ class FifoPolicy:
         admit: list[str] = []
         gpus: dict[str, tuple[str, ...]] = {}
         pending: dict[str, PendingReason] = {}
-        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running)
+        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running,
+                                   snapshot.sweep_titles)
         for job in ordered:
             capped = sweeps.blocked(job)
             if capped is not None:

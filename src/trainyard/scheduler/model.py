@@ -53,8 +53,10 @@ class Snapshot:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     # Each queue's decayed usage so far, for fair turns between queues of equal priority.
     usage: Mapping[str, float] = field(default_factory=dict)
-    # How many jobs of a sweep may run at once, for sweeps that limit it.
+    # How many jobs of a sweep or pipeline may run at once, for those that limit it, and
+    # how sentences name them ("pipeline 'etl'"; by default "sweep <id>").
     sweep_limits: Mapping[str, int] = field(default_factory=dict)
+    sweep_titles: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

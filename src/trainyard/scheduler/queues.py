@@ -312,7 +312,8 @@ class QueuePolicy:
         team_use = {team_pool: _resources(total) for team_pool, total in teams.items()}
         return _Pass(self.policy, pools, gpus_taken, len(snapshot.running), by_queue,
                      team_use, snapshot.unavailable,
-                     sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running))
+                     sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
+                                   snapshot.sweep_titles))
 
     def _rules(self, name: str) -> _QueueRules:
         rules = self._queues.get(name)

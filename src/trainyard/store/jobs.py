@@ -9,11 +9,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, exists, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
+from trainyard.domain.pipeline import PIPELINE, group_title, pipeline_id
 from trainyard.domain.pools import pool_for
+from trainyard.domain.position import QueuePlace
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
@@ -33,9 +47,15 @@ _SELECT_EVENTS = (
     .where(job_events.c.job_id == bindparam("b_id"), job_events.c.id > bindparam("b_after"))
     .order_by(job_events.c.id)
 )
-_COUNT_AHEAD = select(func.count()).select_from(jobs).where(
+_HIGHER = func.sum(case((jobs.c.priority > bindparam("b_priority"), 1), else_=0))
+_PLACE_BY_SEQ = select(func.count(), literal(0)).select_from(jobs).where(
     jobs.c.state == JobState.WAITING.value, jobs.c.queue == bindparam("b_queue"),
     jobs.c.seq < bindparam("b_seq"),
+)
+_PLACE_BY_PRIORITY = select(func.count(), _HIGHER).select_from(jobs).where(
+    jobs.c.state == JobState.WAITING.value, jobs.c.queue == bindparam("b_queue"),
+    or_(jobs.c.priority > bindparam("b_priority"),
+        and_(jobs.c.priority == bindparam("b_priority"), jobs.c.seq < bindparam("b_seq"))),
 )
 _SET_PENDING_REASON = (
     update(jobs)
@@ -198,14 +218,39 @@ class JobStore:
                                                max_parallel=max_parallel, created_at=now))
 
     def sweep_limits(self, sweep_ids: Iterable[str]) -> dict[str, int]:
-        """The running-job limit of each of these sweeps that has one."""
-        wanted = sorted({s for s in sweep_ids if s})
+        """The running-job limit of each of these sweeps or pipelines that has one."""
+        return self.group_limits(sweep_ids)[0]
+
+    def group_limits(self, group_ids: Iterable[str]) -> tuple[dict[str, int], dict[str, str]]:
+        """Of these sweeps and pipelines, those that limit their running jobs: each one's
+        limit, and how a sentence names it ("pipeline 'etl'", "sweep 'lr'")."""
+        wanted = sorted({s for s in group_ids if s})
         if not wanted:
-            return {}
+            return {}, {}
         with self.db.read() as conn:
-            rows = conn.execute(select(sweeps.c.id, sweeps.c.max_parallel).where(
+            rows = conn.execute(select(sweeps.c.id, sweeps.c.max_parallel, sweeps.c.kind,
+                                       sweeps.c.name).where(
                 sweeps.c.id.in_(wanted), sweeps.c.max_parallel > 0)).all()
-        return {r.id: r.max_parallel for r in rows}
+        return ({r.id: r.max_parallel for r in rows},
+                {r.id: group_title(r.kind, r.name) for r in rows})
+
+    def join_pipeline(self, owner: str, name: str, max_parallel: int, now: float) -> str:
+        """The id of the owner's pipeline of this name, made on its first submit. A
+        max_parallel above 0 becomes its running limit; 0 keeps the limit it has."""
+        group = pipeline_id(owner, name)
+        with self.db.write() as conn:
+            found = conn.execute(select(sweeps.c.max_parallel).where(sweeps.c.id == group)
+                                 ).first()
+            # Writes are serialized, and one server owns the store: no other first submit
+            # can come between the look and the insert.
+            if found is None:
+                conn.execute(insert(sweeps).values(
+                    id=group, name=name, owner=owner, max_parallel=max_parallel,
+                    created_at=now, kind=PIPELINE))
+            elif max_parallel:
+                conn.execute(update(sweeps).where(sweeps.c.id == group)
+                             .values(max_parallel=max_parallel))
+        return group
 
     def waiting_by_queue(self) -> dict[str, int]:
         c = jobs.c
@@ -252,13 +297,21 @@ class JobStore:
         ]
 
     def queue_position(self, job: JobRecord, conn: Connection | None = None) -> int:
-        """1-based place among the waiting jobs of its queue, in the order they are admitted."""
+        """1-based place among the waiting jobs of its queue, in submit order."""
+        return self.queue_place(job, by_priority=False, conn=conn).position
+
+    def queue_place(self, job: JobRecord, *, by_priority: bool,
+                    conn: Connection | None = None) -> QueuePlace:
+        """Its place among the waiting jobs of its queue, in the order they are admitted: by
+        job priority then submit order, or (by_priority False, as FIFO admits) by submit
+        order alone, where no job is ahead for its priority."""
         if job.state is not JobState.WAITING:
-            return 0
+            return QueuePlace(0)
+        params = {"b_queue": job.spec.queue, "b_seq": job.seq, "b_priority": job.spec.priority}
         with self.db.read(conn) as c:
-            ahead = c.execute(_COUNT_AHEAD, {"b_queue": job.spec.queue, "b_seq": job.seq}
-                              ).scalar_one()
-        return int(ahead) + 1
+            ahead, higher = c.execute(_PLACE_BY_PRIORITY if by_priority else _PLACE_BY_SEQ,
+                                      params).one()
+        return QueuePlace(int(ahead or 0) + 1, int(higher or 0))
 
     def list(
         self, flt: JobFilter, *, page_size: int, after_seq: int | None = None,

@@ -196,7 +196,8 @@ audit_events = Table(
     Column("detail", Text, nullable=False),
 )
 
-# A sweep's jobs run at most max_parallel at a time (0: no limit of its own).
+# A sweep's or a pipeline's jobs (kind) run at most max_parallel at a time (0: no limit of
+# its own).
 sweeps = Table(
     "sweeps",
     metadata,
@@ -205,4 +206,14 @@ sweeps = Table(
     Column("owner", String(128), nullable=False),
     Column("max_parallel", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("kind", String(16), nullable=False, default="sweep", server_default="sweep"),
+)
+
+# Each queue's decayed usage for fair share, as of updated_at: kept across restarts.
+queue_usage = Table(
+    "queue_usage",
+    metadata,
+    Column("queue", String(128), primary_key=True),
+    Column("usage", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
 )

@@ -31,6 +31,7 @@ from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord, join_ids
+from trainyard.store.usage import UsageStore
 from trainyard.tracker.waiting import WaitingJobs
 from trainyard.workspace import Workspace
 
@@ -51,6 +52,7 @@ class TrackerConfig:
     # next launch nor the reaping of finished jobs.
     launch_workers: int = 8
     fair_share_half_life: float = 3600.0  # past usage between queues counts half after this
+    usage_save_interval: float = 30.0  # how often fair-share usage is written to the store
 
 
 class Tracker:
@@ -59,6 +61,7 @@ class Tracker:
         artifacts: ArtifactCollector, executors: Mapping[str, Executor],
         pools: Mapping[str, PoolCapacity], policy: Policy, workspace: Workspace,
         config: TrackerConfig, clock: Callable[[], float] = time.time,
+        usage: UsageStore | None = None, half_life: Callable[[], float] | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics = metrics
@@ -85,6 +88,10 @@ class Tracker:
         self._submitted = False  # a submit arrived since the loop last looked
         self._usage: dict[str, float] = {}  # decayed usage by queue, for fair turns
         self._usage_at = clock()
+        self._usage_store = usage
+        self._usage_saved_at = self._usage_at
+        # The policy's half-life as it is now: a reloaded policy may change it.
+        self._half_life = half_life or (lambda: config.fair_share_half_life)
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         for executor in executors.values():
             executor.set_exit_listener(self._job_exited)
@@ -92,6 +99,7 @@ class Tracker:
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
+        self._load_usage()
         self.recover()
         self._thread = threading.Thread(target=self._run, name="tracker", daemon=True)
         self._thread.start()
@@ -104,6 +112,30 @@ class Tracker:
         # Launches in flight finish (each is bounded by its executor); one cut short stays
         # LAUNCHING and is settled by recovery at the next start.
         self._launcher.shutdown(wait=True, cancel_futures=True)
+        self._save_usage()
+
+    def _load_usage(self) -> None:
+        """Fair share picks up where the last run left it: the saved usage, as of when it
+        was saved. The next pass decays it over the time since, and adds what jobs that
+        kept running meanwhile used."""
+        if self._usage_store is None:
+            return
+        try:
+            usage, at = self._usage_store.load()
+        except Exception:  # fair share starting from zero is better than not starting
+            log.exception("could not read the saved fair-share usage; it starts from zero")
+            return
+        if at is not None:
+            self._usage, self._usage_at = usage, min(at, self.clock())
+
+    def _save_usage(self) -> None:
+        if self._usage_store is None:
+            return
+        try:
+            self._usage_store.save(self._usage, self._usage_at)
+            self._usage_saved_at = self._usage_at
+        except Exception:  # tried again after the next interval
+            log.exception("could not save the fair-share usage")
 
     def wake(self) -> None:
         """New work to admit."""
@@ -373,13 +405,17 @@ class Tracker:
                   for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
-                                    self.config.fair_share_half_life)
+                                    self._half_life())
         self._usage_at = now
+        if now - self._usage_saved_at >= self.config.usage_save_interval:
+            self._save_usage()
         waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()
             self._saturated = None
             return len(running)
+        limits, titles = self.jobs.group_limits(
+            self.waiting.sweeps.union(j.sweep for j in active))
         snapshot = Snapshot(
             pending=waiting,
             running=active,
@@ -389,8 +425,8 @@ class Tracker:
             unavailable={pool: why for pool, executor in self.executors.items()
                          if (why := executor.unavailable()) is not None},
             usage=self._usage,
-            sweep_limits=self.jobs.sweep_limits(
-                self.waiting.sweeps.union(j.sweep for j in active)),
+            sweep_limits=limits,
+            sweep_titles=titles,
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
@@ -406,10 +442,15 @@ class Tracker:
         # Write only reasons that changed; policies hand out shared reason objects, so the
         # identity check settles most jobs without comparing sentences.
         before = self._reasons
-        changed = {k: (r.code, r.message) for k, r in decisions.pending.items()
-                   if (old := before.get(k)) is not r and old != r}
+        reasons: dict[str, PendingReason] = {}
+        changed: dict[str, tuple[str, str]] = {}
+        for job_id, reason in decisions.pending.items():
+            reasons[job_id] = reason
+            old = before.get(job_id)
+            if old is not reason and old != reason:
+                changed[job_id] = (reason.code, reason.message)
         self.jobs.set_pending_reasons(changed)
-        self._reasons = decisions.pending
+        self._reasons = reasons
         return len(running) + launched
 
     def _launch(self, job: JobRecord, gpu_ids: tuple[str, ...], pool: str) -> bool:

@@ -368,7 +368,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -394,6 +394,8 @@ class TrainRequest(_message.Message):
     CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -405,7 +407,9 @@ class TrainRequest(_message.Message):
     client_request_id: str
     image: str
     workers: int
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
+    pipeline: str
+    pipeline_max_parallel: int
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")

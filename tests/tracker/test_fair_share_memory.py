@@ -1,0 +1,109 @@
+"""Fair-share usage outlives a restart, and follows a reloaded half-life."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from trainyard.domain.spec import JobSpec, Resources
+from trainyard.domain.states import JobState
+from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.store.usage import UsageStore
+from trainyard.tracker import TrackerConfig
+
+POLICY = """
+max_running = 1
+fair_share_half_life = "{half_life}"
+
+[pools.cpu]
+cpus = 2
+max_jobs = 2
+
+[queues.a]
+pools = ["cpu"]
+
+[queues.b]
+pools = ["cpu"]
+"""
+
+
+def server(tmp_path: Path, database_url: str, half_life: str = "1h") -> TrainyardServer:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY.format(half_life=half_life))
+    return TrainyardServer(ServerConfig(
+        data_dir=tmp_path / "data", database_url=database_url, port=0, policy_file=policy,
+        tracker=TrackerConfig(active_interval=0.1, idle_interval=0.2)))
+
+
+def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState]) -> None:
+    deadline = time.monotonic() + 30
+    while srv.jobs.get(job_id).state not in states:
+        assert time.monotonic() < deadline, srv.jobs.get(job_id)
+        time.sleep(0.05)
+
+
+def submit(srv: TrainyardServer, name: str, queue: str, command: str = "true") -> str:
+    return srv.service.train(JobSpec(name=name, command=command, queue=queue,
+                                     resources=Resources(cpus=1)))[0]
+
+
+def test_usage_is_saved_at_stop_and_read_back_at_start(tmp_path: Path,
+                                                       database_url: str) -> None:
+    first = server(tmp_path, database_url)
+    first.start()
+    job = submit(first, "used", "a", "sleep 0.5")
+    wait_for(first, job, {JobState.SUCCEEDED})
+    first.stop(grace=0)
+    saved, at = _load(tmp_path, database_url)
+    assert saved["a"] > 0 and at is not None and at <= time.time()
+
+
+def _load(tmp_path: Path, database_url: str) -> tuple[dict[str, float], float | None]:
+    srv = server(tmp_path, database_url)  # opens the store without starting
+    try:
+        return UsageStore(srv.db).load()
+    finally:
+        srv.db.close()
+
+
+def test_after_a_restart_the_queue_that_used_more_still_waits_its_turn(
+        tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # What an earlier run of the server left: queue a used far more than b.
+    srv = server(tmp_path, database_url)
+    UsageStore(srv.db).save({"a": 1000.0}, time.time())
+    srv.db.close()
+    srv = server(tmp_path, database_url)
+    srv.start()
+    try:
+        blocker = submit(srv, "blocker", "b", "sleep 1")
+        wait_for(srv, blocker, {JobState.RUNNING})
+        from_a = submit(srv, "from-a", "a")  # submitted first...
+        from_b = submit(srv, "from-b", "b")
+        wait_for(srv, from_a, {JobState.SUCCEEDED})
+        wait_for(srv, from_b, {JobState.SUCCEEDED})
+        starts = {j: next(e.time for e in srv.jobs.events(j) if e.to_state is JobState.RUNNING)
+                  for j in (from_a, from_b)}
+        # ...but b used less, so its job had the slot first.
+        assert starts[from_b] < starts[from_a]
+        time.sleep(0.5)  # passes over an empty queue
+        failed = [r for r in caplog.records if r.name.startswith("trainyard.tracker")
+                  and r.levelno >= logging.ERROR]
+        assert failed == []
+    finally:
+        srv.stop(grace=0)
+
+
+def test_a_reloaded_half_life_applies_without_a_restart(tmp_path: Path,
+                                                        database_url: str) -> None:
+    srv = server(tmp_path, database_url, half_life="1h")
+    srv.start()
+    try:
+        assert srv.fair_share_half_life() == 3600.0
+        (tmp_path / "policy.toml").write_text(POLICY.format(half_life="10m"))
+        srv.policy.reload()
+        assert srv.fair_share_half_life() == 600.0
+    finally:
+        srv.stop(grace=0)
