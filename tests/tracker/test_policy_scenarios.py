@@ -137,8 +137,8 @@ def test_a_job_behind_its_queue_limit_hears_how_many_are_ahead(
     low = submit("low", 0)
     high = [submit(f"high{i}", 5) for i in range(2)]
     deadline = time.monotonic() + 10
-    while server.jobs.get(low).pending_code != "QUEUE_LIMIT":
-        assert time.monotonic() < deadline, server.jobs.get(low)
+    while any(server.jobs.get(j).pending_code != "QUEUE_LIMIT" for j in [low, *high]):
+        assert time.monotonic() < deadline, [server.jobs.get(j) for j in [low, *high]]
         time.sleep(0.05)
     status = server.service.status(low, identity=ANN)
     assert status.queue_position == 3
