@@ -10,46 +10,20 @@ from pathlib import Path
 import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
+from tests.gangprobe import rendezvous_probe
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
 
 __all__ = ["engine"]  # the session fixture, imported so pytest finds it here
 
-# Rank 0 listens on MASTER_ADDR:MASTER_PORT, rank 1 connects; each prints what it heard and
-# was told, then waits for the test to let it go.
-PROBE = r"""
-import json, os, socket, time
-env = {k: os.environ.get(k) for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR",
-       "MASTER_PORT", "TF_CONFIG", "CUDA_VISIBLE_DEVICES", "JOB_ID")}
-rank, addr, port = int(env["RANK"]), env["MASTER_ADDR"], int(env["MASTER_PORT"])
-if rank == 0:
-    with socket.create_server((addr, port)) as server:
-        server.settimeout(20)
-        conn, _ = server.accept()
-        with conn:
-            heard = conn.recv(100).decode()
-            conn.sendall(b"welcome, " + heard.encode())
-else:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            conn = socket.create_connection((addr, port), timeout=5)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-    with conn:
-        conn.sendall(b"rank 1")
-        heard = conn.recv(100).decode()
-env["heard"] = heard
-env["interfaces"] = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])
-print("SEEN " + json.dumps(env), flush=True)
-gate = os.path.join(os.environ["CHECKPOINT_PATH"], "go")
-while not os.path.exists(gate):
-    time.sleep(0.05)
-"""
+# Each rank prints what it heard and was told, then waits for the test to let it go.
+PROBE = rendezvous_probe(
+    extra_vars=("JOB_ID",),
+    seen='env["interfaces"] = sorted(l.split(":")[0].strip() '
+         'for l in open("/proc/net/dev").readlines()[2:])',
+    then='gate = os.path.join(os.environ["CHECKPOINT_PATH"], "go")\n'
+         'while not os.path.exists(gate):\n    time.sleep(0.05)')
 
 
 def wait_log(path: Path, needle: str, count: int, timeout: float = 30) -> str:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.liveserver import make_server, wait_for
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server import TrainyardServer
 from trainyard.store.usage import UsageStore
-from trainyard.tracker import TrackerConfig
 
 POLICY = """
 max_running = 1
@@ -31,18 +31,7 @@ pools = ["cpu"]
 
 
 def server(tmp_path: Path, database_url: str, half_life: str = "1h") -> TrainyardServer:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY.format(half_life=half_life))
-    return TrainyardServer(ServerConfig(
-        data_dir=tmp_path / "data", database_url=database_url, port=0, policy_file=policy,
-        tracker=TrackerConfig(active_interval=0.1, idle_interval=0.2)))
-
-
-def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState]) -> None:
-    deadline = time.monotonic() + 30
-    while srv.jobs.get(job_id).state not in states:
-        assert time.monotonic() < deadline, srv.jobs.get(job_id)
-        time.sleep(0.05)
+    return make_server(tmp_path, database_url, POLICY.format(half_life=half_life))
 
 
 def submit(srv: TrainyardServer, name: str, queue: str, command: str = "true") -> str:

@@ -3,7 +3,6 @@ whole or waits whole, its workers find each other, and it ends as one job."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shlex
 import sys
@@ -13,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.gangprobe import rendezvous_probe
+from tests.liveserver import live_server, wait_for
 from trainyard.client import Client, Resources, TrainSpec, TrainyardError
-from trainyard.domain.errors import TrainyardError as DomainError
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
-from trainyard.tracker import TrackerConfig
+from trainyard.server import TrainyardServer
 
 # One pool of 4 CPUs and six (made-up) GPU ids: the devices are only handed out, not used.
 POLICY = """
@@ -32,67 +31,21 @@ max_jobs = 4
 pools = ["cpu"]
 """
 
-# Rank 0 listens on MASTER_ADDR:MASTER_PORT, rank 1 connects; each records what it heard
-# and what it was told, and saves a file under MODEL_SAVE_PATH.
-PROBE = r"""
-import json, os, socket, time
-env = {k: os.environ.get(k) for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR",
-       "MASTER_PORT", "TF_CONFIG", "CUDA_VISIBLE_DEVICES")}
-rank, addr, port = int(env["RANK"]), env["MASTER_ADDR"], int(env["MASTER_PORT"])
-if rank == 0:
-    with socket.create_server((addr, port)) as server:
-        server.settimeout(20)
-        conn, _ = server.accept()
-        with conn:
-            heard = conn.recv(100).decode()
-            conn.sendall(b"welcome, " + heard.encode())
-else:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            conn = socket.create_connection((addr, port), timeout=5)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-    with conn:
-        conn.sendall(b"rank 1")
-        heard = conn.recv(100).decode()
-env["heard"] = heard
-print("SEEN " + json.dumps(env), flush=True)
-with open(os.path.join(os.environ["MODEL_SAVE_PATH"], f"rank{rank}.txt"), "w") as out:
-    out.write(heard)
-"""
+# Each rank also saves what it heard as a file of the model.
+PROBE = rendezvous_probe(then='with open(os.path.join(os.environ["MODEL_SAVE_PATH"], '
+                              'f"rank{rank}.txt"), "w") as out:\n    out.write(heard)')
 
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
-    srv = TrainyardServer(ServerConfig(
-        data_dir=tmp_path / "data", database_url=database_url, port=0, policy_file=policy,
-        tracker=TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0)))
-    srv.start()
-    yield srv
-    for job in srv.jobs.in_states((JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)):
-        with contextlib.suppress(DomainError):  # it may have ended meanwhile
-            srv.service.cancel(job.id)
-    srv.stop(grace=0)
+    with live_server(tmp_path, database_url, POLICY) as srv:
+        yield srv
 
 
 @pytest.fixture
 def client(server: TrainyardServer) -> Iterator[Client]:
     with Client(f"127.0.0.1:{server.port}", timeout=20) as c:
         yield c
-
-
-def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState],
-             timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while srv.jobs.get(job_id).state not in states:
-        assert time.monotonic() < deadline, srv.jobs.get(job_id)
-        time.sleep(0.02)
 
 
 def wait_file(path: Path, timeout: float = 10) -> str:

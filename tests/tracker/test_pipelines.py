@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.liveserver import live_server
 from trainyard.auth.policy import Identity
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
-from trainyard.tracker import TrackerConfig
+from trainyard.server import TrainyardServer
 
 ANN = Identity(user="ann", admin=True)
 BOB = Identity(user="bob", admin=True)
@@ -21,14 +21,8 @@ BOB = Identity(user="bob", admin=True)
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
-    srv = TrainyardServer(ServerConfig(
-        data_dir=tmp_path / "data", database_url=database_url, port=0,
-        tracker=TrackerConfig(max_concurrent=4, active_interval=0.1, idle_interval=0.2)))
-    srv.start()
-    yield srv
-    for job in srv.jobs.in_states((JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)):
-        srv.service.cancel(job.id)
-    srv.stop(grace=0)
+    with live_server(tmp_path, database_url, max_concurrent=4) as srv:
+        yield srv
 
 
 def running(srv: TrainyardServer, ids: list[str]) -> list[str]:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.liveserver import live_server, wait_for
 from trainyard.auth.policy import Identity
-from trainyard.domain.errors import TrainyardError
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
-from trainyard.tracker import TrackerConfig
+from trainyard.server import TrainyardServer
 
 POLICY = """
 max_running = 8
@@ -55,25 +53,8 @@ BOB = Identity(user="bob")
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
-    srv = TrainyardServer(ServerConfig(
-        data_dir=tmp_path / "data", database_url=database_url, port=0, policy_file=policy,
-        tracker=TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0)))
-    srv.start()
-    yield srv
-    for job in srv.jobs.in_states((JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)):
-        with contextlib.suppress(TrainyardError):  # it may have ended meanwhile
-            srv.service.cancel(job.id)
-    srv.stop(grace=0)
-
-
-def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState],
-             timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while srv.jobs.get(job_id).state not in states:
-        assert time.monotonic() < deadline, srv.jobs.get(job_id)
-        time.sleep(0.05)
+    with live_server(tmp_path, database_url, POLICY) as srv:
+        yield srv
 
 
 def started(srv: TrainyardServer, job_id: str) -> list[float]:
