@@ -11,6 +11,8 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -37,6 +39,36 @@ def _as_dict(message: Any) -> dict[str, Any]:
     """A response as plain data: field names as in the proto, every field present."""
     return dict(json_format.MessageToDict(message, preserving_proto_field_name=True,
                                           always_print_fields_with_no_presence=True))
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    """A response as JSON-ready data: proto field names, every field present, 64-bit
+    integers as numbers, enums by name (None for UNSPECIFIED), times as ISO 8601 (None
+    when unset), and message fields that are unset as None."""
+    out: dict[str, Any] = {}
+    for fd in message.DESCRIPTOR.fields:
+        value = getattr(message, fd.name)
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            value_fd = fd.message_type.fields_by_name["value"]
+            out[fd.name] = {k: _value(value_fd, v) for k, v in value.items()}
+        elif fd.is_repeated:
+            out[fd.name] = [_value(fd, v) for v in value]
+        elif fd.message_type is not None and not message.HasField(fd.name):
+            out[fd.name] = None
+        else:
+            out[fd.name] = _value(fd, value)
+    return out
+
+
+def _value(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.message_type is not None:
+        if fd.message_type.full_name == "google.protobuf.Timestamp":
+            return _iso(value)
+        return _plain(value)
+    if fd.enum_type is not None:
+        name = fd.enum_type.values_by_number[value].name
+        return None if name.endswith("_UNSPECIFIED") else name
+    return value
 
 
 def _iso(ts: Timestamp) -> str | None:
@@ -111,7 +143,8 @@ class JobStatus:
                               "memory_mb": spec.resources.memory_mb,
                               "gpus": spec.resources.gpus},
                 "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
-                "workers": spec.workers or 1,
+                "workers": spec.workers or 1, "git_commit": spec.git_commit,
+                "model_name": spec.model_name,
             },
             metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
             model=({"model_name": s.model.model_name, "version": s.model.version,
@@ -150,10 +183,13 @@ class Dataset:
     file_count: int
     created_at: str | None
     created: bool = False
+    run_count: int = 0  # the runs that used it, of those you may see
+    run_ids: tuple[str, ...] = ()
 
     @classmethod
     def from_pb(cls, d: pb.DatasetVersion) -> Dataset:
-        return cls(d.name, d.version, d.size_bytes, d.file_count, _iso(d.created_at), d.created)
+        return cls(d.name, d.version, d.size_bytes, d.file_count, _iso(d.created_at), d.created,
+                   d.run_count, tuple(d.run_ids))
 
 
 @dataclass(frozen=True)
@@ -184,6 +220,8 @@ class TrainSpec:
     workers: int = 1  # started together, all or none; resources are each worker's
     pipeline: str = ""  # the caller's pipeline this job joins (made on its first job)
     pipeline_max_parallel: int = 0  # its running limit from now on; 0 keeps the limit it has
+    git_commit: str = ""  # the code's version, recorded on each run
+    model_name: str = ""  # the model its files become a version of; empty: the name
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
@@ -195,6 +233,7 @@ class TrainSpec:
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
             client_request_id=self.client_request_id, workers=self.workers,
             pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
+            git_commit=self.git_commit, model_name=self.model_name,
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")
@@ -326,6 +365,92 @@ class Client:
     def whoami(self) -> dict[str, Any]:
         return _as_dict(self._call(self._stub.WhoAmI, pb.WhoAmIRequest()))
 
+    # --- runs, models and lineage (plain data, as `--output json` prints it) ---------------
+
+    def list_runs(self, *, job_id: str = "", dataset: str = "", algorithm: str = "",
+                  image: str = "", labels: Mapping[str, str] | None = None,
+                  states: list[str] | None = None,
+                  metrics: list[tuple[str, str, float]] | None = None, sort: str = "",
+                  descending: bool = False, page_size: int = 0,
+                  page_token: str = "") -> tuple[list[dict[str, Any]], str]:
+        """Runs matching every filter given: `metrics` as (key, op, value) thresholds on
+        each run's last value, e.g. ("accuracy", ">=", 0.9); sorted by `sort`'s last value
+        (runs without it last), newest first otherwise."""
+        request = pb.ListRunsRequest(
+            job_id=job_id, dataset=dataset, algorithm=algorithm, image=image,
+            labels=dict(labels or {}), states=_states(states),
+            metrics=[pb.MetricThreshold(key=k, op=op, value=v) for k, op, v in metrics or []],
+            sort_metric=sort, descending=descending, page_size=page_size,
+            page_token=page_token)
+        resp = self._call(self._stub.ListRuns, request)
+        return [_plain(r) for r in resp.runs], resp.next_page_token
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """One run ("JOB-ATTEMPT", or a job id for its latest) with its transitions and
+        every metric point."""
+        return _plain(self._call(self._stub.GetRun, pb.GetRunRequest(run_id=run_id)))
+
+    def compare_runs(self, run_ids: list[str], *, series: bool = False) -> dict[str, Any]:
+        return _plain(self._call(self._stub.CompareRuns, pb.CompareRunsRequest(
+            run_ids=run_ids, include_series=series)))
+
+    def reproduce_run(self, run_id: str, *, client_request_id: str = "") -> dict[str, Any]:
+        """{"job_id", "existing", "spec" (pinned), "reproduces"}."""
+        return _plain(self._call(self._stub.ReproduceRun, pb.ReproduceRunRequest(
+            run_id=run_id, client_request_id=client_request_id)))
+
+    def list_models(self) -> list[dict[str, Any]]:
+        return [_plain(m) for m in self._call(self._stub.ListModels,
+                                              pb.ListModelsRequest()).models]
+
+    def get_model(self, name: str) -> dict[str, Any]:
+        return _plain(self._call(self._stub.GetModel, pb.GetModelRequest(name=name)))
+
+    def set_model_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
+        return _plain(self._call(self._stub.SetModelAlias, pb.SetModelAliasRequest(
+            name=name, alias=alias, version=version)))
+
+    def model_lineage(self, model: str) -> dict[str, Any]:
+        """NAME, NAME:VERSION or NAME@ALIAS back to its run, dataset version and code."""
+        return _plain(self._call(self._stub.GetModelLineage,
+                                 pb.GetModelLineageRequest(model=model_ref(model))))
+
+    def dataset_lineage(self, name: str, version: str) -> dict[str, Any]:
+        return _plain(self._call(self._stub.GetDatasetLineage,
+                                 pb.GetDatasetLineageRequest(name=name, version=version)))
+
+    def delete_dataset(self, name: str, version: str) -> dict[str, Any]:
+        return _plain(self._call(self._stub.DeleteDataset, pb.DeleteDatasetRequest(
+            name=name, version=version)).dataset)
+
+    def download_model(self, model: str, dest: str | Path) -> dict[str, Any]:
+        """Stream a model version's files into `dest` (new, or an empty directory). Every
+        file's sha256 and the version's content hash are checked first; on any mismatch
+        TrainyardError("DATA_LOSS") is raised and nothing is left in `dest`."""
+        from trainyard.downloads import DownloadError, Receiver
+
+        try:
+            receiver = Receiver(Path(dest))
+        except DownloadError as exc:
+            raise TrainyardError("INVALID_ARGUMENT", str(exc)) from None
+        try:
+            request = pb.DownloadModelRequest(model=model_ref(model))
+            for chunk in self._stream(self._stub.DownloadModel, request):
+                if chunk.HasField("model"):
+                    if receiver.model is not None:
+                        raise DownloadError("the server named the model version twice")
+                    receiver.start(_plain(chunk.model))
+                receiver.chunk(chunk.path, chunk.size, chunk.sha256, chunk.offset, chunk.data)
+            files = receiver.finish()
+        except DownloadError as exc:
+            receiver.abort()
+            raise TrainyardError("DATA_LOSS", str(exc)) from None
+        except BaseException:
+            receiver.abort()
+            raise
+        assert receiver.model is not None
+        return {"model": receiver.model, "path": str(Path(dest)), "files": files}
+
     # --- administration (an admin's token) -------------------------------------------------
 
     def create_user(self, name: str, *, admin: bool = False) -> dict[str, Any]:
@@ -383,6 +508,30 @@ class Client:
         for _ in self.watch(job_id):
             pass
         return self.status(job_id)
+
+
+def model_ref(text: str) -> pb.ModelRef:
+    """NAME, NAME:VERSION or NAME@ALIAS; the server checks the parts."""
+    name, at, alias = text.partition("@")
+    if at:
+        if not alias:
+            raise TrainyardError("INVALID_ARGUMENT", "model: name the alias after '@' "
+                                 "(NAME@ALIAS)")
+        return pb.ModelRef(name=name, alias=alias)
+    name, colon, version = text.partition(":")
+    if colon:
+        if not version.isdigit() or not 0 < int(version) < 2**31:
+            raise TrainyardError("INVALID_ARGUMENT", f"model: {version[:20]!r} is not a "
+                                 "version number (NAME:VERSION)")
+        return pb.ModelRef(name=name, version=int(version))
+    return pb.ModelRef(name=name)
+
+
+def _states(states: list[str] | None) -> list[Any]:
+    try:
+        return [pb.JobState.Value(s.upper()) for s in states or []]
+    except ValueError as exc:
+        raise TrainyardError("INVALID_ARGUMENT", f"states: {exc}") from None
 
 
 def _translate(exc: grpc.RpcError) -> TrainyardError:

@@ -25,7 +25,9 @@ from trainyard.executors.base import Executor
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.model_service import ModelService
 from trainyard.policy_source import ActivePolicy, PolicySource
+from trainyard.run_service import RunService
 from trainyard.service import TrainingService
 from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
@@ -33,6 +35,7 @@ from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.models import ModelStore
+from trainyard.store.runs import RunStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker, TrackerConfig
 from trainyard.v1 import training_pb2 as pb
@@ -146,9 +149,9 @@ class TrainyardServer:
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life,
         )
+        datasets = DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir)
         self.service = TrainingService(
-            jobs=self.jobs, metrics=metrics, models=models,
-            datasets=DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir),
+            jobs=self.jobs, metrics=metrics, models=models, datasets=datasets,
             workspace=self.workspace, pools=self.pools,
             on_submit=self.tracker.wake,
             on_cancel=self.tracker.job_cancelled,
@@ -158,6 +161,8 @@ class TrainyardServer:
                 who, action, target, False, why),
             policy=lambda: self.policy.current,
         )
+        self.runs = RunService(self.service, RunStore(self.db), models)
+        self.models = ModelService(self.runs, models, datasets, self.workspace.artifacts_dir)
         self.health = health.HealthServicer()
         self.grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.grpc_workers,
@@ -166,7 +171,8 @@ class TrainyardServer:
             interceptors=[AuthInterceptor(self.access)],
         )
         pb_grpc.add_TrainingServiceServicer_to_server(
-            TrainingServicer(self.service, self.policy, config.tracker.max_concurrent),
+            TrainingServicer(self.service, self.runs, self.models, self.policy,
+                             config.tracker.max_concurrent),
             self.grpc)
         pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.access), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)

@@ -92,9 +92,10 @@ class TrainingService:
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               identity: Identity = LOCAL, pipeline: str = "",
-              pipeline_max_parallel: int = 0) -> tuple[str, bool]:
+              pipeline_max_parallel: int = 0, reproduced_from: str = "") -> tuple[str, bool]:
         """Store the job as WAITING. In a pipeline (the caller's, by name, made on its first
-        submit), it runs only while fewer than the pipeline's limit of its jobs run."""
+        submit), it runs only while fewer than the pipeline's limit of its jobs run.
+        `reproduced_from` links it to the run whose pinned spec it repeats."""
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
         team = self._check_submit(spec, identity)
@@ -103,7 +104,7 @@ class TrainingService:
         # The owner comes from the caller's identity, never from the request.
         job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
                                             client_request_id=client_request_id or None,
-                                            sweep_id=group)
+                                            sweep_id=group, reproduced_from=reproduced_from)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")
@@ -153,10 +154,20 @@ class TrainingService:
             raise
 
     def _visible(self, identity: Identity, job: JobRecord, action: str) -> JobRecord:
+        return self.check_visible(identity, job, action, _VERBS[action])
+
+    def check_visible(self, identity: Identity, job: JobRecord, action: str,
+                      verb: str) -> JobRecord:
+        """The job, if the identity may see it (its own, a teammate's, or any for admins);
+        otherwise PermissionDenied, audited, saying it may not `verb` it."""
         if not identity.admin:
             self._denied(identity, action, job.id, lambda: check_job(
-                identity, job.id, job.owner, self.share_team_jobs, _VERBS[action]))
+                identity, job.id, job.owner, self.share_team_jobs, verb))
         return job
+
+    def visible_owners(self, identity: Identity) -> frozenset[str] | None:
+        """Whose jobs (and runs) the identity sees; None: everyone's."""
+        return visible_owners(identity, self.share_team_jobs)
 
     def status(self, job_id: str, identity: Identity = LOCAL) -> JobStatus:
         with self.jobs.db.read() as conn:  # one pooled connection for all five reads

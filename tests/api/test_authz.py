@@ -6,7 +6,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class World:
     log_records: list[str]
     errors: list[str]
     names: Iterator[int]
+    made: dict[str, str] = field(default_factory=dict)  # what the calls share, made once
 
     def metadata(self, caller: str) -> tuple[tuple[str, str], ...]:
         token = self.tokens.get(caller)
@@ -140,6 +141,40 @@ def own_job(world: World) -> pb.GetTrainingStatusRequest:
     return pb.GetTrainingStatusRequest(job_id=world.mia_job(final=True))
 
 
+def mia_run(world: World) -> str:
+    """A run of mia's, in her team's queue, that saved a model (model 'mia-model')."""
+    if "run" not in world.made:
+        job_id = world.mia_job(command='echo w > "$MODEL_SAVE_PATH/w"')
+        deadline = time.monotonic() + 20
+        while world.server.jobs.get(job_id).state is not JobState.SUCCEEDED:
+            assert time.monotonic() < deadline, world.server.jobs.get(job_id)
+            time.sleep(0.05)
+        world.made["run"] = f"{job_id}-1"
+        world.made["model"] = world.server.models.models.for_job(job_id).model_name
+    return world.made["run"]
+
+
+def mia_model(world: World) -> pb.ModelRef:
+    mia_run(world)
+    return pb.ModelRef(name=world.made["model"])
+
+
+def dataset_version(world: World) -> str:
+    if "dataset" not in world.made:
+        world.made["dataset"] = world.server.service.register_dataset(
+            "lineage-ds", str(world.dataset_dir))[0].version
+    return world.made["dataset"]
+
+
+def fresh_dataset(world: World) -> pb.DeleteDatasetRequest:
+    """A new, unused dataset version for each call to delete."""
+    path = world.dataset_dir.parent / fresh(world, "del-ds")
+    path.mkdir()
+    (path / "x.txt").write_text(path.name)
+    record, _ = world.server.service.register_dataset("doomed", str(path))
+    return pb.DeleteDatasetRequest(name="doomed", version=record.version)
+
+
 # What each caller may do; the unauthenticated three get UNAUTHENTICATED everywhere.
 MEMBER_WRITE = {"read_only": DENIED, "other_team": DENIED, "member": OK, "admin": OK}
 MEMBER_READ_OWN = {"read_only": OK, "other_team": DENIED, "member": OK, "admin": OK}
@@ -165,6 +200,25 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "SubmitSweep": (training("SubmitSweep", lambda w: pb.SweepRequest(
         template=pb.TrainRequest(name="sw", command="true", queue="red-q"),
         parameters=[pb.SweepParameter(name="LR", values=["1"])])), MEMBER_WRITE),
+    "ListRuns": (training("ListRuns", lambda w: pb.ListRunsRequest()), ANYONE_READ),
+    "GetRun": (training("GetRun", lambda w: pb.GetRunRequest(run_id=mia_run(w))),
+               MEMBER_READ_OWN),
+    "CompareRuns": (training("CompareRuns", lambda w: pb.CompareRunsRequest(
+        run_ids=[mia_run(w)])), MEMBER_READ_OWN),
+    "ReproduceRun": (training("ReproduceRun", lambda w: pb.ReproduceRunRequest(
+        run_id=mia_run(w))), MEMBER_WRITE),
+    "ListModels": (training("ListModels", lambda w: pb.ListModelsRequest()), ANYONE_READ),
+    "GetModel": (training("GetModel", lambda w: pb.GetModelRequest(
+        name=mia_model(w).name)), ANYONE_READ),
+    "SetModelAlias": (training("SetModelAlias", lambda w: pb.SetModelAliasRequest(
+        name=mia_model(w).name, alias="production", version=1)), MEMBER_WRITE),
+    "DownloadModel": (training("DownloadModel", lambda w: pb.DownloadModelRequest(
+        model=mia_model(w)), stream=True), ANYONE_READ),
+    "GetModelLineage": (training("GetModelLineage", lambda w: pb.GetModelLineageRequest(
+        model=mia_model(w))), ANYONE_READ),
+    "GetDatasetLineage": (training("GetDatasetLineage", lambda w: pb.GetDatasetLineageRequest(
+        name="lineage-ds", version=dataset_version(w))), ANYONE_READ),
+    "DeleteDataset": (training("DeleteDataset", fresh_dataset), ADMIN_ONLY),
     "CreateUser": (admin("CreateUser", lambda w: pb.CreateUserRequest(
         name=fresh(w, "user"))), ADMIN_ONLY),
     "ListUsers": (admin("ListUsers", lambda w: pb.ListUsersRequest()), ADMIN_ONLY),

@@ -60,6 +60,8 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
         priority=req.priority,
         labels=dict(req.labels),
         workers=req.workers if req.workers != 0 else 1,  # 0 (unset) is one worker
+        git_commit=req.git_commit,
+        model_name=req.model_name,
     )
 
 
@@ -70,6 +72,7 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
         resources=pb.Resources(cpus=spec.resources.cpus, memory_mb=spec.resources.memory_mb,
                                gpus=spec.resources.gpus),
         queue=spec.queue, priority=spec.priority, labels=spec.labels, workers=spec.workers,
+        git_commit=spec.git_commit, model_name=spec.model_name,
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
@@ -84,10 +87,16 @@ def transition_to_pb(event: EventRecord) -> pb.StateTransition:
 
 
 def model_to_pb(model: ModelRecord) -> pb.ModelArtifact:
-    return pb.ModelArtifact(
+    msg = pb.ModelArtifact(
         model_name=model.model_name, version=model.version, content_hash=model.content_hash,
         uri=model.uri, size_bytes=model.size_bytes, file_count=model.file_count,
+        run_id=model.run_id, created_at=timestamp(model.created_at),
+        aliases=list(model.aliases),
     )
+    if model.dataset is not None:
+        msg.dataset.CopyFrom(pb.DatasetRef(name=model.dataset.name,
+                                           version=model.dataset.version))
+    return msg
 
 
 def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
@@ -120,10 +129,12 @@ def summary_to_pb(job: JobRecord) -> pb.JobSummary:
     )
 
 
-def dataset_to_pb(record: DatasetRecord, created: bool = False) -> pb.DatasetVersion:
+def dataset_to_pb(record: DatasetRecord, created: bool = False,
+                  run_ids: list[str] | None = None) -> pb.DatasetVersion:
     return pb.DatasetVersion(
         name=record.name, version=record.version, size_bytes=record.size_bytes,
         file_count=record.file_count, created_at=timestamp(record.created_at), created=created,
+        run_count=len(run_ids or []), run_ids=run_ids or [],
     )
 
 

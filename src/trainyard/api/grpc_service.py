@@ -8,18 +8,23 @@ import grpc
 
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
+from trainyard.api.catalog_servicer import CatalogServicer
 from trainyard.api.errors import grpc_errors
 from trainyard.domain.sweep import Parameter
+from trainyard.model_service import ModelService
 from trainyard.policy_source import PolicySource
+from trainyard.run_service import RunService
 from trainyard.service import TrainingService
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 
-class TrainingServicer(pb_grpc.TrainingServiceServicer):
-    def __init__(self, service: TrainingService, policy: PolicySource | None = None,
-                 max_running: int = 0) -> None:
+class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
+    def __init__(self, service: TrainingService, runs: RunService, models: ModelService,
+                 policy: PolicySource | None = None, max_running: int = 0) -> None:
         self.service = service
+        self.runs = runs  # runs, compare, reproduce: api/catalog_servicer.py
+        self.models = models  # models, aliases, download, lineage, dataset delete
         self.policy = policy
         self.max_running = max_running
 
@@ -82,9 +87,9 @@ class TrainingServicer(pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def ListDatasets(self, request: pb.ListDatasetsRequest,
                      context: grpc.ServicerContext) -> pb.ListDatasetsResponse:
+        found = self.models.list_datasets(request.name, current_identity())
         return pb.ListDatasetsResponse(
-            datasets=[convert.dataset_to_pb(r) for r in self.service.list_datasets(request.name)]
-        )
+            datasets=[convert.dataset_to_pb(d.record, run_ids=d.run_ids) for d in found])
 
     @grpc_errors
     def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.ServicerContext) -> pb.Identity:

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from trainyard.cli.admin import admin_app
 from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.models import datasets_delete, datasets_lineage, models_app
 from trainyard.cli.output import (
     Output,
     console,
@@ -30,6 +31,7 @@ from trainyard.cli.output import (
     render_status,
     styled_state,
 )
+from trainyard.cli.runs import runs_app
 from trainyard.client import Resources, TrainSpec
 
 if TYPE_CHECKING:
@@ -45,6 +47,10 @@ images_app = typer.Typer(help="Build and list container images in the local Dock
                          "(no registry needed).", no_args_is_help=True)
 app.add_typer(images_app, name="images")
 app.add_typer(admin_app, name="admin")
+app.add_typer(runs_app, name="runs")  # cli/runs.py
+app.add_typer(models_app, name="models")  # cli/models.py
+datasets_app.command("lineage")(datasets_lineage)
+datasets_app.command("delete")(datasets_delete)
 
 def _pairs(values: list[str], option: str) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -202,6 +208,10 @@ def submit(
     name: Annotated[str, typer.Option(help="Job name; also the model's name.")],
     command: Annotated[str, typer.Option(
         help="Shell command to run; with --image, replaces the image's command.")] = "",
+    git_commit: Annotated[str, typer.Option(
+        help="The code's git commit, recorded on the run.")] = "",
+    model_name: Annotated[str, typer.Option(
+        help="The model its files become a version of [default: --name].")] = "",
     image: Annotated[str, typer.Option(
         help="Run as a container of this local image (the server needs --docker).")] = "",
     dataset: Annotated[str, typer.Option(help="NAME:VERSION of a registered dataset.")] = "",
@@ -235,6 +245,7 @@ def submit(
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
+        git_commit=git_commit, model_name=model_name,
     )
     with client_for(server) as client:
         submitted = client.train(spec)
@@ -272,6 +283,11 @@ def sweep(
     name: Annotated[str, typer.Option(help="Sweep name; trials are NAME-1, NAME-2, ...")],
     command: Annotated[str, typer.Option(help="Shell command of every trial.")] = "",
     image: Annotated[str, typer.Option(help="Container image of every trial.")] = "",
+    git_commit: Annotated[str, typer.Option(
+        help="The code's git commit, recorded on each run.")] = "",
+    model_name: Annotated[str, typer.Option(
+        help="The model every trial's files become a version of [default: each trial's "
+        "name].")] = "",
     dataset: Annotated[str, typer.Option(help="NAME:VERSION of a registered dataset.")] = "",
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="A fixed hyperparameter KEY=VALUE (repeatable).")] = None,
@@ -310,7 +326,7 @@ def sweep(
         name=name, command=command, image=image, dataset=dataset,
         hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
-        priority=priority, workers=workers)
+        priority=priority, workers=workers, git_commit=git_commit, model_name=model_name)
     with client_for(server) as client:
         sweep_id, job_ids = client.sweep(template, grid=split, choices=choices,
                                          ranges=_ranges(range_ or []), trials=trials,
@@ -420,7 +436,8 @@ def datasets_list(
     server: ServerOpt = None,
     output: OutputOpt = Output.text,
 ) -> None:
-    """List registered dataset versions."""
+    """List registered dataset versions with their size, files, creation time and the runs
+    that used them."""
     with client_for(server) as client:
         found = client.list_datasets(name)
     if output is Output.json:

@@ -103,10 +103,12 @@ def render_images(images: list[ImageInfo]) -> None:
 
 
 def render_datasets(datasets: list[Dataset]) -> None:
-    table = Table("NAME", "VERSION", "FILES", "BYTES", "CREATED")
+    table = Table("NAME", "VERSION", "FILES", "BYTES", "CREATED", "RUNS")
     for d in datasets:
+        shown = ", ".join(d.run_ids[:3]) + (", ..." if len(d.run_ids) > 3 else "")
         table.add_row(escape(d.name), d.version, str(d.file_count), str(d.size_bytes),
-                      (d.created_at or "")[:19])
+                      (d.created_at or "")[:19],
+                      f"{d.run_count}" + (f": {escape(shown)}" if shown else ""))
     console.print(table)
 
 

@@ -8,16 +8,19 @@ from dataclasses import dataclass, field
 from trainyard.domain.contract import reserved_reason
 from trainyard.domain.errors import InvalidArgument
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$")
-HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+# \Z, not $: a name must not end in a newline ($ matches before one).
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}\Z")
+HASH_RE = re.compile(r"^[0-9a-f]{64}\Z")
+# A git commit the client names as the code's version: an abbreviated or full SHA-1/SHA-256.
+GIT_COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}\Z")
 # A local image reference: lowercase path components, then an optional tag or digest; or
 # an image id.
 IMAGE_RE = re.compile(
     r"^(?:sha256:[0-9a-f]{64}|[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?"
     r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?"
-    r"(?:@sha256:[0-9a-f]{64})?)$"
+    r"(?:@sha256:[0-9a-f]{64})?)\Z"
 )
 DEFAULT_QUEUE = "default"
 
@@ -48,11 +51,20 @@ class JobSpec:
     labels: dict[str, str] = field(default_factory=dict)
     # Processes started together as one gang, all or none; `resources` are each one's.
     workers: int = 1
+    # The code's version beside the command or image: a git commit the client supplies.
+    git_commit: str = ""
+    # The model the job's artifact becomes a version of; empty: the job's name.
+    model_name: str = ""
 
     @property
     def total_resources(self) -> Resources:
         """What the whole job holds: every worker's resources."""
         return total_resources(self.resources, self.workers)
+
+    @property
+    def model(self) -> str:
+        """The model name its artifact is a version of."""
+        return self.model_name or self.name
 
 
 def total_resources(per_worker: Resources, workers: int) -> Resources:
@@ -101,6 +113,13 @@ def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
             "or '-' (at most 128 characters)",
         )
     _validate_program(spec, limits)
+    if spec.git_commit and not GIT_COMMIT_RE.match(spec.git_commit):
+        raise InvalidArgument("git_commit", f"{spec.git_commit[:80]!r} is not a git commit "
+                              "(7 to 64 lowercase hexadecimal digits)")
+    if spec.model_name and not NAME_RE.match(spec.model_name):
+        raise InvalidArgument("model_name", f"{spec.model_name[:130]!r} is not a valid model "
+                              "name (a letter or digit, then letters, digits, '.', '_' or '-'; "
+                              "at most 128 characters)")
     _validate_resources(spec.resources, limits)
     _validate_workers(spec, limits)
     if not NAME_RE.match(spec.queue):

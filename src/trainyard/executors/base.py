@@ -104,8 +104,9 @@ class Executor(Protocol):
         """A deterministic name, so a restarted service can find what it launched."""
         ...
 
-    def launch(self, request: LaunchRequest) -> None:
-        """Start the job. Raises LaunchError when it cannot."""
+    def launch(self, request: LaunchRequest) -> str | None:
+        """Start the job. Raises LaunchError when it cannot. Returns the content id of the
+        image it runs (`sha256:...`, recorded on the run), or None when it runs no image."""
         ...
 
     def poll(self, handle: str) -> Observation:

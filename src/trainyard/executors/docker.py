@@ -114,13 +114,16 @@ class DockerExecutor:
 
     # --- launch --------------------------------------------------------------------------
 
-    def launch(self, request: LaunchRequest) -> None:
+    def launch(self, request: LaunchRequest) -> str:
+        """Create and start the container from the image's id, resolved first: the run
+        records exactly what ran, even if the tag moves meanwhile. Returns that id."""
         if request.workers > 1 and not request.command.strip():
             raise LaunchError("a multi-worker container job needs a command")
         self._give_to_user(request)
         token = self._events.token()
         try:
-            container = self._api.create_container(**self._create_args(request))
+            image_id = str(self._api.inspect_image(request.image)["Id"])
+            container = self._api.create_container(**self._create_args(request, image_id))
         except docker.errors.ImageNotFound as exc:
             raise LaunchError(f"image {request.image!r} is not in the local Docker engine; "
                               "build it with 'trainyard images build DIR --tag "
@@ -138,8 +141,9 @@ class DockerExecutor:
             raise LaunchError(f"the container did not start: {_explain(exc)}") from exc
         self._events.vouch(request.handle, token)
         self._logs.follow(request.handle, request.files.log)
+        return image_id
 
-    def _create_args(self, request: LaunchRequest) -> dict[str, Any]:
+    def _create_args(self, request: LaunchRequest, image_id: str) -> dict[str, Any]:
         """The container, as the engine's create call takes it."""
         files = request.files
         env = request.contract(data=DATA_MOUNT, model=MODEL_MOUNT, metrics=METRICS_MOUNT,
@@ -187,7 +191,7 @@ class DockerExecutor:
         labels = {LABEL_JOB: request.job_id, LABEL_ATTEMPT: str(request.attempt),
                   LABEL_INSTANCE: self.config.instance, LABEL_LOG: str(files.log)}
         return {
-            "image": request.image,
+            "image": image_id,
             "name": request.handle,
             "command": command,
             "environment": env,

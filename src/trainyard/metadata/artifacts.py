@@ -23,6 +23,6 @@ class ArtifactCollector:
         if stored is None:
             return None
         return self.models.add_version(
-            job.spec.name, job, content_hash=digest.digest, uri=stored.as_uri(),
+            job.spec.model, job, content_hash=digest.digest, uri=stored.as_uri(),
             size_bytes=digest.size_bytes, file_count=digest.file_count,
         )

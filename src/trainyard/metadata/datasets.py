@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
-from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.spec import NAME_RE
-from trainyard.metadata.hashing import store_tree
+from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from trainyard.domain.spec import HASH_RE, NAME_RE
+from trainyard.metadata.hashing import remove_stored, store_tree
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.records import DatasetRecord
+
+log = logging.getLogger(__name__)
+SHOWN_USERS = 20
 
 
 class DatasetRegistry:
@@ -49,3 +53,37 @@ class DatasetRegistry:
             hint = f"; known versions: {', '.join(known)}" if known else "; no such dataset"
             raise InvalidArgument("dataset", f"{name}:{version} is not registered{hint}")
         return record
+
+    def delete(self, name: str, version: str) -> DatasetRecord:
+        """Delete a version no job names, with its files unless another name holds the same
+        content. One that jobs name is refused, with their runs."""
+        check_ref(name, version)
+        record = self.store.get(name, version)
+        if record is None:
+            raise NotFound("dataset version", f"{name}:{version}")
+        users, shared = self.store.delete_unreferenced(name, version)
+        if users:
+            shown = ", ".join(f"{job}-{attempt}" if attempt else f"{job} (not run yet)"
+                              for job, attempt in users[:SHOWN_USERS])
+            more = f" and {len(users) - SHOWN_USERS} more" if len(users) > SHOWN_USERS else ""
+            raise FailedPrecondition(
+                f"dataset {name}:{version[:12]} is used by {len(users)} run(s): "
+                f"{shown}{more}; a version that runs used is kept for their lineage and "
+                "reproduction")
+        expected = self.objects_dir / version
+        if shared:
+            return record
+        if Path(record.path) != expected:
+            # Never delete a path the store names but this service did not make.
+            log.warning("dataset %s:%s: its files at %s are not where this service keeps "
+                        "them (%s); left in place", name, version, record.path, expected)
+        else:
+            remove_stored(self.objects_dir, version)
+        return record
+
+
+def check_ref(name: str, version: str) -> None:
+    if not NAME_RE.match(name):
+        raise InvalidArgument("name", f"{name[:130]!r} is not a valid dataset name")
+    if not HASH_RE.match(version):
+        raise InvalidArgument("version", "must be the 64-character hash of a dataset version")

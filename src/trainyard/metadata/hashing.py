@@ -126,3 +126,57 @@ def _make_writable(root: Path) -> None:
     for dirpath, dirnames, _ in os.walk(root):
         for name in dirnames:
             os.chmod(Path(dirpath) / name, 0o755)
+
+
+def remove_stored(objects_dir: Path, digest: str) -> bool:
+    """Remove the stored object of this digest (read-only as it is); False if none. It is
+    renamed aside first, so it disappears at once and whole, then deleted."""
+    target = objects_dir / digest
+    if target.is_symlink() or not target.is_dir():
+        return False
+    doomed = Path(tempfile.mkdtemp(prefix=".deleting-", dir=objects_dir))
+    os.rename(target, doomed / digest)
+    _make_writable(doomed)
+    shutil.rmtree(doomed)
+    return True
+
+
+def read_manifest(stored: Path) -> tuple[tuple[str, str, int], ...]:
+    """The (relative path, sha256, size) of each file of a stored object, from the manifest
+    written when it was stored. Paths that could leave the object are refused."""
+    entries = []
+    for line in (stored / MANIFEST).read_text().splitlines():
+        sha, _, rest = line.partition("  ")
+        size, _, rel = rest.partition("  ")
+        if not size.isdigit() or not is_safe_relative(rel):
+            raise ValueError(f"{stored / MANIFEST}: malformed line {line[:120]!r}")
+        entries.append((rel, sha, int(size)))
+    return tuple(entries)
+
+
+def is_safe_relative(rel: str) -> bool:
+    """A relative path inside a tree: no absolute path, no '..', '.' or empty part, no NUL
+    or backslash."""
+    if not rel or len(rel) > 4096 or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def open_stored_file(stored: Path, rel: str) -> int:
+    """A read-only descriptor of one file of a stored object, following no link on the way."""
+    if not is_safe_relative(rel):
+        raise ValueError(f"{rel!r} is not a path inside the object")
+    fd = os.open(stored, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        parts = rel.split("/")
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+        os.close(file_fd)
+        raise ValueError(f"{rel!r} is not a regular file")
+    return file_fd

@@ -32,7 +32,8 @@ from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import JobState, check_transition
 from trainyard.store.db import Database
 from trainyard.store.records import EventRecord, JobRecord, QueuedJob
-from trainyard.store.schema import job_events, job_labels, jobs, sweeps
+from trainyard.store.runs import record_run
+from trainyard.store.schema import job_events, job_labels, jobs, runs, sweeps
 
 log = logging.getLogger(__name__)
 MAX_JOB_ID = 32  # the width of jobs.id
@@ -96,6 +97,8 @@ def _spec_columns(spec: JobSpec) -> dict[str, Any]:
         "workers": spec.workers,
         "queue": spec.queue,
         "priority": spec.priority,
+        "git_commit": spec.git_commit,
+        "model_name": spec.model_name,
     }
 
 
@@ -108,6 +111,7 @@ class JobStore:
     def create(
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
+        reproduced_from: str = "",
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job."""
         if client_request_id:
@@ -123,7 +127,7 @@ class JobStore:
             "executor": "", "handle": "", "gpu_ids": "", "pool": "", "team": team,
             "preempt_requested": False, "started_at": None, "sweep_id": sweep_id,
             "metrics_offset": 0,
-            "malformed_metric_lines": 0,
+            "malformed_metric_lines": 0, "reproduced_from": reproduced_from,
             "submitted_at": now, "updated_at": now, **_spec_columns(spec),
         }
         labels = [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()]
@@ -180,7 +184,14 @@ class JobStore:
                 "job_id": job_id, "from_state": expected.value, "to_state": target.value,
                 "time": now, "reason": reason,
             })
+            record_run(conn, job_id, expected, target, now, fields)
         self.db.feed.notify()
+
+    def set_image_id(self, job_id: str, attempt: int, image_id: str) -> None:
+        """The image id (sha256:...) an attempt's container was created from."""
+        with self.db.write() as conn:
+            conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == attempt)
+                         .values(image_id=image_id))
 
     def update_fields(self, job_id: str, expected: JobState, **fields: Any) -> bool:
         """Change non-state columns while the job is still in `expected`; False if it is not."""

@@ -35,6 +35,7 @@ class JobRecord:
     submitted_at: float
     updated_at: float
     client_request_id: str | None
+    reproduced_from: str = ""  # the run this job was submitted to reproduce
 
     @classmethod
     def from_row(cls, row: Any) -> JobRecord:
@@ -53,6 +54,8 @@ class JobRecord:
             priority=m["priority"],
             labels=dict(m["labels"]),
             workers=m["workers"],
+            git_commit=m["git_commit"],
+            model_name=m["model_name"],
         )
         return cls(
             id=m["id"],
@@ -79,6 +82,7 @@ class JobRecord:
             submitted_at=m["submitted_at"],
             updated_at=m["updated_at"],
             client_request_id=m["client_request_id"],
+            reproduced_from=m["reproduced_from"],
         )
 
 
@@ -141,3 +145,59 @@ class ModelRecord:
     job_id: str
     attempt: int
     created_at: float
+    dataset: DatasetRef | None = None
+    hyperparameters: dict[str, str] | None = None
+    command: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.job_id}-{self.attempt}"
+
+
+@dataclass(frozen=True)
+class AliasChange:
+    model_name: str
+    alias: str
+    from_version: int | None
+    to_version: int
+    actor: str
+    time: float
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One attempt of one job, with its job's spec (what it ran) and owner."""
+
+    job: JobRecord
+    attempt: int
+    state: JobState  # this attempt's: PREEMPTED stays PREEMPTED after the job waits again
+    executor: str
+    pool: str
+    handle: str
+    gpu_ids: tuple[str, ...]
+    image_id: str
+    exit_code: int | None
+    message: str
+    launched_at: float
+    started_at: float | None
+    ended_at: float | None
+    seq: int  # the runs row id: launch order
+
+    @property
+    def id(self) -> str:
+        return f"{self.job.id}-{self.attempt}"
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.job.spec
+
+    @classmethod
+    def from_row(cls, job: JobRecord, row: Any) -> RunRecord:
+        m = row._mapping
+        return cls(job=job, attempt=m["run_attempt"], state=JobState(m["run_state"]),
+                   executor=m["run_executor"], pool=m["run_pool"], handle=m["run_handle"],
+                   gpu_ids=split_ids(m["run_gpu_ids"]), image_id=m["run_image_id"],
+                   exit_code=m["run_exit_code"], message=m["run_message"],
+                   launched_at=m["run_launched_at"], started_at=m["run_started_at"],
+                   ended_at=m["run_ended_at"], seq=m["run_seq"])

@@ -67,7 +67,37 @@ jobs = Table(
     Column("malformed_metric_lines", BigInteger, nullable=False, default=0),
     Column("submitted_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # The code's version the client named beside the command or image, the model its
+    # artifact becomes a version of (empty: its name), and the run it reproduces.
+    Column("git_commit", String(64), nullable=False, default="", server_default=""),
+    Column("model_name", String(128), nullable=False, default="", server_default=""),
+    Column("reproduced_from", String(48), nullable=False, default="", server_default=""),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
+    Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
+    Index("ix_jobs_reproduced_from", "reproduced_from"),
+)
+
+# One row per attempt of a job: a run. Written with the job's transitions, in the same
+# transaction (JobStore.transition), so the two never disagree.
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),  # newest last
+    Column("job_id", String(32), ForeignKey("jobs.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("executor", String(32), nullable=False),
+    Column("pool", String(64), nullable=False),
+    Column("handle", String(256), nullable=False),
+    Column("gpu_ids", String(1024), nullable=False),
+    # The image id (sha256:...) the container was created from, resolved at launch.
+    Column("image_id", String(80), nullable=False, default="", server_default=""),
+    Column("exit_code", Integer, nullable=True),
+    Column("message", Text, nullable=False, default=""),
+    Column("launched_at", Float, nullable=False),
+    Column("started_at", Float, nullable=True),
+    Column("ended_at", Float, nullable=True),
+    UniqueConstraint("job_id", "attempt", name="uq_runs_job_attempt"),
 )
 
 job_labels = Table(
@@ -134,6 +164,32 @@ model_versions = Table(
     Column("created_at", Float, nullable=False),
     UniqueConstraint("model_name", "version", name="uq_model_versions_name_version"),
     Index("ix_model_versions_job_id", "job_id"),
+    Index("ix_model_versions_dataset", "dataset_name", "dataset_version"),
+)
+
+# A stable handle on one version of a model ("production"); moved in one transaction with
+# a row of its history.
+model_aliases = Table(
+    "model_aliases",
+    metadata,
+    Column("model_name", String(128), primary_key=True),
+    Column("alias", String(128), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("updated_by", String(128), nullable=False),
+)
+
+model_alias_history = Table(
+    "model_alias_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("model_name", String(128), nullable=False),
+    Column("alias", String(128), nullable=False),
+    Column("from_version", Integer, nullable=True),  # None: the alias was new
+    Column("to_version", Integer, nullable=False),
+    Column("actor", String(128), nullable=False),
+    Column("time", Float, nullable=False),
+    Index("ix_model_alias_history_model", "model_name", "id"),
 )
 
 # --- identity and access -------------------------------------------------------------------

@@ -509,12 +509,14 @@ class Tracker:
     def _start(self, job: JobRecord) -> bool:
         """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
         try:
-            self._executor(job).launch(self._launch_request(job))
+            image_id = self._executor(job).launch(self._launch_request(job))
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
                                  message=message, now=self.clock())
             return False
+        if image_id:  # the run records what ran: the image's id, not its movable tag
+            self.jobs.set_image_id(job.id, job.attempt, image_id)
         self.jobs.transition(job.id, JobState.LAUNCHING, JobState.RUNNING,
                              reason="process started", now=self.clock(),
                              started_at=self.clock())

@@ -29,6 +29,427 @@ FAILED: JobState
 CANCELLED: JobState
 PREEMPTED: JobState
 
+class CodeVersion(_message.Message):
+    __slots__ = ("image", "image_id", "command", "git_commit")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    image: str
+    image_id: str
+    command: str
+    git_commit: str
+    def __init__(self, image: _Optional[str] = ..., image_id: _Optional[str] = ..., command: _Optional[str] = ..., git_commit: _Optional[str] = ...) -> None: ...
+
+class MetricPoint(_message.Message):
+    __slots__ = ("step", "has_step", "value", "time")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    HAS_STEP_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    has_step: bool
+    value: float
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, step: _Optional[int] = ..., has_step: _Optional[bool] = ..., value: _Optional[float] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MetricSeries(_message.Message):
+    __slots__ = ("key", "points")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    points: _containers.RepeatedCompositeFieldContainer[MetricPoint]
+    def __init__(self, key: _Optional[str] = ..., points: _Optional[_Iterable[_Union[MetricPoint, _Mapping]]] = ...) -> None: ...
+
+class Run(_message.Message):
+    __slots__ = ("run_id", "job_id", "attempt", "name", "owner", "state", "algorithm", "spec", "code", "executor", "pool", "gpu_ids", "submitted_at", "launched_at", "started_at", "ended_at", "has_exit_code", "exit_code", "message", "metrics", "series", "series_truncated", "transitions", "log_uri", "log_size_bytes", "model", "reproduced_from", "reproduced_by")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MetricValue
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MetricValue, _Mapping]] = ...) -> None: ...
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHED_AT_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    HAS_EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    SERIES_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    TRANSITIONS_FIELD_NUMBER: _ClassVar[int]
+    LOG_URI_FIELD_NUMBER: _ClassVar[int]
+    LOG_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    REPRODUCED_FROM_FIELD_NUMBER: _ClassVar[int]
+    REPRODUCED_BY_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    job_id: str
+    attempt: int
+    name: str
+    owner: str
+    state: JobState
+    algorithm: str
+    spec: JobSpec
+    code: CodeVersion
+    executor: str
+    pool: str
+    gpu_ids: _containers.RepeatedScalarFieldContainer[str]
+    submitted_at: _timestamp_pb2.Timestamp
+    launched_at: _timestamp_pb2.Timestamp
+    started_at: _timestamp_pb2.Timestamp
+    ended_at: _timestamp_pb2.Timestamp
+    has_exit_code: bool
+    exit_code: int
+    message: str
+    metrics: _containers.MessageMap[str, MetricValue]
+    series: _containers.RepeatedCompositeFieldContainer[MetricSeries]
+    series_truncated: bool
+    transitions: _containers.RepeatedCompositeFieldContainer[StateTransition]
+    log_uri: str
+    log_size_bytes: int
+    model: ModelArtifact
+    reproduced_from: str
+    reproduced_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., algorithm: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., executor: _Optional[str] = ..., pool: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., launched_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ..., metrics: _Optional[_Mapping[str, MetricValue]] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., series_truncated: _Optional[bool] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., log_uri: _Optional[str] = ..., log_size_bytes: _Optional[int] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., reproduced_from: _Optional[str] = ..., reproduced_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MetricThreshold(_message.Message):
+    __slots__ = ("key", "op", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    op: str
+    value: float
+    def __init__(self, key: _Optional[str] = ..., op: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class ListRunsRequest(_message.Message):
+    __slots__ = ("job_id", "dataset", "algorithm", "image", "labels", "states", "metrics", "sort_metric", "descending", "page_size", "page_token")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    SORT_METRIC_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    dataset: str
+    algorithm: str
+    image: str
+    labels: _containers.ScalarMap[str, str]
+    states: _containers.RepeatedScalarFieldContainer[JobState]
+    metrics: _containers.RepeatedCompositeFieldContainer[MetricThreshold]
+    sort_metric: str
+    descending: bool
+    page_size: int
+    page_token: str
+    def __init__(self, job_id: _Optional[str] = ..., dataset: _Optional[str] = ..., algorithm: _Optional[str] = ..., image: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., states: _Optional[_Iterable[_Union[JobState, str]]] = ..., metrics: _Optional[_Iterable[_Union[MetricThreshold, _Mapping]]] = ..., sort_metric: _Optional[str] = ..., descending: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[Run]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class CompareRunsRequest(_message.Message):
+    __slots__ = ("run_ids", "include_series")
+    RUN_IDS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SERIES_FIELD_NUMBER: _ClassVar[int]
+    run_ids: _containers.RepeatedScalarFieldContainer[str]
+    include_series: bool
+    def __init__(self, run_ids: _Optional[_Iterable[str]] = ..., include_series: _Optional[bool] = ...) -> None: ...
+
+class ComparedValue(_message.Message):
+    __slots__ = ("present", "value")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    value: str
+    def __init__(self, present: _Optional[bool] = ..., value: _Optional[str] = ...) -> None: ...
+
+class ComparedKey(_message.Message):
+    __slots__ = ("key", "values", "differs")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    DIFFERS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedCompositeFieldContainer[ComparedValue]
+    differs: bool
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[_Union[ComparedValue, _Mapping]]] = ..., differs: _Optional[bool] = ...) -> None: ...
+
+class ComparedMetricValue(_message.Message):
+    __slots__ = ("present", "value")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    value: float
+    def __init__(self, present: _Optional[bool] = ..., value: _Optional[float] = ...) -> None: ...
+
+class ComparedMetric(_message.Message):
+    __slots__ = ("key", "values", "differs")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    DIFFERS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedCompositeFieldContainer[ComparedMetricValue]
+    differs: bool
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[_Union[ComparedMetricValue, _Mapping]]] = ..., differs: _Optional[bool] = ...) -> None: ...
+
+class CompareRunsResponse(_message.Message):
+    __slots__ = ("runs", "settings", "hyperparameters", "metrics")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[Run]
+    settings: _containers.RepeatedCompositeFieldContainer[ComparedKey]
+    hyperparameters: _containers.RepeatedCompositeFieldContainer[ComparedKey]
+    metrics: _containers.RepeatedCompositeFieldContainer[ComparedMetric]
+    def __init__(self, runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ..., settings: _Optional[_Iterable[_Union[ComparedKey, _Mapping]]] = ..., hyperparameters: _Optional[_Iterable[_Union[ComparedKey, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[ComparedMetric, _Mapping]]] = ...) -> None: ...
+
+class ReproduceRunRequest(_message.Message):
+    __slots__ = ("run_id", "client_request_id")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    client_request_id: str
+    def __init__(self, run_id: _Optional[str] = ..., client_request_id: _Optional[str] = ...) -> None: ...
+
+class ReproduceRunResponse(_message.Message):
+    __slots__ = ("job_id", "existing", "spec", "reproduces")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    REPRODUCES_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    existing: bool
+    spec: JobSpec
+    reproduces: str
+    def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., reproduces: _Optional[str] = ...) -> None: ...
+
+class ModelRef(_message.Message):
+    __slots__ = ("name", "version", "alias")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: int
+    alias: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., alias: _Optional[str] = ...) -> None: ...
+
+class ListModelsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ModelSummary(_message.Message):
+    __slots__ = ("name", "versions", "latest_version", "aliases", "updated_at")
+    class AliasesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    LATEST_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    versions: int
+    latest_version: int
+    aliases: _containers.ScalarMap[str, int]
+    updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., versions: _Optional[int] = ..., latest_version: _Optional[int] = ..., aliases: _Optional[_Mapping[str, int]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListModelsResponse(_message.Message):
+    __slots__ = ("models",)
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ModelSummary]
+    def __init__(self, models: _Optional[_Iterable[_Union[ModelSummary, _Mapping]]] = ...) -> None: ...
+
+class GetModelRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class AliasChange(_message.Message):
+    __slots__ = ("alias", "from_version", "to_version", "actor", "time")
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    FROM_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TO_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    alias: str
+    from_version: int
+    to_version: int
+    actor: str
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, alias: _Optional[str] = ..., from_version: _Optional[int] = ..., to_version: _Optional[int] = ..., actor: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Model(_message.Message):
+    __slots__ = ("name", "versions", "aliases", "alias_history")
+    class AliasesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    versions: _containers.RepeatedCompositeFieldContainer[ModelArtifact]
+    aliases: _containers.ScalarMap[str, int]
+    alias_history: _containers.RepeatedCompositeFieldContainer[AliasChange]
+    def __init__(self, name: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[ModelArtifact, _Mapping]]] = ..., aliases: _Optional[_Mapping[str, int]] = ..., alias_history: _Optional[_Iterable[_Union[AliasChange, _Mapping]]] = ...) -> None: ...
+
+class SetModelAliasRequest(_message.Message):
+    __slots__ = ("name", "alias", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alias: str
+    version: int
+    def __init__(self, name: _Optional[str] = ..., alias: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class SetModelAliasResponse(_message.Message):
+    __slots__ = ("name", "alias", "version", "previous_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alias: str
+    version: int
+    previous_version: int
+    def __init__(self, name: _Optional[str] = ..., alias: _Optional[str] = ..., version: _Optional[int] = ..., previous_version: _Optional[int] = ...) -> None: ...
+
+class DownloadModelRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: ModelRef
+    def __init__(self, model: _Optional[_Union[ModelRef, _Mapping]] = ...) -> None: ...
+
+class ModelFileChunk(_message.Message):
+    __slots__ = ("model", "path", "size", "sha256", "offset", "data")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    model: ModelArtifact
+    path: str
+    size: int
+    sha256: str
+    offset: int
+    data: bytes
+    def __init__(self, model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., path: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class GetModelLineageRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: ModelRef
+    def __init__(self, model: _Optional[_Union[ModelRef, _Mapping]] = ...) -> None: ...
+
+class ModelLineage(_message.Message):
+    __slots__ = ("model", "run_id", "owner", "dataset", "code", "hyperparameters", "resources", "workers", "run")
+    class HyperparametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    model: ModelArtifact
+    run_id: str
+    owner: str
+    dataset: DatasetVersion
+    code: CodeVersion
+    hyperparameters: _containers.ScalarMap[str, str]
+    resources: Resources
+    workers: int
+    run: Run
+    def __init__(self, model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., run_id: _Optional[str] = ..., owner: _Optional[str] = ..., dataset: _Optional[_Union[DatasetVersion, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., workers: _Optional[int] = ..., run: _Optional[_Union[Run, _Mapping]] = ...) -> None: ...
+
+class GetDatasetLineageRequest(_message.Message):
+    __slots__ = ("name", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class DatasetLineage(_message.Message):
+    __slots__ = ("dataset", "models")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    dataset: DatasetVersion
+    models: _containers.RepeatedCompositeFieldContainer[ModelArtifact]
+    def __init__(self, dataset: _Optional[_Union[DatasetVersion, _Mapping]] = ..., models: _Optional[_Iterable[_Union[ModelArtifact, _Mapping]]] = ...) -> None: ...
+
+class DeleteDatasetRequest(_message.Message):
+    __slots__ = ("name", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class DeleteDatasetResponse(_message.Message):
+    __slots__ = ("dataset",)
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    dataset: DatasetVersion
+    def __init__(self, dataset: _Optional[_Union[DatasetVersion, _Mapping]] = ...) -> None: ...
+
 class SweepParameter(_message.Message):
     __slots__ = ("name", "values", "min", "max", "log", "integer")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -368,7 +789,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -396,6 +817,8 @@ class TrainRequest(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -409,7 +832,9 @@ class TrainRequest(_message.Message):
     workers: int
     pipeline: str
     pipeline_max_parallel: int
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ...) -> None: ...
+    git_commit: str
+    model_name: str
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")
@@ -420,7 +845,7 @@ class TrainResponse(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -445,6 +870,8 @@ class JobSpec(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -455,7 +882,9 @@ class JobSpec(_message.Message):
     labels: _containers.ScalarMap[str, str]
     image: str
     workers: int
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
+    git_commit: str
+    model_name: str
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ...) -> None: ...
 
 class PendingReason(_message.Message):
     __slots__ = ("code", "message")
@@ -486,20 +915,28 @@ class MetricValue(_message.Message):
     def __init__(self, value: _Optional[float] = ..., step: _Optional[int] = ...) -> None: ...
 
 class ModelArtifact(_message.Message):
-    __slots__ = ("model_name", "version", "content_hash", "uri", "size_bytes", "file_count")
+    __slots__ = ("model_name", "version", "content_hash", "uri", "size_bytes", "file_count", "run_id", "created_at", "aliases", "dataset")
     MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
     URI_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
     model_name: str
     version: int
     content_hash: str
     uri: str
     size_bytes: int
     file_count: int
-    def __init__(self, model_name: _Optional[str] = ..., version: _Optional[int] = ..., content_hash: _Optional[str] = ..., uri: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ...) -> None: ...
+    run_id: str
+    created_at: _timestamp_pb2.Timestamp
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    dataset: DatasetRef
+    def __init__(self, model_name: _Optional[str] = ..., version: _Optional[int] = ..., content_hash: _Optional[str] = ..., uri: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ..., run_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., aliases: _Optional[_Iterable[str]] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
     __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id")
@@ -669,20 +1106,24 @@ class RegisterDatasetRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
 
 class DatasetVersion(_message.Message):
-    __slots__ = ("name", "version", "size_bytes", "file_count", "created_at", "created")
+    __slots__ = ("name", "version", "size_bytes", "file_count", "created_at", "created", "run_count", "run_ids")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    RUN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RUN_IDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     size_bytes: int
     file_count: int
     created_at: _timestamp_pb2.Timestamp
     created: bool
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+    run_count: int
+    run_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created: _Optional[bool] = ..., run_count: _Optional[int] = ..., run_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListDatasetsRequest(_message.Message):
     __slots__ = ("name",)

@@ -91,6 +91,61 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.SweepRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepResponse.FromString,
                 _registered_method=True)
+        self.ListRuns = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ListRuns',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListRunsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListRunsResponse.FromString,
+                _registered_method=True)
+        self.GetRun = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetRun',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetRunRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Run.FromString,
+                _registered_method=True)
+        self.CompareRuns = channel.unary_unary(
+                '/trainyard.v1.TrainingService/CompareRuns',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.CompareRunsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.CompareRunsResponse.FromString,
+                _registered_method=True)
+        self.ReproduceRun = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ReproduceRun',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ReproduceRunRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ReproduceRunResponse.FromString,
+                _registered_method=True)
+        self.ListModels = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ListModels',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListModelsResponse.FromString,
+                _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetModel',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Model.FromString,
+                _registered_method=True)
+        self.SetModelAlias = channel.unary_unary(
+                '/trainyard.v1.TrainingService/SetModelAlias',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SetModelAliasRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SetModelAliasResponse.FromString,
+                _registered_method=True)
+        self.DownloadModel = channel.unary_stream(
+                '/trainyard.v1.TrainingService/DownloadModel',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.DownloadModelRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ModelFileChunk.FromString,
+                _registered_method=True)
+        self.GetModelLineage = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetModelLineage',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetModelLineageRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ModelLineage.FromString,
+                _registered_method=True)
+        self.GetDatasetLineage = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetDatasetLineage',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetDatasetLineageRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.DatasetLineage.FromString,
+                _registered_method=True)
+        self.DeleteDataset = channel.unary_unary(
+                '/trainyard.v1.TrainingService/DeleteDataset',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -175,6 +230,90 @@ class TrainingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRuns(self, request, context):
+        """Runs: every attempt of every job, with what it ran (dataset version, code,
+        hyperparameters, resources), where, when each state began, how it ended,
+        its metrics, log and model. Members see the runs of jobs they may see.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRun(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompareRuns(self, request, context):
+        """Runs side by side: settings, hyperparameters and final metrics, each key
+        flagged where the runs differ (a run lacking a key the others have counts).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReproduceRun(self, request, context):
+        """Submits the run's spec again, pinned (same dataset version, the image's id
+        rather than its tag, same hyperparameters, resources, workers and queue),
+        as a new job that records the run it reproduces.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListModels(self, request, context):
+        """Models: each successful run's files become a version of its model.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetModelAlias(self, request, context):
+        """Points an alias ("production") at a version, atomically; every move is
+        kept in the model's alias history.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DownloadModel(self, request, context):
+        """Streams a version's files. Every chunk names its file's relative path,
+        size and sha256; the first also carries the version (its content_hash is
+        the sha256 of the manifest), so the client can check every byte.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModelLineage(self, request, context):
+        """From a model version to its run, dataset version and code.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDatasetLineage(self, request, context):
+        """From a dataset version to every model trained on it and the runs that used it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDataset(self, request, context):
+        """Deletes a dataset version and its files. Admins only; refused
+        (FAILED_PRECONDITION, naming them) while runs use it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -232,6 +371,61 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.SubmitSweep,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.SweepResponse.SerializeToString,
+            ),
+            'ListRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRuns,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListRunsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListRunsResponse.SerializeToString,
+            ),
+            'GetRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRun,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetRunRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Run.SerializeToString,
+            ),
+            'CompareRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompareRuns,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.CompareRunsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.CompareRunsResponse.SerializeToString,
+            ),
+            'ReproduceRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReproduceRun,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ReproduceRunRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ReproduceRunResponse.SerializeToString,
+            ),
+            'ListModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModels,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListModelsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListModelsResponse.SerializeToString,
+            ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetModelRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Model.SerializeToString,
+            ),
+            'SetModelAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetModelAlias,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SetModelAliasRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SetModelAliasResponse.SerializeToString,
+            ),
+            'DownloadModel': grpc.unary_stream_rpc_method_handler(
+                    servicer.DownloadModel,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.DownloadModelRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ModelFileChunk.SerializeToString,
+            ),
+            'GetModelLineage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModelLineage,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetModelLineageRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ModelLineage.SerializeToString,
+            ),
+            'GetDatasetLineage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDatasetLineage,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetDatasetLineageRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.DatasetLineage.SerializeToString,
+            ),
+            'DeleteDataset': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDataset,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -533,6 +727,303 @@ class TrainingService:
             '/trainyard.v1.TrainingService/SubmitSweep',
             trainyard_dot_v1_dot_training__pb2.SweepRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.SweepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ListRuns',
+            trainyard_dot_v1_dot_training__pb2.ListRunsRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetRun',
+            trainyard_dot_v1_dot_training__pb2.GetRunRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Run.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompareRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/CompareRuns',
+            trainyard_dot_v1_dot_training__pb2.CompareRunsRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.CompareRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReproduceRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ReproduceRun',
+            trainyard_dot_v1_dot_training__pb2.ReproduceRunRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ReproduceRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ListModels',
+            trainyard_dot_v1_dot_training__pb2.ListModelsRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetModel',
+            trainyard_dot_v1_dot_training__pb2.GetModelRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Model.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetModelAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/SetModelAlias',
+            trainyard_dot_v1_dot_training__pb2.SetModelAliasRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SetModelAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DownloadModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/DownloadModel',
+            trainyard_dot_v1_dot_training__pb2.DownloadModelRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ModelFileChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModelLineage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetModelLineage',
+            trainyard_dot_v1_dot_training__pb2.GetModelLineageRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ModelLineage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDatasetLineage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetDatasetLineage',
+            trainyard_dot_v1_dot_training__pb2.GetDatasetLineageRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.DatasetLineage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDataset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/DeleteDataset',
+            trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.FromString,
             options,
             channel_credentials,
             insecure,

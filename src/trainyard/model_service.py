@@ -1,0 +1,171 @@
+"""Models and datasets for every interface: versions, aliases, download, lineage both ways,
+and the dataset versions with the runs that used them.
+
+Models and datasets are shared catalogues: any valid token reads them, as other services
+select a model by its alias. The runs behind them keep their job's visibility: lineage names
+a model's run and its provenance (dataset, code, hyperparameters, which the version records),
+and the run's full record only for a caller who may see that run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainyard.auth.policy import LOCAL, Identity
+from trainyard.domain.errors import FailedPrecondition, NotFound, PermissionDenied
+from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
+from trainyard.domain.spec import HASH_RE, check_text
+from trainyard.metadata.datasets import DatasetRegistry, check_ref
+from trainyard.metadata.hashing import open_stored_file, read_manifest
+from trainyard.run_service import RunService, RunView
+from trainyard.store.models import ModelStore, ModelSummary
+from trainyard.store.records import AliasChange, DatasetRecord, ModelRecord, RunRecord
+
+CHUNK = 256 * 1024  # under gRPC's 4 MiB message limit with room to spare
+
+
+@dataclass(frozen=True)
+class ModelDetail:
+    name: str
+    versions: list[ModelRecord]  # oldest first
+    aliases: dict[str, int]
+    history: list[AliasChange]  # every move of its aliases, oldest first
+
+
+@dataclass(frozen=True)
+class ModelLineage:
+    model: ModelRecord
+    run: RunRecord  # what it ran: spec, image id, owner
+    run_view: RunView | None  # the run's record, for a caller who may see it
+    dataset: DatasetRecord | None
+
+
+@dataclass(frozen=True)
+class DatasetUse:
+    record: DatasetRecord
+    run_ids: list[str]  # the runs, of those the caller may see, that used it
+
+
+@dataclass(frozen=True)
+class DatasetLineage:
+    dataset: DatasetUse
+    models: list[ModelRecord]  # every model version trained on it
+
+
+@dataclass(frozen=True)
+class FileChunk:
+    path: str
+    size: int
+    sha256: str
+    offset: int
+    data: bytes
+
+
+@dataclass
+class ModelService:
+    runs: RunService
+    models: ModelStore
+    datasets: DatasetRegistry
+    artifacts_dir: Path
+
+    # --- models ---------------------------------------------------------------------------
+
+    def list_models(self) -> list[ModelSummary]:
+        return self.models.list_models()
+
+    def get_model(self, name: str) -> ModelDetail:
+        check_model_name(name, "name")
+        versions = self.models.versions(name)
+        if not versions:
+            raise NotFound("model", name)
+        return ModelDetail(name, versions, self.models.aliases(name),
+                           self.models.alias_history(name))
+
+    def resolve(self, ref: ModelRef) -> ModelRecord:
+        return self.models.resolve(ref)
+
+    def set_alias(self, name: str, alias: str, version: int,
+                  identity: Identity = LOCAL) -> tuple[int, int | None]:
+        """Point the alias at a version (atomically, with a row of history); returns (the
+        version, the one it named before or None). A member may point aliases only at
+        versions whose runs they may see."""
+        check_model_name(name, "name")
+        check_alias(alias)
+        target = self.models.resolve(ModelRef(name, version))
+        job = self.runs.training.jobs.get(target.job_id)
+        self.runs.training.check_visible(identity, job, "SetModelAlias",
+                                         "point an alias at the model of")
+        previous = self.models.set_alias(name, alias, target.version, identity.user)
+        return target.version, previous
+
+    def download(self, ref: ModelRef) -> tuple[ModelRecord, Iterator[FileChunk]]:
+        """The version and its files as chunks, each naming its file's relative path, size
+        and sha256. The client checks every hash before it puts the files in place."""
+        model = self.models.resolve(ref)
+        if not HASH_RE.match(model.content_hash):
+            raise FailedPrecondition(f"model {ref} has no content hash to serve it by")
+        stored = self.artifacts_dir / model.content_hash
+        try:
+            files = read_manifest(stored)
+        except (OSError, ValueError) as exc:
+            raise FailedPrecondition(f"the files of model {ref} cannot be read on the "
+                                     f"server: {exc}") from None
+        return model, self._chunks(stored, files)
+
+    @staticmethod
+    def _chunks(stored: Path, files: tuple[tuple[str, str, int], ...]) -> Iterator[FileChunk]:
+        for rel, sha, size in files:
+            try:
+                fd = open_stored_file(stored, rel)
+            except (OSError, ValueError) as exc:
+                raise FailedPrecondition(f"stored file {rel!r} cannot be read: {exc}") from None
+            with os.fdopen(fd, "rb") as fh:
+                offset = 0
+                while True:
+                    data = fh.read(CHUNK)
+                    if not data and offset:
+                        break
+                    yield FileChunk(rel, size, sha, offset, data)
+                    offset += len(data)
+                    if not data:
+                        break  # an empty file: one empty chunk
+
+    def lineage(self, ref: ModelRef, identity: Identity = LOCAL) -> ModelLineage:
+        """From a model version back to its run, dataset version and code."""
+        model = self.models.resolve(ref)
+        run = self.runs.runs.get(model.job_id, model.attempt)
+        if run is None:  # a version recorded before runs were kept, of an earlier attempt
+            raise NotFound("run", run_id(model.job_id, model.attempt))
+        try:
+            view: RunView | None = self.runs.get(run.id, identity)
+        except PermissionDenied:
+            view = None
+        dataset = model.dataset or run.spec.dataset
+        record = self.datasets.store.get(dataset.name, dataset.version) if dataset else None
+        return ModelLineage(model, run, view, record)
+
+    # --- datasets -------------------------------------------------------------------------
+
+    def list_datasets(self, name: str = "", identity: Identity = LOCAL) -> list[DatasetUse]:
+        check_text("name", name)
+        usage = self.runs.runs.dataset_usage(self.runs.training.visible_owners(identity))
+        return [DatasetUse(r, usage.get((r.name, r.version), []))
+                for r in self.datasets.store.list(name)]
+
+    def dataset_lineage(self, name: str, version: str,
+                        identity: Identity = LOCAL) -> DatasetLineage:
+        """From a dataset version to every model trained on it, and the runs that used it."""
+        check_ref(name, version)
+        record = self.datasets.store.get(name, version)
+        if record is None:
+            raise NotFound("dataset version", f"{name}:{version}")
+        owners = self.runs.training.visible_owners(identity)
+        used = [run_id(j, a) for j, a in self.runs.runs.using_dataset(name, version, owners)
+                if a]
+        return DatasetLineage(DatasetUse(record, used), self.models.trained_on(name, version))
+
+    def delete_dataset(self, name: str, version: str) -> DatasetRecord:
+        return self.datasets.delete(name, version)

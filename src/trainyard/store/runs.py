@@ -1,0 +1,254 @@
+"""Runs: one row per attempt of a job, kept in step with the job by its transitions, and the
+queries that find, filter and sort them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    exists,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+    update,
+)
+
+from trainyard.domain.runs import ALGORITHM_LABEL, MetricThreshold, Op
+from trainyard.domain.states import JobState
+from trainyard.store.db import Database
+from trainyard.store.records import JobRecord, RunRecord
+from trainyard.store.schema import job_labels, jobs, metrics, runs
+
+ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
+# An attempt ends when its process does: PREEMPTED ends it too (the job waits again).
+ENDS_ATTEMPT = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED,
+                          JobState.PREEMPTED})
+MAX_SERIES_POINTS = 100_000
+
+_RUN_COLUMNS = (
+    runs.c.id.label("run_seq"), runs.c.attempt.label("run_attempt"),
+    runs.c.state.label("run_state"), runs.c.executor.label("run_executor"),
+    runs.c.pool.label("run_pool"), runs.c.handle.label("run_handle"),
+    runs.c.gpu_ids.label("run_gpu_ids"), runs.c.image_id.label("run_image_id"),
+    runs.c.exit_code.label("run_exit_code"), runs.c.message.label("run_message"),
+    runs.c.launched_at.label("run_launched_at"), runs.c.started_at.label("run_started_at"),
+    runs.c.ended_at.label("run_ended_at"),
+)
+_SELECT_RUNS = select(jobs, *_RUN_COLUMNS).select_from(
+    runs.join(jobs, jobs.c.id == runs.c.job_id))
+
+
+def record_run(conn: Connection, job_id: str, expected: JobState, target: JobState,
+               now: float, fields: Mapping[str, Any]) -> None:
+    """Keep the job's current run in step with a transition, in the transition's own
+    transaction: LAUNCHING starts a run; each later move of the attempt updates it."""
+    if target is JobState.LAUNCHING:
+        job = conn.execute(select(jobs.c.attempt, jobs.c.executor, jobs.c.pool, jobs.c.handle,
+                                  jobs.c.gpu_ids).where(jobs.c.id == job_id)).one()
+        conn.execute(insert(runs).values(
+            job_id=job_id, attempt=job.attempt, state=target.value, executor=job.executor,
+            pool=job.pool, handle=job.handle, gpu_ids=job.gpu_ids, image_id="",
+            exit_code=None, message="", launched_at=now, started_at=None, ended_at=None))
+        return
+    if expected not in ACTIVE:
+        return  # a waiting or preempted job's move: its last run ended already
+    values: dict[str, Any] = {"state": target.value}
+    if target is JobState.RUNNING:
+        values["started_at"] = fields.get("started_at", now)
+    if target in ENDS_ATTEMPT:
+        values["ended_at"] = now
+    for column in ("exit_code", "message"):
+        if column in fields:
+            values[column] = fields[column]
+    current = select(jobs.c.attempt).where(jobs.c.id == job_id).scalar_subquery()
+    conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == current)
+                 .values(**values))
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    job_id: str = ""
+    dataset_name: str = ""
+    dataset_version: str = ""  # a prefix of the hash
+    algorithm: str = ""
+    image: str = ""  # the reference submitted, or the image id (or a prefix of its hash)
+    labels: Mapping[str, str] | None = None
+    states: Sequence[JobState] = ()
+    thresholds: Sequence[MetricThreshold] = ()
+    owners: frozenset[str] | None = None  # None: anyone's runs
+
+
+def final_value(key: str) -> Any:
+    """The run's last value of a metric, as a correlated scalar subquery."""
+    return (select(metrics.c.value)
+            .where(metrics.c.job_id == runs.c.job_id, metrics.c.attempt == runs.c.attempt,
+                   metrics.c.key == key)
+            .order_by(metrics.c.id.desc()).limit(1).scalar_subquery())
+
+
+def _compare(left: Any, op: Op, value: float) -> ColumnElement[bool]:
+    return {Op.GE: left >= value, Op.LE: left <= value, Op.GT: left > value,
+            Op.LT: left < value, Op.EQ: left == value, Op.NE: left != value}[op]
+
+
+def _label(key: str, value: str | None = None) -> Any:
+    cond = [job_labels.c.job_id == jobs.c.id, job_labels.c.key == key]
+    if value is not None:
+        cond.append(job_labels.c.value == value)
+    return exists().where(and_(*cond))
+
+
+def _starts_with(column: Any, prefix: str) -> ColumnElement[bool]:
+    # substr, not LIKE: names may hold '_', which LIKE reads as a wildcard.
+    return func.substr(column, 1, len(prefix)) == prefix
+
+
+def _filtered(query: Select[Any], flt: RunFilter) -> Select[Any]:
+    c = jobs.c
+    if flt.job_id:
+        query = query.where(runs.c.job_id == flt.job_id)
+    if flt.owners is not None:
+        query = query.where(c.owner.in_(sorted(flt.owners)))
+    if flt.states:
+        query = query.where(runs.c.state.in_([s.value for s in flt.states]))
+    if flt.dataset_name:
+        query = query.where(c.dataset_name == flt.dataset_name)
+    if flt.dataset_version:
+        query = query.where(_starts_with(c.dataset_version, flt.dataset_version))
+    if flt.algorithm:
+        name = flt.algorithm
+        query = query.where(or_(
+            _label(ALGORITHM_LABEL, name),
+            and_(not_(_label(ALGORITHM_LABEL)),
+                 or_(c.name == name, _starts_with(c.name, f"{name}-")))))
+    if flt.image:
+        image = flt.image
+        choices = [c.image == image, runs.c.image_id == image,
+                   runs.c.image_id == f"sha256:{image}"]
+        if len(image) >= 12 and all(ch in "0123456789abcdef" for ch in image):
+            choices.append(_starts_with(runs.c.image_id, f"sha256:{image}"))
+        query = query.where(or_(*choices))
+    for key, value in (flt.labels or {}).items():
+        query = query.where(_label(key, value))
+    for t in flt.thresholds:
+        query = query.where(_compare(final_value(t.key), t.op, t.value))
+    return query
+
+
+class RunStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, job_id: str, attempt: int | None = None,
+            conn: Connection | None = None) -> RunRecord | None:
+        """One run; attempt None: the job's latest."""
+        query = _SELECT_RUNS.where(runs.c.job_id == job_id)
+        query = query.where(runs.c.attempt == attempt) if attempt is not None else \
+            query.order_by(runs.c.attempt.desc()).limit(1)
+        with self.db.read(conn) as c:
+            row = c.execute(query).first()
+        return RunRecord.from_row(JobRecord.from_row(row), row) if row else None
+
+    def many(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], RunRecord]:
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        query = _SELECT_RUNS.where(runs.c.job_id.in_(sorted({j for j, _ in wanted})))
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
+        found = (RunRecord.from_row(JobRecord.from_row(r), r) for r in rows)
+        return {(r.job.id, r.attempt): r for r in found if (r.job.id, r.attempt) in wanted}
+
+    def list(self, flt: RunFilter, *, limit: int, offset: int = 0, sort_metric: str = "",
+             descending: bool = False) -> tuple[list[RunRecord], bool]:
+        """A page of runs, newest first or by a metric's final value (runs without it
+        last); returns it and whether more follow."""
+        query = _filtered(_SELECT_RUNS, flt)
+        if sort_metric:
+            value = final_value(sort_metric)
+            query = query.order_by((value.desc() if descending else value.asc()).nulls_last(),
+                                   runs.c.id.desc())
+        else:
+            query = query.order_by(runs.c.id.desc())
+        query = query.limit(limit + 1).offset(offset)
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
+        records = [RunRecord.from_row(JobRecord.from_row(r), r) for r in rows[:limit]]
+        return records, len(rows) > limit
+
+    def final_metrics(self, keys: Iterable[tuple[str, int]]
+                      ) -> dict[tuple[str, int], dict[str, tuple[float, int | None]]]:
+        """Each run's last value of every metric, with its step."""
+        wanted = set(keys)
+        out: dict[tuple[str, int], dict[str, tuple[float, int | None]]] = {k: {} for k in wanted}
+        if not wanted:
+            return out
+        m = metrics.c
+        newest = (select(func.max(m.id)).where(m.job_id.in_(sorted({j for j, _ in wanted})))
+                  .group_by(m.job_id, m.attempt, m.key))
+        with self.db.read() as conn:
+            rows = conn.execute(select(m.job_id, m.attempt, m.key, m.value, m.step)
+                                .where(m.id.in_(newest))).all()
+        for r in rows:
+            if (r.job_id, r.attempt) in out:
+                out[(r.job_id, r.attempt)][r.key] = (r.value, r.step)
+        return out
+
+    def series(self, job_id: str, attempt: int, limit: int = MAX_SERIES_POINTS
+               ) -> tuple[dict[str, list[tuple[int | None, float, float]]], bool]:
+        """Every point of every metric of one run, in the order written: key -> [(step,
+        value, time)]; and whether the limit cut it short."""
+        m = metrics.c
+        with self.db.read() as conn:
+            rows = conn.execute(select(m.key, m.step, m.value, m.time)
+                                .where(m.job_id == job_id, m.attempt == attempt)
+                                .order_by(m.id).limit(limit + 1)).all()
+        out: dict[str, list[tuple[int | None, float, float]]] = {}
+        for r in rows[:limit]:
+            out.setdefault(r.key, []).append((r.step, r.value, r.time))
+        return out, len(rows) > limit
+
+    def reproductions(self, run_id: str) -> list[str]:
+        """The jobs submitted to reproduce this run, oldest first."""
+        with self.db.read() as conn:
+            rows = conn.execute(select(jobs.c.id).where(jobs.c.reproduced_from == run_id)
+                                .order_by(jobs.c.seq)).all()
+        return [r.id for r in rows]
+
+    def using_dataset(self, name: str, version: str,
+                      owners: frozenset[str] | None = None) -> list[tuple[str, int]]:
+        """(job id, attempt) of every job that names this dataset version, oldest first;
+        attempt 0 for a job with no run yet."""
+        c = jobs.c
+        query = (select(c.id, func.coalesce(runs.c.attempt, 0).label("attempt"))
+                 .select_from(jobs.outerjoin(runs, runs.c.job_id == c.id))
+                 .where(c.dataset_name == name, c.dataset_version == version)
+                 .order_by(c.seq, runs.c.attempt))
+        if owners is not None:
+            query = query.where(c.owner.in_(sorted(owners)))
+        with self.db.read() as conn:
+            return [(r.id, r.attempt) for r in conn.execute(query).all()]
+
+    def dataset_usage(self, owners: frozenset[str] | None = None
+                      ) -> dict[tuple[str, str], list[str]]:
+        """(dataset name, version) -> the ids of the runs that used it, oldest first."""
+        c = jobs.c
+        query = (select(c.dataset_name, c.dataset_version, runs.c.job_id, runs.c.attempt)
+                 .select_from(runs.join(jobs, c.id == runs.c.job_id))
+                 .where(c.dataset_name.is_not(None)).order_by(runs.c.id))
+        if owners is not None:
+            query = query.where(c.owner.in_(sorted(owners)))
+        out: dict[tuple[str, str], list[str]] = {}
+        with self.db.read() as conn:
+            for r in conn.execute(query).all():
+                out.setdefault((r.dataset_name, r.dataset_version), []).append(
+                    f"{r.job_id}-{r.attempt}")
+        return out
