@@ -1,5 +1,6 @@
 """End to end: start a Trainyard server, register the digits dataset, run a learning-rate
-sweep of examples/trainer.py on it, follow the jobs live and compare the results.
+sweep of examples/trainer.py on it, follow the jobs live, compare the runs (CompareRuns)
+and show the lineage of the best model, promoted to `digits-mlp@production`.
 
 Run from the repository root: `make demo` (or `.venv/bin/python examples/demo.py`).
 With `--docker` the same sweep runs as containers of an image built from examples/Dockerfile
@@ -39,7 +40,10 @@ from rich.table import Column, Table
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
+from trainyard.cli.models import render_lineage
 from trainyard.cli.output import styled_state
+from trainyard.cli.plot import chart_table, curves
+from trainyard.cli.runs import chart_width, render_comparison, run_labels
 from trainyard.client import Client, JobStatus, Resources, TrainSpec, TrainyardError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,6 +54,7 @@ LEARNING_RATES = ("0.01", "0.05", "0.1", "0.5")
 EPOCHS = 15
 MAX_CONCURRENT = 2  # fewer slots than jobs, so the queue shows
 SWEEP_LABEL = "digits-lr"
+MODEL_NAME = "digits-mlp"  # every run's weights become a version of this one model
 # With --docker each container is held to the CPUs it asks for, from a pool with as many CPUs
 # as this host (the server's default). MAX_CONCURRENT counts containers too, so 2 run at once
 # however little they ask (at 0.5 CPU, 4 would fit a 2-CPU pool, but each would only run at
@@ -180,10 +185,21 @@ def register_digits(client: Client) -> str:
     return dataset.version
 
 
+def git_commit() -> str:
+    """This checkout's commit, recorded on each run as its code version ("" outside git)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out if len(out) in (40, 64) else ""
+
+
 def submit_sweep(client: Client, dataset_version: str, docker: bool) -> dict[str, str]:
     """Submit one job per learning rate; returns job id -> learning rate."""
     # A container gets no command: the image's CMD runs the trainer.
     command = "" if docker else f"{shlex.quote(sys.executable)} {shlex.quote(str(TRAINER))}"
+    commit = git_commit()
     jobs: dict[str, str] = {}
     for lr in LEARNING_RATES:
         submitted = client.train(TrainSpec(
@@ -191,7 +207,7 @@ def submit_sweep(client: Client, dataset_version: str, docker: bool) -> dict[str
             dataset=f"digits:{dataset_version}",
             hyperparameters={"LR": lr, "EPOCHS": str(EPOCHS), "SEED": "0"},
             resources=CONTAINER_RESOURCES if docker else Resources(),
-            labels={"sweep": SWEEP_LABEL}))
+            labels={"sweep": SWEEP_LABEL}, model_name=MODEL_NAME, git_commit=commit))
         jobs[submitted.job_id] = lr
     console.print(f"submitted {len(jobs)} jobs{' as containers' if docker else ''} "
                   f"(labels sweep={SWEEP_LABEL}), at most {MAX_CONCURRENT} run at once")
@@ -293,6 +309,29 @@ def model_dir(uri: str) -> Path:
     return Path(url2pathname(urlparse(uri).path))
 
 
+def compare_and_trace(client: Client, statuses: dict[str, JobStatus],
+                      best: JobStatus | None) -> None:
+    """The sweep's runs side by side (CompareRuns) with their curves, then the best model
+    promoted to an alias and traced back to its run, dataset version and code."""
+    done = [st for st in statuses.values() if st.attempt > 0]
+    order = sorted(done, key=lambda st: float(st.spec["hyperparameters"]["LR"]))
+    if len(order) > 1:
+        comparison = client.compare_runs([f"{st.job_id}-{st.attempt}" for st in order],
+                                         series=True)
+        render_comparison(comparison)
+        table = chart_table(curves(comparison["runs"]), ["test_accuracy", "loss"],
+                            run_labels(comparison["runs"]), chart_width(len(order)))
+        if table is not None:
+            console.print(table)
+    if best is None or best.model is None:
+        return
+    version = best.model["version"]
+    client.set_model_alias(MODEL_NAME, "production", version)
+    console.print(f"promoted [bold]{MODEL_NAME}:{version}[/] to "
+                  f"[bold]{MODEL_NAME}@production[/]; its lineage:")
+    render_lineage(client.model_lineage(f"{MODEL_NAME}@production"))
+
+
 def report(client: Client, statuses: dict[str, JobStatus]) -> None:
     best = best_run(statuses)
     console.print(results_table(statuses, best))
@@ -308,6 +347,7 @@ def report(client: Client, statuses: dict[str, JobStatus]) -> None:
         console.print(f"its model {model['model_name']} v{model['version']} "
                       f"(content {model['content_hash'][:12]}) is stored in")
         console.print(f"  {model_dir(model['uri'])}", highlight=False, soft_wrap=True)
+    compare_and_trace(client, statuses, best)
 
 
 # --- putting it together ---------------------------------------------------------------------

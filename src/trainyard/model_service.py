@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainyard.auth.policy import LOCAL, Identity
-from trainyard.domain.errors import FailedPrecondition, NotFound, PermissionDenied
+from trainyard.auth.policy import LOCAL, Identity, may_see_job
+from trainyard.domain.errors import FailedPrecondition, NotFound
 from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
 from trainyard.domain.spec import HASH_RE, check_text
 from trainyard.metadata.datasets import DatasetRegistry, check_ref
@@ -139,10 +139,11 @@ class ModelService:
         run = self.runs.runs.get(model.job_id, model.attempt)
         if run is None:  # a version recorded before runs were kept, of an earlier attempt
             raise NotFound("run", run_id(model.job_id, model.attempt))
-        try:
-            view: RunView | None = self.runs.get(run.id, identity)
-        except PermissionDenied:
-            view = None
+        training = self.runs.training
+        # Not a refusal: the lineage is shown either way, the run's record only to those
+        # who may see it (so nothing is audited as refused).
+        view = self.runs.get(run.id, identity) if may_see_job(
+            identity, run.job.owner, training.share_team_jobs) else None
         dataset = model.dataset or run.spec.dataset
         record = self.datasets.store.get(dataset.name, dataset.version) if dataset else None
         return ModelLineage(model, run, view, record)
@@ -151,7 +152,7 @@ class ModelService:
 
     def list_datasets(self, name: str = "", identity: Identity = LOCAL) -> list[DatasetUse]:
         check_text("name", name)
-        usage = self.runs.runs.dataset_usage(self.runs.training.visible_owners(identity))
+        usage = self.runs.runs.dataset_usage(self.runs.training.visible_owners(identity), name)
         return [DatasetUse(r, usage.get((r.name, r.version), []))
                 for r in self.datasets.store.list(name)]
 

@@ -126,7 +126,9 @@ class RunService:
                          owners=self.training.visible_owners(identity))
 
     def _views(self, records: Sequence[RunRecord]) -> list[RunView]:
-        final = self.runs.final_metrics((r.job.id, r.attempt) for r in records)
+        keys = [(r.job.id, r.attempt) for r in records]
+        final = self.runs.final_metrics(keys)
+        models = self.models.for_runs(keys)
         workspace = self.training.workspace
         views = []
         for r in records:
@@ -135,10 +137,9 @@ class RunService:
                 size = log.lstat().st_size
             except OSError:
                 size = 0
-            model = self.models.for_job(r.job.id, r.attempt)
             views.append(RunView(run=r, metrics=final[(r.job.id, r.attempt)],
-                                 model=self.models.with_aliases(model) if model else None,
-                                 log_path=log, log_size=size))
+                                 model=models.get((r.job.id, r.attempt)), log_path=log,
+                                 log_size=size))
         return views
 
     def compare(self, run_ids: Sequence[str], identity: Identity = LOCAL,

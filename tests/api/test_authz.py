@@ -150,13 +150,16 @@ def mia_run(world: World) -> str:
             assert time.monotonic() < deadline, world.server.jobs.get(job_id)
             time.sleep(0.05)
         world.made["run"] = f"{job_id}-1"
-        world.made["model"] = world.server.models.models.for_job(job_id).model_name
+        model = world.server.models.models.for_job(job_id)
+        assert model is not None
+        world.made["model"], world.made["version"] = model.model_name, str(model.version)
     return world.made["run"]
 
 
 def mia_model(world: World) -> pb.ModelRef:
+    """The model version of mia_run (reproductions add versions of the same model)."""
     mia_run(world)
-    return pb.ModelRef(name=world.made["model"])
+    return pb.ModelRef(name=world.made["model"], version=int(world.made["version"]))
 
 
 def dataset_version(world: World) -> str:
@@ -211,7 +214,8 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "GetModel": (training("GetModel", lambda w: pb.GetModelRequest(
         name=mia_model(w).name)), ANYONE_READ),
     "SetModelAlias": (training("SetModelAlias", lambda w: pb.SetModelAliasRequest(
-        name=mia_model(w).name, alias="production", version=1)), MEMBER_WRITE),
+        name=mia_model(w).name, alias="production", version=mia_model(w).version)),
+        MEMBER_WRITE),
     "DownloadModel": (training("DownloadModel", lambda w: pb.DownloadModelRequest(
         model=mia_model(w)), stream=True), ANYONE_READ),
     "GetModelLineage": (training("GetModelLineage", lambda w: pb.GetModelLineageRequest(
@@ -381,3 +385,26 @@ def test_a_request_id_does_not_reach_another_users_job(world: World) -> None:
     again = stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
                        metadata=world.metadata("member"), timeout=10)
     assert again.existing and again.job_id == first.job_id
+
+
+def test_members_see_only_the_runs_they_may_see(world: World) -> None:
+    run_id = mia_run(world)
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+
+    def listed(caller: str) -> set[str]:
+        reply = stub.ListRuns(pb.ListRunsRequest(page_size=1000),
+                              metadata=world.metadata(caller), timeout=10)
+        return {r.run_id for r in reply.runs}
+
+    assert run_id in listed("member") and run_id in listed("teammate")
+    assert run_id in listed("admin") and run_id not in listed("other_team")
+    lineage = stub.GetModelLineage(pb.GetModelLineageRequest(model=mia_model(world)),
+                                   metadata=world.metadata("other_team"), timeout=10)
+    # A model is shared; the run behind it only with those who may see the run.
+    assert lineage.run_id == run_id and not lineage.HasField("run")
+    mine = stub.GetModelLineage(pb.GetModelLineageRequest(model=mia_model(world)),
+                                metadata=world.metadata("member"), timeout=10)
+    assert mine.run.run_id == run_id
+    used = stub.ListDatasets(pb.ListDatasetsRequest(), metadata=world.metadata("other_team"),
+                             timeout=10)
+    assert all(run_id not in d.run_ids for d in used.datasets)

@@ -49,33 +49,40 @@ def sparkline(values: list[float], low: float, high: float, width: int = WIDTH) 
     return "".join(out)
 
 
-def chart_table(by_metric: dict[str, dict[str, Curve]],
-                metrics: Sequence[str] = ()) -> Table | None:
-    """One row per metric and run: the curve, first and last value, and the scale."""
+def chart_table(by_metric: dict[str, dict[str, Curve]], metrics: Sequence[str] = (),
+                labels: dict[str, str] | None = None, width: int = WIDTH) -> Table | None:
+    """One row per metric and run: the curve on the metric's scale (shared by the runs),
+    and its first and last value."""
     keys = [k for k in (metrics or sorted(by_metric)) if k in by_metric]
     if not keys:
         return None
-    table = Table("METRIC", "RUN", "CURVE", "FIRST", "LAST", "MIN..MAX", title="metric curves",
+    table = Table("METRIC", "RUN", "CURVE", "FIRST", "LAST", title="metric curves",
                   show_edge=False)
+    table.columns[2].no_wrap = True
     for key in keys:
         runs = by_metric[key]
         every = [v for pts in runs.values() for _, v in pts if math.isfinite(v)]
         low, high = (min(every), max(every)) if every else (0.0, 0.0)
+        table.add_section()
         for i, (run_id, points) in enumerate(runs.items()):
             values = [v for _, v in points]
-            table.add_row(escape(key) if i == 0 else "", escape(run_id),
-                          f"[cyan]{sparkline(values, low, high)}[/]",
+            head = escape(key) if i == 0 else (f"[dim]{low:.3g}..{high:.3g}[/]" if i == 1
+                                              else "")
+            table.add_row(head, escape((labels or {}).get(run_id, run_id)),
+                          f"[cyan]{sparkline(values, low, high, width)}[/]",
                           f"{values[0]:.4g}" if values else "-",
-                          f"{values[-1]:.4g}" if values else "-",
-                          f"{low:.4g}..{high:.4g}" if i == 0 else "")
+                          f"{values[-1]:.4g}" if values else "-")
     return table
 
 
 def write_png(by_metric: dict[str, dict[str, Curve]], path: Path,
               metrics: Sequence[str] = (), title: str = "") -> list[str]:
     """One panel per metric, one line per run; returns the metrics drawn."""
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("drawing a PNG needs matplotlib (in requirements.lock; "
+                         "pip install matplotlib)") from None
     matplotlib.use("Agg")  # files only: no display, no GUI toolkit
     import matplotlib.pyplot as plt
 

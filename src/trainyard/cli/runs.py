@@ -3,6 +3,7 @@ job)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -191,28 +192,74 @@ def runs_show(
         render_run(found)
 
 
-def render_comparison(comparison: dict[str, Any]) -> None:
-    """Side by side; keys on which the runs differ are marked and highlighted."""
+def run_labels(runs: list[dict[str, Any]]) -> dict[str, str]:
+    """How a run is named in a table: its job's name, with the attempt where it repeats."""
+    names = [r["name"] for r in runs]
+    return {r["run_id"]: r["name"] if names.count(r["name"]) == 1 and r["attempt"] == 1
+            else f"{r['name']}#{r['attempt']}" if names.count(r["name"]) == 1
+            else f"{r['name']} ({r['run_id'][-6:]})" for r in runs}
+
+
+def render_comparison(comparison: dict[str, Any], all_settings: bool = False) -> None:
+    """Side by side; the keys on which the runs differ are marked and highlighted. Settings
+    that every run shares are summed up in a line unless `all_settings`."""
     runs = comparison["runs"]
-    table = Table("", "KEY", *(escape(r["run_id"]) for r in runs), title="runs compared "
-                  "([yellow]*[/] marks the keys that differ)", show_edge=False)
+    labels = run_labels(runs)
+    keys = [row["key"] for part in ("settings", "hyperparameters", "metrics")
+            for row in comparison[part]]
+    key_width = min(20, max((len(k) for k in keys), default=3))
+    # Each run's column as wide as its name, where the terminal has room for that; its id
+    # under the name when there is room for that too, else in a legend below.
+    room = max(8, (console.width - key_width - 4) // max(1, len(runs)) - 3)
+    with_ids = room >= max(len(r["run_id"]) for r in runs)
+    title = "runs compared"
+    heads = dict(labels)
+    prefix = os.path.commonprefix(list(labels.values()))
+    prefix = prefix[:prefix.rfind("-") + 1]
+    if not with_ids and len(runs) > 1 and prefix and \
+            max(len(v) for v in labels.values()) > room:
+        title = f"runs of {prefix}* compared"  # narrow: the names' shared start goes up here
+        heads = {k: v[len(prefix):] for k, v in labels.items()}
+    table = Table("  KEY", *(escape(heads[r["run_id"]]) + (
+                      f"\n[dim]{escape(r['run_id'])}[/]" if with_ids else "") for r in runs),
+                  title=f"{escape(title)} ([yellow]*[/] marks the keys that differ)",
+                  show_edge=False, pad_edge=False)
+    table.columns[0].min_width = key_width + 2
+    for column, run in zip(table.columns[1:], runs, strict=True):
+        column.overflow = "fold"
+        column.min_width = min(room, len(heads[run["run_id"]]))
 
     def add(section: str, rows: list[dict[str, Any]], fmt: Any) -> None:
         if not rows:
             return
         table.add_section()
-        for i, row in enumerate(rows):
+        table.add_row(f"[bold]{section}[/]", *("" for _ in runs))
+        for row in rows:
             cells = [escape(fmt(v["value"])) if v["present"] else "[dim]-[/]"
                      for v in row["values"]]
-            style = "bold yellow" if row["differs"] else None
-            label = f"{section}: {row['key']}" if i == 0 else f"{' ' * len(section)}  {row['key']}"
-            table.add_row("*" if row["differs"] else "", escape(label), *cells, style=style)
+            table.add_row(("* " if row["differs"] else "  ") + escape(row["key"]), *cells,
+                          style="bold yellow" if row["differs"] else None)
 
-    add("settings", comparison["settings"], lambda v: short(v, 40) if v.startswith("sha256:")
-        else (v if len(v) <= 40 else v[:37] + "..."))
+    settings = comparison["settings"]
+    shared = [] if all_settings else [s["key"] for s in settings if not s["differs"]]
+    add("settings", [s for s in settings if s["key"] not in shared],
+        lambda v: short(v, 24) if v.startswith("sha256:") else
+        (v if len(v) <= 40 else v[:37] + "..."))
     add("params", comparison["hyperparameters"], str)
     add("metrics", comparison["metrics"], lambda v: f"{v:.6g}")
     console.print(table)
+    if not with_ids:
+        console.print("[dim]runs: " + escape(", ".join(f"{labels[r['run_id']]} = {r['run_id']}"
+                                                      for r in runs)) + "[/]",
+                      highlight=False)
+    if shared:
+        console.print(f"[dim]the same in every run: {escape(', '.join(shared))} "
+                      "(--all-settings shows them)[/]", highlight=False)
+
+
+def chart_width(runs: int) -> int:
+    """As wide a curve as the terminal leaves room for, within reason."""
+    return max(12, min(48, console.width - 48))
 
 
 @runs_app.command("compare")
@@ -221,6 +268,8 @@ def runs_compare(
                                                       "ids).")],
     chart: Annotated[bool, typer.Option("--chart", help="Also draw each metric's curve in "
                                         "the terminal.")] = False,
+    all_settings: Annotated[bool, typer.Option(
+        "--all-settings", help="Show the settings every run shares too.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Write the metric curves to this PNG.")] =
         None,
     metric: Annotated[list[str] | None, typer.Option(
@@ -249,9 +298,10 @@ def runs_compare(
             found["plot"] = {"path": str(plot), "metrics": drawn}
         print_json(found)
         return
-    render_comparison(found)
+    render_comparison(found, all_settings)
     if chart:
-        table = chart_table(by_metric, metric or ())
+        table = chart_table(by_metric, metric or (), run_labels(found["runs"]),
+                            chart_width(len(found["runs"])))
         console.print(table if table is not None else "[dim]no metric points to draw[/]")
     if plot is not None:
         console.print(f"wrote {escape(str(plot))} ({', '.join(drawn)})", highlight=False)

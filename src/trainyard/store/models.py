@@ -4,7 +4,7 @@ stable handles on one version each, moved atomically with a row of history."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -184,6 +184,25 @@ class ModelStore:
             aliases = {n: self.aliases(n, conn) for n in names}
         return [_record(r._mapping, _aliases_of(aliases[r.model_name], r.version))
                 for r in rows]
+
+    def for_runs(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ModelRecord]:
+        """The model version each of these runs made, with its aliases, in two queries."""
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        mv = model_versions.c
+        with self.db.read() as conn:
+            rows = conn.execute(select(model_versions).where(
+                mv.job_id.in_(sorted({j for j, _ in wanted}))).order_by(mv.id)).all()
+            rows = [r for r in rows if (r.job_id, r.attempt) in wanted]
+            names = sorted({r.model_name for r in rows})
+            aliases: dict[str, dict[str, int]] = {n: {} for n in names}
+            if names:
+                for a in conn.execute(select(model_aliases).where(
+                        model_aliases.c.model_name.in_(names))).all():
+                    aliases[a.model_name][a.alias] = a.version
+        return {(r.job_id, r.attempt): _record(r._mapping, _aliases_of(
+            aliases[r.model_name], r.version)) for r in rows}
 
     def with_aliases(self, model: ModelRecord) -> ModelRecord:
         return replace(model, aliases=_aliases_of(self.aliases(model.model_name),

@@ -237,13 +237,15 @@ class RunStore:
         with self.db.read() as conn:
             return [(r.id, r.attempt) for r in conn.execute(query).all()]
 
-    def dataset_usage(self, owners: frozenset[str] | None = None
+    def dataset_usage(self, owners: frozenset[str] | None = None, name: str = ""
                       ) -> dict[tuple[str, str], list[str]]:
         """(dataset name, version) -> the ids of the runs that used it, oldest first."""
         c = jobs.c
         query = (select(c.dataset_name, c.dataset_version, runs.c.job_id, runs.c.attempt)
                  .select_from(runs.join(jobs, c.id == runs.c.job_id))
                  .where(c.dataset_name.is_not(None)).order_by(runs.c.id))
+        if name:
+            query = query.where(c.dataset_name == name)
         if owners is not None:
             query = query.where(c.owner.in_(sorted(owners)))
         out: dict[tuple[str, str], list[str]] = {}
