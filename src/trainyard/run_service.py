@@ -86,7 +86,8 @@ class RunService:
         return replace(view, events=events, series=series, series_truncated=truncated,
                        reproductions=self.runs.reproductions(run.id))
 
-    def list(self, query: RunQuery, identity: Identity = LOCAL) -> tuple[list[RunView], str]:
+    def list_runs(self, query: RunQuery,
+                  identity: Identity = LOCAL) -> tuple[list[RunView], str]:
         flt = self._filter(query, identity)
         if query.page_size < 0 or query.page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
@@ -99,7 +100,7 @@ class RunService:
         if query.sort_metric:
             check_metric_key(query.sort_metric, "sort_metric")
         size = query.page_size or DEFAULT_PAGE_SIZE
-        records, more = self.runs.list(flt, limit=size, offset=offset,
+        records, more = self.runs.page(flt, limit=size, offset=offset,
                                        sort_metric=query.sort_metric,
                                        descending=query.descending)
         return self._views(records), str(offset + size) if more else ""

@@ -21,7 +21,7 @@ def test_the_image_id_is_recorded_and_reproduce_pins_it(engine: Engine, tmp_path
         assert final(srv, job_id).state is JobState.SUCCEEDED
         run = srv.runs.get(job_id).run
         assert run.image_id == image_id and run.executor == "docker"
-        views, _ = srv.runs.list(RunQuery(image=image_id[7:19]))
+        views, _ = srv.runs.list_runs(RunQuery(image=image_id[7:19]))
         assert [v.run.job.id for v in views] == [job_id]
         again, _, spec, source = srv.runs.reproduce(f"{job_id}-1")
         assert spec.image == image_id and source.id == f"{job_id}-1"

@@ -64,7 +64,7 @@ def test_runs_follow_their_jobs_transitions_attempt_by_attempt(db: Database) -> 
     assert (one.state, one.attempt, one.ended_at is not None) == (P, 1, True)
     assert (two.state, two.attempt, two.exit_code, two.message) == (S, 2, 0,
                                                                     "exited with code 0")
-    assert [r.id for r in found.list(RunFilter(job_id=job_id), limit=10)[0]] == \
+    assert [r.id for r in found.page(RunFilter(job_id=job_id), limit=10)[0]] == \
         [f"{job_id}-2", f"{job_id}-1"]
 
 
@@ -79,7 +79,7 @@ def test_filters_sorting_and_paging(db: Database) -> None:
     found = RunStore(db)
 
     def ids(flt: RunFilter, **kw: object) -> list[str]:
-        return [r.job.id for r in found.list(flt, limit=50, **kw)[0]]  # type: ignore[arg-type]
+        return [r.job.id for r in found.page(flt, limit=50, **kw)[0]]  # type: ignore[arg-type]
 
     assert ids(RunFilter()) == [d, c, b, a]  # newest first
     assert ids(RunFilter(dataset_name="digits")) == [b, a]
@@ -97,9 +97,9 @@ def test_filters_sorting_and_paging(db: Database) -> None:
     # Sorted by a metric's last value; runs without it come last, newest first.
     assert ids(RunFilter(), sort_metric="accuracy") == [b, a, d, c]
     assert ids(RunFilter(), sort_metric="accuracy", descending=True) == [a, b, d, c]
-    page, more = found.list(RunFilter(), limit=3, sort_metric="loss")
+    page, more = found.page(RunFilter(), limit=3, sort_metric="loss")
     assert [r.job.id for r in page] == [a, c, d] and more
-    page, more = found.list(RunFilter(), limit=3, offset=3, sort_metric="loss")
+    page, more = found.page(RunFilter(), limit=3, offset=3, sort_metric="loss")
     assert [r.job.id for r in page] == [b] and not more
     final = found.final_metrics([(a, 1), (b, 1)])
     assert final[(a, 1)] == {"accuracy": (0.95, 2), "loss": (0.1, 2)}

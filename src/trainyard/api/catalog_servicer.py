@@ -30,7 +30,7 @@ class CatalogServicer:
             thresholds=conv.thresholds_from_pb(list(request.metrics)),
             sort_metric=request.sort_metric, descending=request.descending,
             page_size=request.page_size, page_token=request.page_token)
-        views, token = self.runs.list(query, current_identity())
+        views, token = self.runs.list_runs(query, current_identity())
         return pb.ListRunsResponse(runs=[conv.run_to_pb(v) for v in views],
                                    next_page_token=token)
 

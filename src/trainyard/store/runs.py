@@ -95,8 +95,10 @@ def final_value(key: str) -> Any:
 
 
 def _compare(left: Any, op: Op, value: float) -> ColumnElement[bool]:
-    return {Op.GE: left >= value, Op.LE: left <= value, Op.GT: left > value,
-            Op.LT: left < value, Op.EQ: left == value, Op.NE: left != value}[op]
+    compared: ColumnElement[bool] = {
+        Op.GE: left >= value, Op.LE: left <= value, Op.GT: left > value,
+        Op.LT: left < value, Op.EQ: left == value, Op.NE: left != value}[op]
+    return compared
 
 
 def _label(key: str, value: str | None = None) -> Any:
@@ -167,7 +169,7 @@ class RunStore:
         found = (RunRecord.from_row(JobRecord.from_row(r), r) for r in rows)
         return {(r.job.id, r.attempt): r for r in found if (r.job.id, r.attempt) in wanted}
 
-    def list(self, flt: RunFilter, *, limit: int, offset: int = 0, sort_metric: str = "",
+    def page(self, flt: RunFilter, *, limit: int, offset: int = 0, sort_metric: str = "",
              descending: bool = False) -> tuple[list[RunRecord], bool]:
         """A page of runs, newest first or by a metric's final value (runs without it
         last); returns it and whether more follow."""
