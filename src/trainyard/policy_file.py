@@ -50,6 +50,7 @@ import math
 import re
 import tomllib
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -89,7 +90,33 @@ class PolicyError(Exception):
         self.problems = problems
 
 
+@dataclass(frozen=True)
+class PolicyDocument:
+    """A policy file read with extra top-level sections that other tools keep in it (the
+    trace simulator's `sim`), which the policy itself ignores."""
+
+    policy: Policy
+    sections: Mapping[str, object]  # the extra sections present, as parsed
+    source: str
+    lines: Mapping[KeyPath, int]  # where each key path is written, for messages
+
+    def where(self, path: KeyPath) -> str:
+        """"FILE, line N: a.b.c" for a key path, as policy problems are reported."""
+        line = None
+        for end in range(len(path), 0, -1):
+            line = self.lines.get(path[:end])
+            if line is not None:
+                break
+        place = f"{self.source}, line {line}" if line else self.source
+        return f"{place}: {_dotted(path)}"
+
+
 def load_policy(path: Path) -> Policy:
+    return load_policy_document(path).policy
+
+
+def load_policy_document(path: Path, sections: Collection[str] = ()) -> PolicyDocument:
+    """The policy, and those of `sections` the file has as top-level keys."""
     fmt = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}.get(path.suffix.lower())
     if fmt is None:
         raise PolicyError([f"{path}: unsupported policy file type {path.suffix!r}; "
@@ -98,11 +125,16 @@ def load_policy(path: Path) -> Policy:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError([f"{path}: cannot read: {exc}"]) from exc
-    return parse_policy(text, fmt, source=str(path))
+    return parse_policy_document(text, fmt, source=str(path), sections=sections)
 
 
 def parse_policy(text: str, fmt: str, source: str = "<policy>") -> Policy:
     """`fmt` is "toml" or "yaml"; `source` names the text in messages."""
+    return parse_policy_document(text, fmt, source).policy
+
+
+def parse_policy_document(text: str, fmt: str, source: str = "<policy>",
+                          sections: Collection[str] = ()) -> PolicyDocument:
     fmt = fmt.lower().lstrip(".")
     if fmt == "toml":
         checker = _Checker(source, "table")
@@ -112,7 +144,10 @@ def parse_policy(text: str, fmt: str, source: str = "<policy>") -> Policy:
         data = _read_yaml(text, checker)
     else:
         raise PolicyError([f"{source}: unsupported policy format {fmt!r}; use toml or yaml"])
-    return checker.policy(data)
+    policy = checker.policy(data, tuple(sections))
+    assert isinstance(data, dict)  # checker.policy refused anything else
+    extra = {key: data[key] for key in sections if key in data}
+    return PolicyDocument(policy, extra, source, dict(checker.lines))
 
 
 def _read_toml(text: str, checker: _Checker) -> object:
@@ -380,11 +415,11 @@ class _Checker:
 
     # --- the policy ---
 
-    def policy(self, data: object) -> Policy:
+    def policy(self, data: object, extra: tuple[str, ...] = ()) -> Policy:
         root = self.table((), data)
         if root is None:
             raise PolicyError([problem for _, problem in self._problems])
-        self.keys((), root, _TOP_KEYS)
+        self.keys((), root, _TOP_KEYS + extra)
         max_running = self.integer((), root, "max_running", 4, minimum=1)
         half_life = self.duration((), root, "fair_share_half_life", 3600.0, positive=True)
         reserve_after = self.duration((), root, "reserve_after", 600.0, positive=False)

@@ -32,6 +32,7 @@ from trainyard.cli.output import (
     styled_state,
 )
 from trainyard.cli.runs import runs_app
+from trainyard.cli.sim import sim as sim_command
 from trainyard.client import Resources, TrainSpec
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ images_app = typer.Typer(help="Build and list container images in the local Dock
                          "(no registry needed).", no_args_is_help=True)
 app.add_typer(images_app, name="images")
 app.add_typer(admin_app, name="admin")
+app.command("sim")(sim_command)
 app.add_typer(runs_app, name="runs")  # cli/runs.py
 app.add_typer(models_app, name="models")  # cli/models.py
 datasets_app.command("lineage")(datasets_lineage)

@@ -1,0 +1,350 @@
+"""Replay: the scheduler's own policies on a simulated clock and a simulated executor.
+
+Event driven. The clock jumps to the next arrival, completion or wake-up (a time at which a
+policy's decision may change by itself, such as a running job passing the minimum runtime
+after which it may be preempted); every event at that time is applied, then one scheduling
+pass runs, fed as the tracker feeds it: the waiting jobs in a Backlog kept between passes
+(a job added when it arrives or is requeued, removed when admitted), the running jobs, the
+clock, and each queue's decayed usage. When a pass preempts, the victims stop at once (the
+simulated executor needs no grace period) and another pass runs at the same time, as the
+tracker's next pass would once they stopped; so does one after an admission freed nothing.
+
+The simulated executor starts an admitted job at once. A job runs for its trace duration
+in all, resuming where it stopped after a preemption, plus `restart_overhead` seconds for
+each restart.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from trainyard.domain.pools import PoolCapacity
+from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
+from trainyard.scheduler.queues import decayed_usage
+
+MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
+Key = tuple[float, ...]
+
+
+class IndexedBacklog(Backlog):
+    """A Backlog that also keeps its jobs sorted by one more key, for policies that take
+    jobs in an order of their own (SRTF by remaining work, LAS by attained service). The
+    key of a job must not change while it waits; it is computed when the job is added."""
+
+    def __init__(self, key: Callable[[PendingJob], Key]) -> None:
+        super().__init__()
+        self._key = key
+        self._order: list[tuple[Key, PendingJob]] = []
+        self._keys: dict[str, Key] = {}
+        self.gpu_free = 0  # waiting jobs that ask for no GPU
+
+    def add(self, job: PendingJob) -> None:
+        super().add(job)  # removes one of the same id first, through remove()
+        key = self._key(job)
+        self._keys[job.job_id] = key
+        insort(self._order, (key, job), key=_first)
+        if not job.resources.gpus:
+            self.gpu_free += 1
+
+    def remove(self, job_id: str) -> PendingJob | None:
+        job = super().remove(job_id)
+        if job is not None:
+            key = self._keys.pop(job_id)
+            index = bisect_left(self._order, key, key=_first)
+            del self._order[index]  # keys end with the unique seq
+            if not job.resources.gpus:
+                self.gpu_free -= 1
+        return job
+
+    def ordered(self) -> Sequence[tuple[Key, PendingJob]]:
+        """(key, job) by key. Read only."""
+        return self._order
+
+
+def _first(item: tuple[Key, PendingJob]) -> Key:
+    return item[0]
+
+
+@dataclass
+class JobState:
+    """One job's life in the replay."""
+
+    pending: PendingJob  # as it waits: requeued the same after a preemption
+    duration: float
+    remaining: float  # seconds of running left, as of when it last stopped (or arrived)
+    attained: float = 0.0  # GPU-seconds held before the current run
+    first_start: float | None = None
+    run_start: float = 0.0
+    finish: float | None = None
+    held: float = 0.0  # seconds it ran (held its GPUs), restart overheads included
+    preemptions: int = 0
+    epoch: int = 0  # bumped when it stops: its completion event is then stale
+    team: str = ""  # whose share it counts in (the trace's team)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the replay of one policy produced."""
+
+    jobs: tuple[JobState, ...]  # in submit order
+    total_gpus: int
+    teams: tuple[str, ...]  # the timeline's team order
+    # After each event time's passes: (time, GPUs each team holds, GPUs each team asks for,
+    # running and waiting), one entry each time either changes.
+    timeline: tuple[tuple[float, tuple[int, ...], tuple[int, ...]], ...]
+    preemptions: int
+    passes: int
+    events: int
+    seconds: float  # wall-clock time the replay took
+    unfinished: int  # jobs not finished: left waiting when nothing else could happen, or
+    # still active when the replay stopped at its time limit
+    completed: bool = True  # False: stopped at its wall-clock time limit
+    until: float = 0.0  # the simulated time it reached
+
+
+class Progress:
+    """How far each job got, shared by the replay and the simulator-only policies, which may
+    know what the service cannot: remaining work (the oracle) or attained service (LAS)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, JobState] = {}
+        self.running: dict[str, RunningJob] = {}
+
+    def remaining(self, job_id: str, now: float) -> float:
+        """Seconds of running it still needs (restart overheads included)."""
+        state = self.states[job_id]
+        if job_id in self.running:
+            return state.remaining - (now - state.run_start)
+        return state.remaining
+
+    def attained(self, job_id: str, now: float) -> float:
+        """GPU-seconds it has held so far."""
+        state = self.states[job_id]
+        if job_id in self.running:
+            return state.attained + state.pending.resources.gpus * (now - state.run_start)
+        return state.attained
+
+
+@dataclass
+class Replay:
+    """The replay's state and its steps: submit, snapshot, apply. run() drives them from
+    the trace; tests drive them one at a time."""
+
+    policy: Policy
+    pools: Mapping[str, PoolCapacity]  # what the snapshot says of the pools
+    max_concurrent: int
+    total_gpus: int
+    half_life: float = 3600.0
+    fair_share: bool = True  # keep each queue's decayed usage for the snapshot
+    restart_overhead: float = 0.0
+    # When a job starts, the time after which the policy might decide otherwise about it
+    # with nothing else happening (None: never).
+    wake: Callable[[RunningJob, JobState], float | None] | None = None
+    backlog_key: Callable[[PendingJob], Key] | None = None
+    teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
+    progress: Progress = field(default_factory=Progress)
+    backlog: Backlog = field(init=False)
+    usage: dict[str, float] = field(init=False, default_factory=dict)
+    usage_at: float | None = field(init=False, default=None)
+    preemptions: int = field(init=False, default=0)
+    passes: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.backlog = Backlog() if self.backlog_key is None else \
+            IndexedBacklog(self.backlog_key)
+        self._completions: list[tuple[float, int, str, int]] = []  # (time, seq, id, epoch)
+        self._wakes: list[float] = []
+        self.states = self.progress.states
+        self.running = self.progress.running
+        self._running_list: list[RunningJob] | None = None  # in submit order, when known
+        self._taken: set[str] = set()  # GPU ids held
+        self._team_index = {team: i for i, team in enumerate(self.teams)}
+        self._held = [0] * len(self.teams)
+        self._demand = [0] * len(self.teams)
+
+    # --- the steps --------------------------------------------------------------------------
+
+    def submit(self, job: PendingJob, duration: float, team: str = "") -> None:
+        """A job arrives and waits. `team` is the one the timeline counts it for."""
+        self.states[job.job_id] = JobState(job, duration, duration, team=team)
+        self.backlog.add(job)
+        self._team(team, demand=job.resources.gpus)
+
+    def snapshot(self, now: float) -> Snapshot:
+        """What the tracker would hand the policy now: the running jobs in submit order, as
+        the store lists them (a policy breaks ties by their order)."""
+        if self._running_list is None:
+            states = self.states
+            self._running_list = sorted(self.running.values(),
+                                        key=lambda run: states[run.job_id].pending.seq)
+        return Snapshot(pending=self.backlog, running=self._running_list,
+                        max_concurrent=self.max_concurrent, now=now, pools=self.pools,
+                        usage=self.usage if self.fair_share else {})
+
+    def account_usage(self, now: float) -> None:
+        """Decay each queue's usage to `now` and add what the jobs running since the last
+        call used, as the tracker does before each pass (it passes every 0.5 s while jobs
+        run, so the jobs it counts are those that ran in between)."""
+        if self.fair_share:
+            since = 0.0 if self.usage_at is None else max(0.0, now - self.usage_at)
+            self.usage = decayed_usage(self.usage, self.running.values(), since,
+                                       self.half_life)
+        self.usage_at = now
+
+    def apply(self, decisions: Decisions, now: float) -> int:
+        """Stop the jobs to preempt, then start the admitted ones. Returns the number
+        preempted."""
+        for job_id in decisions.preempt:
+            self._stop(job_id, now)
+        for job_id in decisions.admit:
+            self._start(job_id, now, decisions.gpu_ids.get(job_id, ()),
+                        decisions.pools.get(job_id, ""))
+        return len(decisions.preempt)
+
+    def schedule(self, now: float) -> None:
+        """The passes at one time: one, and another after each that preempted."""
+        for _ in range(MAX_PASSES):
+            if not self.backlog:
+                return
+            self.passes += 1
+            if not self.apply(self.policy.schedule(self.snapshot(now)), now):
+                return
+
+    def finish_due(self, now: float) -> int:
+        """End the jobs whose work is done by `now`."""
+        ended = 0
+        heap = self._completions
+        while heap and heap[0][0] <= now:
+            _, _, job_id, epoch = heapq.heappop(heap)
+            state = self.states[job_id]
+            if state.epoch != epoch:
+                continue  # preempted since: it was requeued
+            run = self.running.pop(job_id)
+            self._running_list = None
+            self._release(run, state, now)
+            state.remaining = 0.0
+            state.finish = now
+            self._team(state.team, demand=-run.resources.gpus)
+            ended += 1
+        return ended
+
+    def next_completion(self) -> float | None:
+        heap = self._completions
+        while heap and self.states[heap[0][2]].epoch != heap[0][3]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def next_wake(self, after: float) -> float | None:
+        wakes = self._wakes
+        while wakes and wakes[0] <= after:
+            heapq.heappop(wakes)
+        return wakes[0] if wakes else None
+
+    def held(self) -> tuple[int, ...]:
+        return tuple(self._held)
+
+    def demand(self) -> tuple[int, ...]:
+        return tuple(self._demand)
+
+    # --- the simulated executor -------------------------------------------------------------
+
+    def _start(self, job_id: str, now: float, gpu_ids: tuple[str, ...], pool: str) -> None:
+        job = self.backlog.remove(job_id)
+        if job is None:
+            raise RuntimeError(f"the policy admitted {job_id!r}, which is not waiting")
+        if len(gpu_ids) != job.resources.gpus or not self._taken.isdisjoint(gpu_ids):
+            raise RuntimeError(f"the policy gave {job_id!r} GPUs {gpu_ids} for "
+                               f"{job.resources.gpus} asked, or some in use: "
+                               f"{sorted(self._taken & set(gpu_ids))}")
+        self._taken.update(gpu_ids)
+        run = RunningJob(job.job_id, job.queue, job.resources, pool or job.pool, gpu_ids,
+                         job.team, now)
+        self.running[job_id] = run
+        self._running_list = None
+        state = self.states[job_id]
+        state.run_start = now
+        if state.first_start is None:
+            state.first_start = now
+        heapq.heappush(self._completions, (now + state.remaining, job.seq, job_id,
+                                           state.epoch))
+        self._team(state.team, held=job.resources.gpus)
+        if self.wake is not None:
+            at = self.wake(run, state)
+            if at is not None and at < now + state.remaining:
+                heapq.heappush(self._wakes, at)
+
+    def _stop(self, job_id: str, now: float) -> None:
+        run = self.running.pop(job_id, None)
+        if run is None:
+            raise RuntimeError(f"the policy preempted {job_id!r}, which is not running")
+        self._running_list = None
+        state = self.states[job_id]
+        self._release(run, state, now)
+        state.remaining = max(0.0, state.remaining - (now - state.run_start)) + \
+            self.restart_overhead
+        state.epoch += 1
+        state.preemptions += 1
+        self.preemptions += 1
+        self.backlog.add(state.pending)  # its submit order and time, as the store keeps
+
+    def _release(self, run: RunningJob, state: JobState, now: float) -> None:
+        ran = now - state.run_start
+        state.held += ran
+        state.attained += run.resources.gpus * ran
+        self._taken.difference_update(run.gpu_ids)
+        self._team(state.team, held=-run.resources.gpus)
+
+    def _team(self, team: str, held: int = 0, demand: int = 0) -> None:
+        index = self._team_index.get(team)
+        if index is not None:
+            self._held[index] += held
+            self._demand[index] += demand
+
+    # --- the whole trace --------------------------------------------------------------------
+
+    def run(self, jobs: Sequence[PendingJob], durations: Sequence[float],
+            teams: Sequence[str], time_limit: float = 0.0) -> Outcome:
+        """Replay jobs (in submit order, each with its duration and team) to the end, or
+        until `time_limit` seconds of wall-clock time have passed (0: no limit)."""
+        started = time.perf_counter()
+        deadline = started + time_limit if time_limit > 0 else float("inf")
+        completed = True
+        timeline: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = []
+        index, count, events = 0, len(jobs), 0
+        last: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        now = jobs[0].submitted_at if jobs else 0.0
+        while True:
+            candidates = [t for t in (
+                jobs[index].submitted_at if index < count else None,
+                self.next_completion(),
+                self.next_wake(now) if self.backlog else None) if t is not None]
+            if not candidates:
+                break
+            if events % 64 == 0 and time.perf_counter() > deadline:
+                completed = False
+                break
+            now = min(candidates)
+            events += 1
+            self.account_usage(now)
+            self.finish_due(now)
+            while index < count and jobs[index].submitted_at <= now:
+                self.submit(jobs[index], durations[index], teams[index])
+                index += 1
+            self.schedule(now)
+            state = (self.held(), self.demand())
+            if state != last:
+                timeline.append((now, *state))
+                last = state
+        return Outcome(
+            jobs=tuple(self.states[job.job_id] for job in jobs), total_gpus=self.total_gpus,
+            teams=tuple(self.teams), timeline=tuple(timeline), preemptions=self.preemptions,
+            passes=self.passes, events=events, seconds=time.perf_counter() - started,
+            unfinished=sum(1 for job in jobs if job.job_id in self.states and
+                           self.states[job.job_id].finish is None) + len(jobs) - index,
+            completed=completed, until=now)
+

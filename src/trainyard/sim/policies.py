@@ -1,0 +1,287 @@
+"""The policies a replay compares, by name.
+
+`fifo`, `priority` and `default` are the service's own scheduler code (FifoPolicy and
+QueuePolicy); `srtf-oracle` and `las` exist only here. Both are preemptive and see only the
+pools: every job, running or waiting, is taken in the policy's order and keeps or gets room
+in the first of its queue's pools that has it (a running job stays in its pool); running
+jobs left without room are preempted, and waiting jobs that got room are admitted. Queue
+priorities, queue limits and team quotas play no part in them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import overload
+
+from trainyard.domain import policy as cfg
+from trainyard.domain.pools import PoolCapacity, allocate_gpus, shortfall
+from trainyard.domain.spec import Resources
+from trainyard.scheduler.fifo import FifoPolicy
+from trainyard.scheduler.model import (
+    Decisions,
+    PendingJob,
+    PendingReason,
+    PendingReasons,
+    Policy,
+    RunningJob,
+    Snapshot,
+)
+from trainyard.scheduler.queues import QueuePolicy
+from trainyard.sim.cluster import executor_pools, without_quotas
+from trainyard.sim.engine import IndexedBacklog, JobState, Key, Progress, Replay
+
+POLICIES = ("fifo", "priority", "default", "srtf-oracle", "las")
+# LAS levels, in GPU-seconds of attained service: below 1 GPU-hour, below 10, the rest.
+LAS_THRESHOLDS = (3600.0, 36000.0)
+
+WAITING_FOR_ROOM = "POOL_CAPACITY"
+PREEMPTING = "RECLAIMING"
+_ROOM = PendingReason(WAITING_FOR_ROOM, "jobs ahead of it in the policy's order hold the "
+                      "room it needs; it starts when enough is free")
+_MAKING_ROOM = PendingReason(PREEMPTING, "jobs behind it in the policy's order are being "
+                             "preempted to make room for it")
+ZERO = Resources(0.0, 0, 0)
+
+
+class PriorityPolicy:
+    """Queue priority, then job priority and submit order: QueuePolicy with no teams (so
+    no quotas, borrowing or reclaim) and no fair share (every queue's usage is zero, so
+    queues of equal priority take turns within each pass only)."""
+
+    def __init__(self, policy: cfg.Policy) -> None:
+        self.policy = without_quotas(policy)
+        self._queues = QueuePolicy(self.policy)
+
+    def schedule(self, snapshot: Snapshot) -> Decisions:
+        return self._queues.schedule(replace(snapshot, usage={}))
+
+
+@dataclass
+class _Room:
+    """One pool in one pass: what the jobs given room so far take of it."""
+
+    capacity: PoolCapacity
+    used: Resources = ZERO
+    jobs: int = 0
+
+    def fits(self, need: Resources) -> bool:
+        return shortfall(self.capacity, need, self.used, self.jobs) is None
+
+    def take(self, need: Resources) -> None:
+        self.used = Resources(self.used.cpus + need.cpus, self.used.memory_mb +
+                              need.memory_mb, self.used.gpus + need.gpus)
+        self.jobs += 1
+
+    @property
+    def full(self) -> bool:
+        """No job that asks for a GPU fits any more."""
+        return self.used.gpus >= self.capacity.gpus or self.jobs >= self.capacity.max_jobs
+
+
+class OrderedPreemptive:
+    """Every job in one order, best first; see the module's docstring. Subclasses give the
+    order: key(job, running, now), ascending, ending with the job's seq. A waiting job's key
+    must not change while it waits (it is indexed by the replay's IndexedBacklog); a
+    running job's may."""
+
+    def __init__(self, policy: cfg.Policy, progress: Progress) -> None:
+        self.policy = policy
+        self.progress = progress
+        self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, executor) -> pools
+
+    def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
+        raise NotImplementedError
+
+    def waiting_key(self, job: PendingJob) -> Key:
+        """The key a job has while it waits (its progress does not move then)."""
+        return self.key(job.job_id, job.seq, job.resources.gpus, False, 0.0)
+
+    def schedule(self, snapshot: Snapshot) -> Decisions:
+        now = snapshot.now
+        states = self.progress.states
+        rooms = {name: _Room(pool.capacity) for name, pool in self.policy.pools.items()}
+        running = sorted(
+            ((self.key(run.job_id, states[run.job_id].pending.seq, run.resources.gpus, True,
+                       now), run) for run in snapshot.running), key=_first)
+        pending = snapshot.pending
+        if isinstance(pending, IndexedBacklog):
+            ordered: Sequence[tuple[Key, PendingJob]] = pending.ordered()
+            gpu_free = pending.gpu_free
+        else:
+            ordered = sorted(((self.waiting_key(job), job) for job in pending), key=_first)
+            gpu_free = sum(1 for job in pending if not job.resources.gpus)
+        keep: set[str] = set()
+        chosen: list[tuple[PendingJob, str]] = []
+        slots, limit = 0, self.policy.max_running
+        r = w = 0
+        full = False  # no waiting job can get room any more
+        while r < len(running) or (w < len(ordered) and not full):
+            if r < len(running) and (full or w >= len(ordered) or
+                                     running[r][0] < ordered[w][0]):
+                run = running[r][1]
+                r += 1
+                room = rooms.get(run.pool)
+                if room is not None and slots < limit and room.fits(run.resources):
+                    room.take(run.resources)
+                    keep.add(run.job_id)
+                    slots += 1
+                continue
+            job = ordered[w][1]
+            w += 1
+            if slots >= limit:
+                full = True
+                continue
+            for name in self._candidates(job):
+                room = rooms[name]
+                if room.fits(job.resources):
+                    room.take(job.resources)
+                    chosen.append((job, name))
+                    slots += 1
+                    full = gpu_free == 0 and all(room.full for room in rooms.values())
+                    break
+        preempt = {run.job_id: "preempted: jobs ahead of it in the policy's order need its "
+                   "room; it resumes where it stopped" for _, run in running
+                   if run.job_id not in keep}
+        taken = {gpu for run in snapshot.running for gpu in run.gpu_ids}
+        admit: list[str] = []
+        gpu_ids: dict[str, tuple[str, ...]] = {}
+        placed: dict[str, str] = {}
+        each: dict[str, PendingReason] = {}
+        for job, name in chosen:
+            ids = allocate_gpus(self.policy.pools[name].capacity, taken, job.resources.gpus)
+            if ids is None:  # held by jobs being preempted: it starts in the next pass
+                each[job.job_id] = _MAKING_ROOM
+                continue
+            taken.update(ids)
+            admit.append(job.job_id)
+            placed[job.job_id] = name
+            if ids:
+                gpu_ids[job.job_id] = ids
+        rest = _Except(pending, set(admit) | set(each))
+        return Decisions(admit=tuple(admit), pending=PendingReasons(each, [(rest, _ROOM)]),
+                         gpu_ids=gpu_ids, pools=placed, preempt=preempt)
+
+    def _candidates(self, job: PendingJob) -> tuple[str, ...]:
+        found = self._pools.get((job.queue, job.pool))
+        if found is None:
+            queue = self.policy.queues.get(job.queue)
+            found = () if queue is None else tuple(
+                name for name in queue.pools if name in self.policy.pools
+                and self.policy.pools[name].executor == job.pool)
+            self._pools[(job.queue, job.pool)] = found
+        return found
+
+
+def _first(item: tuple[Key, object]) -> Key:
+    return item[0]
+
+
+class _Except(Sequence[PendingJob]):
+    """The waiting jobs but some, listed only when read: a pass's tail of reasons costs
+    nothing unless someone asks."""
+
+    def __init__(self, pending: Collection[PendingJob], left_out: set[str]) -> None:
+        self._pending = pending
+        self._left_out = left_out
+        self._jobs: list[PendingJob] | None = None
+
+    def _all(self) -> list[PendingJob]:
+        if self._jobs is None:
+            self._jobs = [job for job in self._pending if job.job_id not in self._left_out]
+        return self._jobs
+
+    @overload
+    def __getitem__(self, index: int) -> PendingJob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PendingJob]: ...
+
+    def __getitem__(self, index: int | slice) -> PendingJob | Sequence[PendingJob]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._pending) - len(self._left_out)
+
+
+class SrtfOraclePolicy(OrderedPreemptive):
+    """Shortest remaining time first, preemptive, knowing every job's remaining work: a
+    bound to compare with, not a policy a service could run. Ties keep running jobs."""
+
+    def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
+        remaining = self.progress.remaining(job_id, now) if running else \
+            self.progress.states[job_id].remaining
+        return (remaining, 0.0 if running else 1.0, float(seq))
+
+
+class LasPolicy(OrderedPreemptive):
+    """Least attained service, discretized as Tiresias does: a job's level is how many of
+    the thresholds (GPU-seconds it has held) it has passed; lower levels go first, and
+    inside a level running jobs keep their place, then submit order. Needs no durations.
+    A running job that passes a threshold may be preempted then: wake() says when."""
+
+    def __init__(self, policy: cfg.Policy, progress: Progress,
+                 thresholds: Sequence[float] = LAS_THRESHOLDS) -> None:
+        super().__init__(policy, progress)
+        self.thresholds = tuple(sorted(thresholds))
+
+    def level(self, attained: float) -> int:
+        return sum(1 for limit in self.thresholds if attained >= limit)
+
+    def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
+        attained = self.progress.attained(job_id, now) if running else \
+            self.progress.states[job_id].attained
+        return (float(self.level(attained)), 0.0 if running else 1.0, float(seq))
+
+    def wake(self, run: RunningJob, state: JobState) -> float | None:
+        """When the job, just started, passes its next threshold."""
+        if not run.resources.gpus:
+            return None
+        for limit in self.thresholds:
+            if state.attained < limit:
+                return run.started_at + (limit - state.attained) / run.resources.gpus
+        return None
+
+
+def min_runtime_wake(policy: cfg.Policy) -> Callable[[RunningJob, JobState], float | None] \
+        | None:
+    """QueuePolicy may preempt a borrower once it has run min_runtime: the replay must pass
+    then, as the tracker's periodic passes would."""
+    if not policy.teams:
+        return None
+
+    def wake(run: RunningJob, state: JobState) -> float | None:
+        queue = policy.queues.get(run.queue)
+        if queue is None or not queue.may_preempt or policy.min_runtime_s <= 0:
+            return None
+        return run.started_at + policy.min_runtime_s
+
+    return wake
+
+
+def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[str],
+               restart_overhead: float = 0.0) -> Replay:
+    """A Replay running the named policy on the cluster `policy` declares."""
+    pools: Mapping[str, PoolCapacity] = {n: p.capacity for n, p in policy.pools.items()}
+    progress = Progress()
+    wake: Callable[[RunningJob, JobState], float | None] | None = None
+    key: Callable[[PendingJob], Key] | None = None
+    chosen: Policy
+    if name == "fifo":
+        chosen, pools = FifoPolicy(), executor_pools(policy)
+    elif name == "priority":
+        chosen = PriorityPolicy(policy)
+    elif name == "default":
+        chosen, wake = QueuePolicy(policy), min_runtime_wake(policy)
+    elif name == "srtf-oracle":
+        srtf = SrtfOraclePolicy(policy, progress)
+        chosen, key = srtf, srtf.waiting_key
+    elif name == "las":
+        las = LasPolicy(policy, progress)
+        chosen, key, wake = las, las.waiting_key, las.wake
+    else:
+        raise ValueError(f"unknown policy {name!r}; the policies are {', '.join(POLICIES)}")
+    return Replay(chosen, pools, policy.max_running, total_gpus,
+                  half_life=policy.fair_share_half_life_s, fair_share=name == "default",
+                  restart_overhead=restart_overhead, wake=wake, backlog_key=key, teams=teams,
+                  progress=progress)

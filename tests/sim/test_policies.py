@@ -1,0 +1,195 @@
+"""Each policy on traces small enough to work out by hand: completion times, queueing
+delay, utilization and preemptions, exactly."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from trainyard.domain import policy as cfg
+from trainyard.domain.pools import PoolCapacity
+from trainyard.sim.cluster import Cluster, generated_policy
+from trainyard.sim.compare import compare
+from trainyard.sim.engine import MAX_PASSES
+from trainyard.sim.trace import Trace, TraceJob
+
+
+def job(job_id: str, submit: float, duration: float, gpus: int, team: str = "x",
+        queue: str = "default", priority: int = 0) -> TraceJob:
+    return TraceJob(job_id, submit, duration, gpus, team=team, user=f"{team}-user",
+                    queue=queue, priority=priority)
+
+
+def replay(jobs: list[TraceJob], policy: str, cluster: Cluster | None = None,
+           **options: Any) -> tuple[dict[str, tuple[float, float]], dict[str, Any]]:
+    """(job id -> (JCT, wait)), and the policy's summary."""
+    trace = Trace(tuple(sorted(jobs, key=lambda j: j.submit_time)), "test", "trainyard", {})
+    cluster = cluster or Cluster(generated_policy(trace.jobs, 2), generated=True)
+    result = compare(trace, cluster, [policy], **options)
+    outcome = result.outcomes[policy]
+    per_job = {}
+    for state in outcome.jobs:
+        assert state.finish is not None
+        jct = state.finish - state.pending.submitted_at
+        per_job[state.pending.job_id] = (jct, jct - state.held)
+    return per_job, result.summaries[policy]
+
+
+def pool_policy(gpus: int, queues: dict[str, int], teams: dict[str, int] | None = None,
+                min_runtime: float = 0.0) -> Cluster:
+    """One pool of `gpus`; queues by name -> priority; teams by name -> GPUs of quota, each
+    free to borrow the rest."""
+    pool = cfg.Pool(PoolCapacity("gpu", max_jobs=100, gpu_ids=tuple(map(str, range(gpus)))))
+    return Cluster(cfg.Policy(
+        pools={"gpu": pool},
+        queues={name: cfg.Queue(name, pools=("gpu",), priority=priority)
+                for name, priority in queues.items()},
+        teams={name: cfg.Team(name, quotas={"gpu": cfg.Quota(gpus=owned,
+                                                             borrow_gpus=gpus - owned)})
+               for name, owned in (teams or {}).items()},
+        max_running=100, min_runtime_s=min_runtime))
+
+
+# a: 1 GPU for 100 s and b: 1 GPU for 50 s at 0; c: both GPUs for 10 s at 10.
+THREE = [job("a", 0, 100, 1), job("b", 0, 50, 1, team="y"), job("c", 10, 10, 2)]
+
+
+def test_fifo_runs_in_submit_order() -> None:
+    jobs, summary = replay(THREE, "fifo")
+    # c waits for both GPUs until a ends at 100, then runs to 110.
+    assert jobs == {"a": (100, 0), "b": (50, 0), "c": (100, 90)}
+    assert summary["mean_jct"] == pytest.approx(250 / 3)
+    assert summary["median_jct"] == 100
+    assert summary["mean_wait"] == 30
+    assert summary["makespan"] == 110
+    assert summary["utilization"] == pytest.approx((100 + 50 + 2 * 10) / (2 * 110))
+    assert summary["preemptions"] == 0
+
+
+def test_fifo_holds_small_jobs_behind_a_large_one_and_priority_lets_them_pass() -> None:
+    # a holds one GPU; b wants both; c wants one, which is free.
+    trace = [job("a", 0, 100, 1), job("b", 1, 10, 2), job("c", 2, 10, 1)]
+    fifo, _ = replay(trace, "fifo")
+    assert fifo == {"a": (100, 0), "b": (109, 99), "c": (118, 108)}
+    best_effort, _ = replay(trace, "priority")  # b has not waited reserve_after (10 min)
+    assert best_effort == {"a": (100, 0), "b": (109, 99), "c": (10, 0)}
+
+
+def test_priority_takes_the_higher_queue_first() -> None:
+    cluster = pool_policy(1, {"lo": 0, "hi": 5})
+    trace = [job("x", 0, 100, 1, queue="lo"), job("y", 1, 10, 1, queue="lo"),
+             job("z", 2, 10, 1, queue="hi")]
+    jobs, summary = replay(trace, "priority", cluster)
+    assert jobs == {"x": (100, 0), "z": (108, 98), "y": (119, 109)}
+    assert summary["utilization"] == 1.0
+    fifo, _ = replay(trace, "fifo", cluster)
+    assert fifo == {"x": (100, 0), "y": (109, 99), "z": (118, 108)}
+
+
+def test_default_reclaims_borrowed_quota_by_preemption_and_the_job_resumes() -> None:
+    # x's two jobs use both GPUs, one of them borrowed from y; y's job comes at 50, in a
+    # queue of its own, and x's newest job makes room, resuming when y's job is done.
+    cluster = pool_policy(2, {"xq": 0, "yq": 0}, {"x": 1, "y": 1})
+    trace = [job("x1", 0, 100, 1, queue="xq"), job("x2", 0, 100, 1, queue="xq"),
+             job("y1", 50, 10, 1, team="y", queue="yq")]
+    jobs, summary = replay(trace, "default", cluster)
+    assert jobs["y1"] == (10, 0)
+    assert sorted(jobs[j] for j in ("x1", "x2")) == [(100, 0), (110, 10)]
+    assert summary["preemptions"] == 1
+    assert summary["makespan"] == 110
+    assert summary["utilization"] == pytest.approx((100 + 100 + 10) / (2 * 110))
+    assert summary["teams"]["x"]["preemptions"] == 1
+
+
+def test_default_waits_for_min_runtime_before_it_preempts() -> None:
+    # y's job comes at 10, but x's jobs may be preempted only once they ran 20 s: the
+    # replay wakes then, as the tracker's periodic passes would.
+    cluster = pool_policy(2, {"xq": 0, "yq": 0}, {"x": 1, "y": 1}, min_runtime=20)
+    trace = [job("x1", 0, 100, 1, queue="xq"), job("x2", 0, 100, 1, queue="xq"),
+             job("y1", 10, 10, 1, team="y", queue="yq")]
+    jobs, summary = replay(trace, "default", cluster)
+    assert jobs["y1"] == (20, 10)
+    assert sorted(jobs[j] for j in ("x1", "x2")) == [(100, 0), (110, 10)]
+    assert summary["preemptions"] == 1
+
+
+def test_default_in_one_queue_gives_reclaimed_quota_back_to_the_borrower() -> None:
+    """What QueuePolicy does today when the borrower's job is ahead in the same queue: the
+    preempted job is older, so the next pass admits it again into the room made for the
+    owner's job, which reclaims again. The replay shows the churn; y's job starts only
+    when x's jobs end."""
+    cluster = pool_policy(2, {"default": 0}, {"x": 1, "y": 1})
+    trace = [job("x1", 0, 100, 1), job("x2", 0, 100, 1), job("y1", 50, 10, 1, team="y")]
+    jobs, summary = replay(trace, "default", cluster)
+    assert jobs["y1"] == (60, 50)
+    assert summary["preemptions"] == MAX_PASSES  # one in each pass at 50, up to the cap
+
+
+def test_srtf_oracle_preempts_for_the_shortest_remaining_work() -> None:
+    jobs, summary = replay(THREE, "srtf-oracle")
+    # At 10: c (10 s left) goes before b (40) and a (90), which stop and resume at 20.
+    assert jobs == {"a": (110, 10), "b": (60, 10), "c": (10, 0)}
+    assert summary["preemptions"] == 2
+    assert summary["mean_jct"] == 60
+    assert summary["utilization"] == pytest.approx(170 / 220)
+
+
+def test_restart_overhead_is_added_to_each_resumed_job() -> None:
+    jobs, _ = replay(THREE, "srtf-oracle", restart_overhead=5)
+    assert jobs == {"a": (115, 10), "b": (65, 10), "c": (10, 0)}
+
+
+def test_las_keeps_jobs_of_one_level_in_order() -> None:
+    jobs, summary = replay(THREE, "las")  # all below the first level (1 GPU-hour)
+    assert jobs == {"a": (100, 0), "b": (50, 0), "c": (100, 90)}
+    assert summary["preemptions"] == 0
+
+
+def test_las_preempts_a_job_that_passed_a_level_for_a_newer_one() -> None:
+    cluster = pool_policy(1, {"default": 0})
+    trace = [job("a", 0, 5000, 1), job("b", 4000, 100, 1)]
+    jobs, summary = replay(trace, "las", cluster)  # a passed 3600 GPU-seconds at 3600
+    assert jobs == {"a": (5100, 100), "b": (100, 0)}
+    assert summary["preemptions"] == 1
+    fifo, _ = replay(trace, "fifo", cluster)
+    assert fifo == {"a": (5000, 0), "b": (1100, 1000)}
+
+
+def test_las_wakes_when_a_running_job_passes_a_level() -> None:
+    cluster = pool_policy(1, {"default": 0})
+    trace = [job("a", 0, 5000, 1), job("b", 1000, 100, 1)]
+    jobs, _ = replay(trace, "las", cluster)
+    # b waits behind a, of the same level, until a passes 1 GPU-hour at 3600.
+    assert jobs == {"a": (5100, 100), "b": (2700, 2600)}
+
+
+def test_a_job_too_large_for_every_pool_is_refused_not_replayed() -> None:
+    trace = Trace((job("ok", 0, 10, 1), job("huge", 0, 10, 3)), "t", "trainyard", {})
+    result = compare(trace, Cluster(generated_policy(trace.jobs, 2), generated=True),
+                     ["fifo"])
+    assert [j.job_id for j in result.submitted.jobs] == ["ok"]
+    (reason,) = result.submitted.refused
+    assert "3 is more than the 2 GPUs of pool 'gpu'" in reason
+
+
+def test_the_generated_policy_shares_the_gpus_among_the_teams() -> None:
+    trace = [job("a", 0, 1, 1, team="t1"), job("b", 0, 1, 1, team="t2"),
+             job("c", 0, 1, 1, team="t3", queue="ls")]
+    policy = generated_policy(trace, 64)
+    assert {name: team.quotas["gpu"].gpus for name, team in policy.teams.items()} == \
+        {"t1": 22, "t2": 21, "t3": 21}
+    assert policy.teams["t2"].quotas["gpu"].borrow_gpus == 43
+    assert {name: q.priority for name, q in policy.queues.items()} == {"default": 0, "ls": 2}
+    assert policy.pools["gpu"].capacity.gpus == 64
+
+
+def test_jain_is_one_without_contention_and_falls_when_one_team_waits() -> None:
+    _, fifo = replay([job("a", 0, 10, 1), job("b", 0, 10, 1, team="y")], "fifo")
+    assert fifo["jain"] == 1.0 and fifo["contended_seconds"] == 0
+    _, srtf = replay(THREE, "srtf-oracle")
+    # Contended only from 10 to 20, when c holds both GPUs: x gets 2 of its fair 1, y 0 of 1.
+    assert srtf["contended_seconds"] == 10
+    assert srtf["jain"] == pytest.approx(0.5)
+    assert math.isclose(srtf["teams"]["y"]["fair_share_ratio"], 0.0)
