@@ -1,5 +1,6 @@
 """The local-process executor against real processes."""
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -107,6 +108,20 @@ def test_a_job_that_stops_on_term_has_its_status_recorded(tmp_path: Path) -> Non
     ex.cancel(req.handle, grace_seconds=30)
     obs = wait_for(ex, req.handle, {Phase.EXITED, Phase.LOST})
     assert obs == Observation(Phase.EXITED, exit_code=143)
+
+
+def test_a_cancel_right_after_launch_reaches_the_command(tmp_path: Path) -> None:
+    # As the tracker does: ask until the executor says it asked. A TERM sent before the
+    # command's shell exists would reach only the wrapper, and the job would run on until
+    # the KILL after the grace period.
+    ex = LocalExecutor(tmp_path / "state")
+    for attempt in range(1, 11):
+        req = request(tmp_path, ex, "sleep 60", attempt=attempt)
+        ex.launch(req)
+        handle = req.handle
+        until(functools.partial(ex.cancel, handle, 60.0), timeout=5)
+        assert wait_for(ex, handle, {Phase.EXITED, Phase.LOST}, timeout=5) == \
+            Observation(Phase.EXITED, exit_code=143)
 
 
 def test_a_new_executor_adopts_a_running_job_and_sees_it_end(tmp_path: Path) -> None:

@@ -24,16 +24,19 @@ from trainyard.executors.base import (
     gang_command,
 )
 
-# $1 command, $2 exit file, $3 pid file. The wrapper writes its pid before anything else,
-# runs the command in a child shell and records its status. A half-written file reads as
-# "not yet" and the wrapper is then still alive, so no rename is needed. The wrapper outlives
-# a TERM sent to its group (a handler, unlike an ignore, is not inherited by the job), so a
-# job that stops on TERM still has its status recorded; one that needs the KILL after the
-# grace period takes the wrapper with it and leaves no exit file: the tracker knows it asked.
+# $1 command, $2 exit file, $3 pid file, $4 start file. The wrapper writes its pid before
+# anything else, runs the command in a child shell and records its status. A half-written
+# file reads as "not yet" and the wrapper is then still alive, so no rename is needed. The
+# wrapper outlives a TERM sent to its group (a handler, unlike an ignore, is not inherited
+# by the job), so a job that stops on TERM still has its status recorded; one that needs the
+# KILL after the grace period takes the wrapper with it and leaves no exit file: the tracker
+# knows it asked. Between its fork and its exec the child still has the wrapper's handler,
+# and a TERM then would be lost; so the child, once a fresh shell, writes the start file
+# before it runs the command, and a cancel waits for that file.
 WRAPPER = r"""
 trap 'true' TERM
 printf '%s\n' "$$" > "$3"
-/bin/sh -c "$1" </dev/null
+/bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 """
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
@@ -73,6 +76,15 @@ class LocalExecutor:
     def _pid_file(self, handle: str) -> Path:
         return self._dir(handle) / "pid"
 
+    def _start_file(self, handle: str) -> Path:
+        return self._dir(handle) / "started"
+
+    def _started(self, handle: str) -> bool:
+        """Whether the command runs: its shell wrote the start file. A wrapper that wrote its
+        pid that long ago without one (of an older version, or stuck) counts as started."""
+        return self._start_file(handle).exists() or \
+            time.time() - self._pid_file(handle).stat().st_mtime > STARTING_TIMEOUT
+
     # --- protocol ------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
@@ -97,7 +109,8 @@ class LocalExecutor:
             with files.log.open("ab") as log:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
-                     str(self._exit_file(request.handle)), str(self._pid_file(request.handle))],
+                     str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
+                     str(self._start_file(request.handle))],
                     cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -120,7 +133,7 @@ class LocalExecutor:
                 return Observation(Phase.LOST, message="the process did not start")
             return Observation(Phase.STARTING)
         if self._is_ours(handle, pid):
-            return Observation(Phase.RUNNING)
+            return Observation(Phase.RUNNING if self._started(handle) else Phase.STARTING)
         # The wrapper may have written the exit file just after we looked.
         code = self._read_exit(handle)
         if code is not None:
@@ -142,6 +155,10 @@ class LocalExecutor:
             return self.poll(handle).phase is not Phase.STARTING
         if not self._is_ours(handle, pid):
             return True  # already gone: nothing to stop
+        if not self._started(handle):
+            # The command is not running yet and a TERM now would reach only the wrapper:
+            # ask again on the next pass.
+            return False
         _signal_group(pid, signal.SIGTERM)
 
         timer = threading.Timer(grace_seconds, self._kill_group, args=(handle, pid))
