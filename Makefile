@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-docker test proto lint bench bench-launch bench-scheduler clean
+.PHONY: venv demo demo-docker test proto lint bench bench-launch bench-scheduler bench-policies clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,9 @@ bench-launch: $(STAMP)
 
 bench-scheduler: $(STAMP)
 	$(PY) bench/scheduler.py
+
+bench-policies: $(STAMP)
+	$(PY) bench/policies.py --generated 100000
 
 clean:
 	rm -rf $(VENV) .trainyard .pytest_cache

@@ -193,3 +193,14 @@ def test_jain_is_one_without_contention_and_falls_when_one_team_waits() -> None:
     assert srtf["contended_seconds"] == 10
     assert srtf["jain"] == pytest.approx(0.5)
     assert math.isclose(srtf["teams"]["y"]["fair_share_ratio"], 0.0)
+
+
+def test_a_replay_stopped_by_its_time_limit_says_how_far_it_got() -> None:
+    trace = Trace(tuple(job(str(i), i * 10.0, 5.0, 1) for i in range(500)), "t", "trainyard",
+                  {})
+    cluster = Cluster(generated_policy(trace.jobs, 2), generated=True)
+    stopped = compare(trace, cluster, ["fifo"], time_limit=1e-9).summaries["fifo"]
+    assert stopped["completed"] is False and stopped["unfinished"] == 500
+    done = compare(trace, cluster, ["fifo"]).summaries["fifo"]
+    assert done["completed"] is True and done["unfinished"] == 0 and done["jobs"] == 500
+    assert done["simulated_until"] == 4995.0

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
 from trainyard.sim.trace import TraceError, generate_trace, queue_per_team, read_trace
 
 HEADER = "job_id,submit_time,duration,num_gpus,team,user,queue,priority,name\n"
-PHILLY = Path("/work/shared/data/traces/philly-3vc.csv")
+# The project's shared data sits beside the repository (shared/ next to its root).
+PHILLY = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "philly-3vc.csv"
 ALIBABA_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
                   "creation_time,deletion_time,scheduled_time\n")
 
@@ -108,6 +110,8 @@ def test_an_alibaba_pod_deleted_before_it_was_scheduled_is_refused(tmp_path: Pat
 
 
 def test_the_shared_traces_read() -> None:
+    if not PHILLY.exists():
+        missing(f"the shared traces ({PHILLY.parent})")
     philly = read_trace(PHILLY)
     assert len(philly.jobs) == 1842 and {job.team for job in philly.jobs} == \
         {"0e4a51", "2869ce", "e13805"}
@@ -116,9 +120,10 @@ def test_the_shared_traces_read() -> None:
     assert len(alibaba.jobs) + sum(alibaba.skipped.values()) == 8152
 
 
-def test_queue_per_team_and_generated_traces() -> None:
-    trace = read_trace(PHILLY)
-    assert {job.queue for job in queue_per_team(trace).jobs} == {job.team for job in trace.jobs}
+def test_queue_per_team_and_generated_traces(tmp_path: Path) -> None:
+    trace = read_trace(write(tmp_path, HEADER + "a,0,1,1,t1,u,default,0,n\n"
+                             "b,0,1,1,,u,gpu,0,n\n"))
+    assert [job.queue for job in queue_per_team(trace).jobs] == ["t1", "default"]
     jobs = generate_trace(1000, 64, seed=1)
     assert len(jobs) == 1000 and all(1 <= job.gpus <= 8 for job in jobs)
     assert [job.submit_time for job in jobs] == sorted(job.submit_time for job in jobs)

@@ -91,7 +91,7 @@ class JobState:
 class Outcome:
     """What the replay of one policy produced."""
 
-    jobs: tuple[JobState, ...]  # in submit order
+    jobs: tuple[JobState, ...]  # those that arrived, in submit order
     total_gpus: int
     teams: tuple[str, ...]  # the timeline's team order
     # After each event time's passes: (time, GPUs each team holds, GPUs each team asks for,
@@ -341,7 +341,8 @@ class Replay:
                 timeline.append((now, *state))
                 last = state
         return Outcome(
-            jobs=tuple(self.states[job.job_id] for job in jobs), total_gpus=self.total_gpus,
+            jobs=tuple(self.states[job.job_id] for job in jobs[:index]),
+            total_gpus=self.total_gpus,
             teams=tuple(self.teams), timeline=tuple(timeline), preemptions=self.preemptions,
             passes=self.passes, events=events, seconds=time.perf_counter() - started,
             unfinished=sum(1 for job in jobs if job.job_id in self.states and

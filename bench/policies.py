@@ -1,0 +1,208 @@
+"""Policy benchmark: every policy replayed on the Philly trace at 64 GPUs, in-process.
+
+What is run: `trainyard.sim.compare` (what `trainyard sim` runs) on
+shared/data/traces/philly-3vc.csv beside the repository (1,842 jobs, three teams, 98 days)
+with the policy `--gpus 64` generates: one pool of 64 GPUs, each team owning a third of
+them (22/21/21) and free to borrow the rest. Two configurations of the queues:
+  queue per team  each team's jobs wait in a queue of their own (as `--queue-per-team`), so
+                  QueuePolicy's fair turns between queues are also turns between teams. All
+                  five policies run here, and the goals are judged here.
+  one queue       as the trace has it: every job in queue `default`. Only `default` differs
+                  (the others ignore queues, or nearly); it runs under --one-queue-limit
+                  seconds of wall-clock time, because QueuePolicy gives reclaimed quota back
+                  to the borrower ahead in the queue and churns (see README), and reports
+                  how far it got.
+
+Timed: each policy's whole replay (wall clock, one run). Goals (from the issue): `default`
+mean JCT <= 0.5x fifo's and <= 1.25x srtf-oracle's; Jain's index across teams >= 0.95;
+<= 5 s a policy on this trace; with --generated N, a generated trace of N jobs (100,000 for
+the goal of <= 60 s a policy; 4 teams of unequal sizes, a queue per team) on
+--generated-gpus GPUs at 80% load is timed too (`make bench-policies` passes 100000). Whether
+each goal is met is printed; the numbers are as measured either way.
+
+Usage: .venv/bin/python bench/policies.py [--policies fifo,...] [--one-queue-limit 60]
+                                          [--generated 100000] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchlib import commit, num, verdict, write_json
+from rich.console import Console
+from rich.table import Table
+
+from trainyard.sim.cluster import Cluster, generated_policy
+from trainyard.sim.compare import compare
+from trainyard.sim.policies import POLICIES
+from trainyard.sim.trace import Trace, generate_trace, queue_per_team, read_trace
+
+RESULTS = Path(__file__).resolve().parent / "results" / "policies.json"
+# The project's shared data sits beside the repository; TRAINYARD_TRACES to look elsewhere.
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+PHILLY = Path(os.environ.get("TRAINYARD_TRACES", TRACES)) / "philly-3vc.csv"
+GPUS = 64
+GOAL_VS_FIFO = 0.5  # default's mean JCT over fifo's, at most
+GOAL_VS_SRTF = 1.25  # default's mean JCT over srtf-oracle's, at most
+GOAL_JAIN = 0.95
+GOAL_PHILLY_S = 5.0
+GOAL_GENERATED_S = 60.0
+GOAL_GENERATED_JOBS = 100_000
+HOUR = 3600.0
+
+console = Console(width=None if sys.stdout.isatty() else 130)
+
+
+def run(trace: Trace, gpus: int, policies: list[str], time_limit: float = 0.0
+        ) -> dict[str, dict[str, Any]]:
+    cluster = Cluster(generated_policy(trace.jobs, gpus), generated=True)
+    out = {}
+    for name in policies:
+        console.log(f"{name}: replaying {len(trace.jobs):,} jobs on {gpus} GPUs")
+        started = time.perf_counter()
+        result = compare(trace, cluster, [name], time_limit=time_limit)
+        summary = result.report()["policies"][name]
+        summary["wall_seconds"] = num(time.perf_counter() - started, 3)
+        del summary["timeline"]
+        out[name] = summary
+    return out
+
+
+def goals(per_team: dict[str, dict[str, Any]],
+          generated: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    default, fifo, srtf = (per_team.get(n) for n in ("default", "fifo", "srtf-oracle"))
+
+    def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+        if not a or not b or not a.get("mean_jct") or not b.get("mean_jct"):
+            return None
+        return float(a["mean_jct"]) / float(b["mean_jct"])
+
+    vs_fifo, vs_srtf = ratio(default, fifo), ratio(default, srtf)
+    jain = default.get("jain") if default else None
+    slowest = max((p["wall_seconds"] for p in per_team.values()), default=None)
+    result: dict[str, Any] = {
+        "default_mean_jct_vs_fifo_at_most": {
+            "target": GOAL_VS_FIFO, "value": num(vs_fifo, 3),
+            "pass": None if vs_fifo is None else vs_fifo <= GOAL_VS_FIFO},
+        "default_mean_jct_vs_srtf_oracle_at_most": {
+            "target": GOAL_VS_SRTF, "value": num(vs_srtf, 3),
+            "pass": None if vs_srtf is None else vs_srtf <= GOAL_VS_SRTF},
+        "default_jain_at_least": {
+            "target": GOAL_JAIN, "value": jain,
+            "pass": None if jain is None else jain >= GOAL_JAIN},
+        "philly_seconds_per_policy_at_most": {
+            "target": GOAL_PHILLY_S, "value": slowest,
+            "pass": None if slowest is None else slowest <= GOAL_PHILLY_S},
+    }
+    slowest_big = max((p["wall_seconds"] for p in generated.values()), default=None) \
+        if generated else None
+    result["generated_seconds_per_policy_at_most"] = {
+        "target": GOAL_GENERATED_S, "value": slowest_big,
+        "pass": None if slowest_big is None else slowest_big <= GOAL_GENERATED_S}
+    return result
+
+
+def policy_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title=title)
+    for col in ("policy", "jobs", "mean JCT h", "median h", "p95 h", "p99 h", "mean wait h",
+                "makespan d", "util", "Jain", "preempt", "wall s"):
+        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=True)
+
+    def h(value: float | None) -> str:
+        return "-" if value is None else f"{value / HOUR:.1f}"
+
+    for name, s in results.items():
+        mark = "" if s["completed"] else " (stopped)"
+        table.add_row(name + mark, f"{s['jobs']:,}", h(s["mean_jct"]), h(s["median_jct"]),
+                      h(s["p95_jct"]), h(s["p99_jct"]), h(s["mean_wait"]),
+                      f"{s['makespan'] / 86400:.1f}", f"{s['utilization']:.1%}",
+                      f"{s['jain']:.3f}", f"{s['preemptions']:,}", f"{s['wall_seconds']:.2f}")
+    return table
+
+
+def goals_table(result: dict[str, Any]) -> Table:
+    table = Table(title="Goals")
+    for col in ("goal", "target", "measured", "result"):
+        table.add_column(col, no_wrap=True)
+    rows = (("default mean JCT / fifo's", "default_mean_jct_vs_fifo_at_most", "<= {}x",
+             "{:.2f}x"),
+            ("default mean JCT / srtf-oracle's", "default_mean_jct_vs_srtf_oracle_at_most",
+             "<= {}x", "{:.2f}x"),
+            ("default Jain's index across teams", "default_jain_at_least", ">= {}", "{:.3f}"),
+            ("Philly replay, slowest policy", "philly_seconds_per_policy_at_most", "<= {} s",
+             "{:.2f} s"),
+            (f"generated {GOAL_GENERATED_JOBS:,}-job trace, slowest policy",
+             "generated_seconds_per_policy_at_most", "<= {} s", "{:.1f} s"))
+    for label, key, target, value in rows:
+        goal = result[key]
+        table.add_row(label, target.format(goal["target"]),
+                      "n/a" if goal["value"] is None else value.format(goal["value"]),
+                      verdict(goal["pass"]))
+    return table
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help="comma-separated [default: all]")
+    p.add_argument("--one-queue-limit", type=float, default=60.0,
+                   help="wall-clock seconds for `default` with the trace's one queue "
+                   "(0: skip it)")
+    p.add_argument("--generated", type=int, default=0,
+                   help="also time a generated trace of this many jobs (0: skip)")
+    p.add_argument("--generated-gpus", type=int, default=256)
+    p.add_argument("--json", type=Path, default=RESULTS, help="where to write the results")
+    args = p.parse_args()
+    args.policies = [n.strip() for n in args.policies.split(",") if n.strip()]
+    unknown = set(args.policies) - set(POLICIES)
+    if unknown:
+        p.error(f"unknown policies: {', '.join(sorted(unknown))}")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    philly = read_trace(PHILLY)
+    per_team = run(queue_per_team(philly), GPUS, args.policies)
+    one_queue = run(philly, GPUS, ["default"], args.one_queue_limit) \
+        if args.one_queue_limit > 0 and "default" in args.policies else {}
+    generated = None
+    if args.generated:
+        jobs = generate_trace(args.generated, args.generated_gpus, seed=7)
+        generated = run(queue_per_team(Trace(tuple(jobs), "generated", "trainyard", {})),
+                        args.generated_gpus, args.policies)
+    summary = {
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "config": {"trace": str(PHILLY), "gpus": GPUS, "policies": args.policies,
+                   "one_queue_limit_s": args.one_queue_limit,
+                   "generated_jobs": args.generated, "generated_gpus": args.generated_gpus,
+                   "generated_load": 0.8},
+        "queue_per_team": per_team,
+        "one_queue": one_queue,
+        "generated": generated,
+        "goals": goals(per_team, generated),
+    }
+    console.print(policy_table(f"Philly at {GPUS} GPUs, a queue per team", per_team))
+    if one_queue:
+        console.print(policy_table(f"Philly at {GPUS} GPUs, the trace's one queue", one_queue))
+    if generated:
+        console.print(policy_table(f"Generated {args.generated:,} jobs at "
+                                   f"{args.generated_gpus} GPUs", generated))
+    console.print(goals_table(summary["goals"]))
+    write_json(summary, args.json)
+    console.print(f"results: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
