@@ -7,7 +7,7 @@ pass runs, fed as the tracker feeds it: the waiting jobs in a Backlog kept betwe
 (a job added when it arrives or is requeued, removed when admitted), the running jobs, the
 clock, and each queue's decayed usage. When a pass preempts, the victims stop at once (the
 simulated executor needs no grace period) and another pass runs at the same time, as the
-tracker's next pass would once they stopped; so does one after an admission freed nothing.
+tracker's next pass would once they stopped (at most MAX_PASSES passes at one time).
 
 The simulated executor starts an admitted job at once. A job runs for its trace duration
 in all, resuming where it stopped after a preemption, plus `restart_overhead` seconds for
