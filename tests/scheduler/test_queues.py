@@ -275,6 +275,63 @@ def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> Non
     assert again.preempt == {} and again.pending["j1"].code == "RECLAIMING"
 
 
+def test_quota_taken_back_is_held_for_its_owner_against_the_requeued_borrower() -> None:
+    p = policy(teams={"vision": Team("vision", frozenset(), {"gpu": Quota(gpus=4,
+                                                                            borrow_gpus=4)}),
+                      "nlp": Team("nlp", frozenset(), {"gpu": Quota(gpus=4)})})
+    # vision holds 6 of the 8 GPUs; its preempted job (older, so first in queue a) and
+    # nlp's job, for which 2 GPUs were taken back, both wait for the 2 that are free.
+    running = [RunningJob(f"v{i}", "a", Resources(1, 1024, 1), "gpu", (f"g{i}",),
+                          team="vision") for i in range(6)]
+    pending = [job(1, "a", gpus=2, team="vision"), job(2, "a", gpus=2, team="nlp")]
+    snapshot = Snapshot(pending, running, max_concurrent=0, now=0.0,
+                        reclaiming={"j2": "gpu"})
+    decided = QueuePolicy(p).schedule(snapshot)
+    assert decided.admit == ("j2",)
+    assert decided.pending["j1"].code == RESERVED
+    # Without the hold the borrower would take them back, and nlp would reclaim again.
+    assert run(p, pending, running).admit == ("j1",)
+    # A hold for a job that left the queue, or for a pool the policy lacks, holds nothing.
+    gone = Snapshot(pending[:1], running, max_concurrent=0, now=0.0,
+                    reclaiming={"j2": "gpu", "j1": "nowhere"})
+    assert QueuePolicy(p).schedule(gone).admit == ("j1",)
+
+
+def test_the_hold_lasts_while_its_claimant_waits_and_only_the_claimant_holds() -> None:
+    p = policy(teams={"vision": Team("vision", frozenset(), {"gpu": Quota(gpus=4,
+                                                                            borrow_gpus=4)}),
+                      "nlp": Team("nlp", frozenset(), {"gpu": Quota(gpus=4)})})
+    # All 8 GPUs run vision's jobs; two of them were asked to stop for nlp's j1.
+    running = [RunningJob(f"v{i}", "a", Resources(1, 1024, 1), "gpu", (f"g{i}",),
+                          team="vision", preempting=i >= 6) for i in range(8)]
+    pending = [job(1, "a", gpus=2, team="nlp"), job(2, "a", gpus=1, team="nlp")]
+    decided = QueuePolicy(p).schedule(Snapshot(pending, running, max_concurrent=0, now=0.0,
+                                               reclaiming={"j1": "gpu"}))
+    assert decided.pending["j1"].code == decided.pending["j2"].code == "RECLAIMING"
+    assert decided.reclaiming == {"j1": "gpu"}  # j2 waits for its turn to take back
+
+
+def test_a_long_waiting_job_that_would_borrow_holds_nothing() -> None:
+    p = policy(teams={"vision": Team("vision", frozenset(), {"cpu": Quota(cpus=2,
+                                                                            borrow_cpus=6)}),
+                      "nlp": Team("nlp", frozenset(), {"cpu": Quota(cpus=6)})},
+               queues={"a": Queue("a", pools=("cpu",))})
+    running = [RunningJob(f"r{i}", "a", Resources(1, 1024, 0), "cpu", team="nlp")
+               for i in range(5)]
+    # 3 CPUs are free. vision's 4-CPU job, waiting for an hour, would borrow 2 of them: it
+    # holds no room, so nlp's later 1-CPU job starts.
+    big = job(1, "a", cpus=4, team="vision", submitted_at=-3600.0)
+    decided = run(p, [big, job(2, "a", cpus=1, team="nlp")], running)
+    assert decided.admit == ("j2",)
+    # The same wait within the team's own quota holds the room it needs (vision's jobs are
+    # too young to be preempted for it).
+    theirs = [RunningJob(f"r{i}", "a", Resources(1, 1024, 0), "cpu", team="vision")
+              for i in range(5)]
+    mine = job(1, "a", cpus=4, team="nlp", submitted_at=-3600.0)
+    held = run(p, [mine, job(2, "a", cpus=1, team="vision")], theirs)
+    assert held.admit == () and held.pending["j2"].code == RESERVED
+
+
 def test_no_preemption_beyond_a_teams_own_quota_or_from_protected_queues() -> None:
     borrowers = [RunningJob(f"v{i}", "urgent", Resources(1, 1024, 1), "gpu", (f"g{i}",),
                             team="vision", started_at=0.0) for i in range(8)]

@@ -12,7 +12,6 @@ from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.sim.cluster import Cluster, generated_policy
 from trainyard.sim.compare import compare
-from trainyard.sim.engine import MAX_PASSES
 from trainyard.sim.trace import Trace, TraceJob
 
 
@@ -115,16 +114,17 @@ def test_default_waits_for_min_runtime_before_it_preempts() -> None:
     assert summary["preemptions"] == 1
 
 
-def test_default_in_one_queue_gives_reclaimed_quota_back_to_the_borrower() -> None:
-    """What QueuePolicy does today when the borrower's job is ahead in the same queue: the
-    preempted job is older, so the next pass admits it again into the room made for the
-    owner's job, which reclaims again. The replay shows the churn; y's job starts only
-    when x's jobs end."""
+def test_default_in_one_queue_keeps_reclaimed_quota_for_its_owner() -> None:
+    """The borrower's preempted job is older, so it is ahead of the owner's in their one
+    queue; what comes back is held for the owner's job, and the borrower waits for it
+    instead of taking it again (which would make the owner reclaim again, and again)."""
     cluster = pool_policy(2, {"default": 0}, {"x": 1, "y": 1})
     trace = [job("x1", 0, 100, 1), job("x2", 0, 100, 1), job("y1", 50, 10, 1, team="y")]
     jobs, summary = replay(trace, "default", cluster)
-    assert jobs["y1"] == (60, 50)
-    assert summary["preemptions"] == MAX_PASSES  # one in each pass at 50, up to the cap
+    assert jobs["y1"] == (10, 0)  # starts at once, on the GPU taken back from x2
+    # One of x's jobs ran 50 s, waited 10 s for y1, then ran its last 50 s.
+    assert sorted([jobs["x1"], jobs["x2"]]) == [(100, 0), (110, 10)]
+    assert summary["preemptions"] == 1
 
 
 def test_srtf_oracle_preempts_for_the_shortest_remaining_work() -> None:

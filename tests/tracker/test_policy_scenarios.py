@@ -127,3 +127,51 @@ def test_a_job_behind_its_queue_limit_hears_how_many_are_ahead(
                                       "2 jobs of higher priority are ahead.")
     first = server.service.status(high[0], identity=ANN)
     assert first.queue_position == 1 and first.pending_message.endswith("running jobs")
+
+
+ONE_QUEUE = """
+max_running = 8
+min_runtime = "0s"
+
+[pools.cpu]
+cpus = 2
+max_jobs = 2
+
+[queues.shared]
+pools = ["cpu"]
+
+[teams.vision]
+members = ["ann"]
+[teams.vision.quota.cpu]
+cpus = 1
+borrow_cpus = 1
+
+[teams.nlp]
+members = ["bob"]
+[teams.nlp.quota.cpu]
+cpus = 1
+"""
+
+
+def test_in_one_queue_quota_taken_back_goes_to_its_owner_not_back_to_the_borrower(
+        tmp_path: Path, database_url: str) -> None:
+    with live_server(tmp_path, database_url, ONE_QUEUE) as srv:
+        borrowed = [srv.service.train(JobSpec(name=f"v{i}", command="sleep 3", queue="shared",
+                                              resources=Resources(cpus=1)), identity=ANN)[0]
+                    for i in range(2)]
+        for job_id in borrowed:
+            wait_for(srv, job_id, {JobState.RUNNING})
+        mine, _ = srv.service.train(JobSpec(name="n", command="sleep 1", queue="shared",
+                                            resources=Resources(cpus=1)), identity=BOB)
+        wait_for(srv, mine, {JobState.RUNNING, JobState.SUCCEEDED})
+        for job_id in borrowed:
+            wait_for(srv, job_id, {JobState.SUCCEEDED}, timeout=60)
+        preemptions = {j: [e.to_state for e in srv.jobs.events(j)].count(JobState.PREEMPTED)
+                       for j in borrowed}
+        # One borrowed CPU came back once: the requeued borrower, ahead of nlp's job in the
+        # queue, did not take it again.
+        assert sorted(preemptions.values()) == [0, 1]
+        victim = next(j for j, n in preemptions.items() if n)
+        restarted = [e.time for e in srv.jobs.events(victim) if e.to_state is JobState.RUNNING]
+        ended = next(e.time for e in srv.jobs.events(mine) if e.to_state is JobState.SUCCEEDED)
+        assert len(restarted) == 2 and restarted[1] >= ended - 0.5

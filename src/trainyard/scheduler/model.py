@@ -57,6 +57,9 @@ class Snapshot:
     # how sentences name them ("pipeline 'etl'"; by default "sweep <id>").
     sweep_limits: Mapping[str, int] = field(default_factory=dict)
     sweep_titles: Mapping[str, str] = field(default_factory=dict)
+    # The last pass's Decisions.reclaiming: waiting jobs for which borrowed quota is being
+    # taken back, each with the pool. What comes back is held for them, not lent again.
+    reclaiming: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,9 @@ class Decisions:
     pools: dict[str, str] = field(default_factory=dict)
     # Running jobs to stop and requeue, each with why: borrowed quota going back to its owner.
     preempt: dict[str, str] = field(default_factory=dict)
+    # Waiting jobs for which borrowed quota is being taken back, each with the pool: the
+    # caller hands them to the next pass as Snapshot.reclaiming.
+    reclaiming: dict[str, str] = field(default_factory=dict)
 
 
 class Policy(Protocol):

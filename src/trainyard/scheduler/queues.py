@@ -83,6 +83,7 @@ class _PoolState:
     held_jobs: int = 0
     running: list[RunningJob] = field(default_factory=list)
     returning: Resources = ZERO  # held by jobs already asked to stop
+    newest_first: list[RunningJob] | None = None  # the running jobs, once _reclaim sorts them
 
 
 @dataclass
@@ -212,6 +213,8 @@ class _Pass:
     each: dict[str, PendingReason] = field(default_factory=dict)  # job -> why it waits
     tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
+    pre_held: dict[str, _PoolState] = field(default_factory=dict)  # job -> held for it
+    reclaiming: dict[str, str] = field(default_factory=dict)  # job -> pool taken back for it
 
 
 class QueuePolicy:
@@ -231,10 +234,11 @@ class QueuePolicy:
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         policy = self.policy
-        state = self._state(snapshot)
-        limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(policy.max_running))
         pending = snapshot.pending
-        queues = (pending if isinstance(pending, Backlog) else Backlog.of(pending)).queues
+        backlog = pending if isinstance(pending, Backlog) else Backlog.of(pending)
+        queues = backlog.queues
+        state = self._state(snapshot, backlog)
+        limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(policy.max_running))
         levels: dict[int, list[str]] = defaultdict(list)
         for name in queues:
             if name in policy.queues:
@@ -262,11 +266,12 @@ class QueuePolicy:
         full = state.running >= policy.max_running
         return Decisions(admit=tuple(state.admitted), pending=PendingReasons(state.each, tails),
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
-                         pools=state.placed, preempt=state.preempt)
+                         pools=state.placed, preempt=state.preempt,
+                         reclaiming=state.reclaiming)
 
     # --- one pass --------------------------------------------------------------------------
 
-    def _state(self, snapshot: Snapshot) -> _Pass:
+    def _state(self, snapshot: Snapshot, backlog: Backlog) -> _Pass:
         pools = {key: _PoolState(pool, pool.name, *self._pools[key])
                  for key, pool in self.policy.pools.items()}
         gpus_taken: set[str] = set()
@@ -310,10 +315,19 @@ class QueuePolicy:
         for key, total in returning.items():
             pools[key].returning = _resources(total)
         team_use = {team_pool: _resources(total) for team_pool, total in teams.items()}
-        return _Pass(self.policy, pools, gpus_taken, len(snapshot.running), by_queue,
-                     team_use, snapshot.unavailable,
-                     sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
-                                   snapshot.sweep_titles))
+        state = _Pass(self.policy, pools, gpus_taken, len(snapshot.running), by_queue,
+                      team_use, snapshot.unavailable,
+                      sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
+                                        snapshot.sweep_titles))
+        # Capacity on its way back to a team is held for the job it was taken back for, so
+        # that the borrower, requeued ahead of it, cannot take it again (and again).
+        for job_id, pool_name in snapshot.reclaiming.items():
+            job = backlog.get(job_id)
+            held = pools.get(pool_name)
+            if job is not None and held is not None:
+                _hold(held, job)
+                state.pre_held[job_id] = held
+        return state
 
     def _rules(self, name: str) -> _QueueRules:
         rules = self._queues.get(name)
@@ -449,6 +463,9 @@ class QueuePolicy:
         if not candidates:
             return PendingReason(NO_POOL, f"none of the pools of queue {queue.name!r} runs "
                                  f"{'containers' if job.pool == 'docker' else 'commands'}")
+        mine = state.pre_held.pop(job.job_id, None)
+        if mine is not None:
+            _release(mine, job)  # its own hold does not keep it out
         first_problem: PendingReason | None = None
         for pool_state in candidates:
             problem = self._fit(job, pool_state, state)
@@ -456,16 +473,23 @@ class QueuePolicy:
                 self._admit(job, pool_state, state)
                 return None
             if problem.code == POOL_CAPACITY:
-                reclaiming = self._reclaim(job, pool_state, snapshot, state)
+                reclaiming = self._reclaim(job, pool_state, snapshot, state, mine is not None)
                 if reclaiming is not None:
+                    if job.job_id in state.reclaiming:  # taken back for this job: held
+                        _hold(pool_state, job)
                     return reclaiming
             first_problem = first_problem or problem
         assert first_problem is not None
-        if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
-            # Waited too long: hold what it needs in its first pool from later jobs.
-            held = candidates[0]
-            held.held = add(held.held, job.resources)
-            held.held_jobs += 1
+        if mine is not None and first_problem.code in (POOL_CAPACITY, RESERVED):
+            # It still waits for what was taken back for it (the jobs stopping for it, or
+            # room held for others before it): the hold goes on to the next pass.
+            _hold(mine, job)
+            state.reclaiming[job.job_id] = mine.name
+        elif snapshot.now - job.submitted_at >= policy.reserve_after_s > 0 and \
+                not _borrows(job, candidates[0], state):
+            # Waited too long: hold what it needs in its first pool from later jobs. Not for
+            # a job that would borrow there: what it would hold is others' to take back.
+            _hold(candidates[0], job)
         return first_problem
 
     def _fit(self, job: PendingJob, pool_state: _PoolState,
@@ -486,8 +510,8 @@ class QueuePolicy:
             return None
         if held and shortfall(cap, need, pool_state.used, pool_state.jobs) is None:
             return _shared(state, ("reserved", "", name), lambda: PendingReason(
-                RESERVED, f"pool {name!r} holds capacity for a job that has waited longer; it "
-                "starts after that one"))
+                RESERVED, f"pool {name!r} holds capacity for a job that has waited longer, or "
+                "whose team is taking back its quota; it starts after that one"))
         if need.gpus > 1 and (why is None or "GPUs" in why):
             return PendingReason(POOL_CAPACITY, f"waiting for {need.gpus} GPUs to be free at "
                                  f"once in pool {name!r}")
@@ -496,10 +520,12 @@ class QueuePolicy:
             "enough of the pool is free."))
 
     def _reclaim(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
-                 state: _Pass) -> PendingReason | None:
+                 state: _Pass, claimant: bool) -> PendingReason | None:
         """A job within its team's nominal quota that does not fit because other teams
         borrowed: preempt borrowers' jobs (newest first, past the minimum runtime, in
-        preemptible queues) until it would fit. None if that cannot make room."""
+        preemptible queues) until it would fit. None if that cannot make room. What is
+        taken back is for this job (`claimant`: it was, in an earlier pass): it is listed
+        in Decisions.reclaiming, and the next pass holds the room for it."""
         pool = pool_state.pool
         rules = pool_state.quotas
         quota = None if rules is None else rules.first.get(job.team)
@@ -508,30 +534,37 @@ class QueuePolicy:
                 quota) != (0.0, 0, 0):
             return None  # only quota a team owns is reclaimed for it
         if pool_state.returning is not ZERO and pool_state.returning != ZERO:
+            if claimant:
+                state.reclaiming[job.job_id] = pool_state.name
             return _shared(state, ("returning", job.team, pool.name), lambda: PendingReason(
                 RECLAIMING, f"borrowed capacity in pool {pool.name!r} is being returned to "
                 f"team {job.team!r}; it starts then"))
         nominal = rules.quotas
         borrowing = {team for team, q in nominal.items()
                      if _beyond(state.team_use.get((team, pool.name), ZERO), q) != ZERO}
-        victims = sorted(
-            (run for run in pool_state.running
-             if run.team != job.team and (run.team in borrowing or run.team not in nominal)
-             and run.job_id not in state.preempt and not run.preempting
-             and self.policy.queues.get(run.queue, _NEVER).may_preempt
-             and snapshot.now - run.started_at >= self.policy.min_runtime_s),
-            key=lambda run: -run.started_at)
+        if pool_state.newest_first is None:  # sorted once a pass: the order is the same
+            pool_state.newest_first = sorted(pool_state.running, key=lambda run: -run.started_at)
+        victims = [
+            run for run in pool_state.newest_first
+            if run.team != job.team and (run.team in borrowing or run.team not in nominal)
+            and run.job_id not in state.preempt and not run.preempting
+            and self.policy.queues.get(run.queue, _NEVER).may_preempt
+            and snapshot.now - run.started_at >= self.policy.min_runtime_s]
         freed = ZERO
         chosen: list[RunningJob] = []
         free_ids = set(state.gpus_taken)
+        # What is held for other jobs stays theirs: preempting for room they would take
+        # would only make this job reclaim again.
+        base = add(pool_state.used, pool_state.held) if pool_state.held_jobs else \
+            pool_state.used
+        base_jobs = pool_state.jobs + pool_state.held_jobs
         for run in victims:
             chosen.append(run)
             freed = add(freed, run.resources)
             free_ids -= set(run.gpu_ids)
-            used = Resources(pool_state.used.cpus - freed.cpus,
-                             pool_state.used.memory_mb - freed.memory_mb,
-                             pool_state.used.gpus - freed.gpus)
-            if shortfall(pool.capacity, job.resources, used, pool_state.jobs - len(chosen)) \
+            used = Resources(base.cpus - freed.cpus, base.memory_mb - freed.memory_mb,
+                             base.gpus - freed.gpus)
+            if shortfall(pool.capacity, job.resources, used, base_jobs - len(chosen)) \
                     is None and allocate_gpus(pool.capacity, free_ids,
                                               job.resources.gpus) is not None:
                 why = (f"preempted to return borrowed capacity in pool {pool.name!r} to team "
@@ -539,6 +572,7 @@ class QueuePolicy:
                 for victim in chosen:
                     state.preempt[victim.job_id] = why
                 pool_state.returning = add(pool_state.returning, freed)
+                state.reclaiming[job.job_id] = pool_state.name
                 return PendingReason(RECLAIMING, f"preempting {len(chosen)} job(s) that "
                                      f"borrowed team {job.team!r}'s quota in pool "
                                      f"{pool.name!r}; it starts when they stop")
@@ -639,6 +673,30 @@ def _shared(state: _Pass, key: tuple[str, str, str],
     if found is None:
         found = state.shared[key] = reason()
     return found
+
+
+def _borrows(job: PendingJob, pool_state: _PoolState, state: _Pass) -> bool:
+    """Whether the job would use more of the pool than its team's nominal quota there."""
+    rules = pool_state.quotas
+    if rules is None:
+        return False  # no quotas in this pool: first come, first served
+    quota = rules.quotas.get(job.team)
+    if quota is None:
+        return True  # a team without quota here (or no team) only ever borrows
+    use = state.team_use.get((job.team, pool_state.name), ZERO)
+    return _over(use, job.resources, quota) != (0.0, 0, 0)
+
+
+def _hold(pool_state: _PoolState, job: PendingJob) -> None:
+    pool_state.held = add(pool_state.held, job.resources)
+    pool_state.held_jobs += 1
+
+
+def _release(pool_state: _PoolState, job: PendingJob) -> None:
+    held, need = pool_state.held, job.resources
+    pool_state.held_jobs -= 1
+    pool_state.held = ZERO if not pool_state.held_jobs else Resources(
+        held.cpus - need.cpus, held.memory_mb - need.memory_mb, held.gpus - need.gpus)
 
 
 def _queue_limit(state: _Pass, queue: cfg.Queue) -> PendingReason:

@@ -153,6 +153,8 @@ class Replay:
     usage_at: float | None = field(init=False, default=None)
     preemptions: int = field(init=False, default=0)
     passes: int = field(init=False, default=0)
+    # The last pass's Decisions.reclaiming, handed to the next as the tracker does.
+    reclaiming: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.backlog = Backlog() if self.backlog_key is None else \
@@ -184,7 +186,8 @@ class Replay:
                                         key=lambda run: states[run.job_id].pending.seq)
         return Snapshot(pending=self.backlog, running=self._running_list,
                         max_concurrent=self.max_concurrent, now=now, pools=self.pools,
-                        usage=self.usage if self.fair_share else {})
+                        usage=self.usage if self.fair_share else {},
+                        reclaiming=self.reclaiming)
 
     def account_usage(self, now: float) -> None:
         """Decay each queue's usage to `now` and add what the jobs running since the last
@@ -199,6 +202,7 @@ class Replay:
     def apply(self, decisions: Decisions, now: float) -> int:
         """Stop the jobs to preempt, then start the admitted ones. Returns the number
         preempted."""
+        self.reclaiming = decisions.reclaiming
         for job_id in decisions.preempt:
             self._stop(job_id, now)
         for job_id in decisions.admit:

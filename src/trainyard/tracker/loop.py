@@ -81,6 +81,7 @@ class Tracker:
         self._saturated: PendingReason | None = None  # from the last full pass
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
+        self._reclaiming: dict[str, str] = {}  # the last pass's: job -> pool taken back for it
         self._launching: set[str] = set()  # job ids whose launch is in flight
         self._launches_changed = threading.Condition()
         self._launcher = ThreadPoolExecutor(max_workers=config.launch_workers,
@@ -427,9 +428,11 @@ class Tracker:
             usage=self._usage,
             sweep_limits=limits,
             sweep_titles=titles,
+            reclaiming=self._reclaiming,
         )
         decisions = self.policy.schedule(snapshot)
         self._saturated = decisions.saturated
+        self._reclaiming = decisions.reclaiming
         launched = 0
         for victim, why in decisions.preempt.items():
             if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True):
