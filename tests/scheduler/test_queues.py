@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -309,6 +310,11 @@ def test_the_hold_lasts_while_its_claimant_waits_and_only_the_claimant_holds() -
                                                reclaiming={"j1": "gpu"}))
     assert decided.pending["j1"].code == decided.pending["j2"].code == "RECLAIMING"
     assert decided.reclaiming == {"j1": "gpu"}  # j2 waits for its turn to take back
+    # Behind the global limit it is not even tried, and its claim carries on.
+    full = Snapshot(pending, running, max_concurrent=0, now=0.0, reclaiming={"j1": "gpu"})
+    capped = QueuePolicy(replace(p, max_running=8)).schedule(full)
+    assert capped.pending["j1"].code == GLOBAL_CONCURRENCY_LIMIT
+    assert capped.reclaiming == {"j1": "gpu"}
 
 
 def test_a_long_waiting_job_that_would_borrow_holds_nothing() -> None:

@@ -263,6 +263,8 @@ class QueuePolicy:
                 tails.append((jobs[start:], PendingReason(
                     NO_POOL, f"queue {name!r} is not declared by the current policy; it "
                     "starts once a policy declares it")))
+        for job_id, held in state.pre_held.items():
+            state.reclaiming[job_id] = held.name  # not fitted this pass: still its claim
         full = state.running >= policy.max_running
         return Decisions(admit=tuple(state.admitted), pending=PendingReasons(state.each, tails),
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
