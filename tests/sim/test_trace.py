@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
 from trainyard.sim.trace import TraceError, generate_trace, queue_per_team, read_trace
 
 HEADER = "job_id,submit_time,duration,num_gpus,team,user,queue,priority,name\n"
-# The project's shared data sits beside the repository (shared/ next to its root).
-PHILLY = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "philly-3vc.csv"
+# The project's shared data: shared/ inside the checkout, or beside it. It is data, not a
+# component CI installs, so a checkout without it skips the one test that reads it.
+_ROOT = Path(__file__).resolve().parents[2]
+PHILLY = next((path for path in (root / "shared" / "data" / "traces" / "philly-3vc.csv"
+                                 for root in (_ROOT, _ROOT.parent)) if path.exists()),
+              _ROOT.parent / "shared" / "data" / "traces" / "philly-3vc.csv")
 ALIBABA_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
                   "creation_time,deletion_time,scheduled_time\n")
 
@@ -111,7 +114,7 @@ def test_an_alibaba_pod_deleted_before_it_was_scheduled_is_refused(tmp_path: Pat
 
 def test_the_shared_traces_read() -> None:
     if not PHILLY.exists():
-        missing(f"the shared traces ({PHILLY.parent})")
+        pytest.skip(f"the shared traces are not beside this checkout ({PHILLY.parent})")
     philly = read_trace(PHILLY)
     assert len(philly.jobs) == 1842 and {job.team for job in philly.jobs} == \
         {"0e4a51", "2869ce", "e13805"}
