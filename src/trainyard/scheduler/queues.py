@@ -79,8 +79,10 @@ class _PoolState:
     idle: Resources = ZERO  # with quotas: capacity promised to no team
     used: Resources = ZERO
     jobs: int = 0
-    held: Resources = ZERO  # reserved for a long-waiting job this pass
+    held: Resources = ZERO  # held for other jobs this pass: claims and long waiters
     held_jobs: int = 0
+    claimed: Resources = ZERO  # the part of it claimed: taken back for a team's job
+    claimed_jobs: int = 0
     running: list[RunningJob] = field(default_factory=list)
     returning: Resources = ZERO  # held by jobs already asked to stop
     newest_first: list[RunningJob] | None = None  # the running jobs, once _reclaim sorts them
@@ -263,8 +265,10 @@ class QueuePolicy:
                 tails.append((jobs[start:], PendingReason(
                     NO_POOL, f"queue {name!r} is not declared by the current policy; it "
                     "starts once a policy declares it")))
-        for job_id, held in state.pre_held.items():
-            state.reclaiming[job_id] = held.name  # not fitted this pass: still its claim
+        for job_id, held in state.pre_held.items():  # behind a limit: still its claim
+            queued = backlog.get(job_id)
+            if queued is not None and queued.queue in policy.queues:
+                state.reclaiming[job_id] = held.name
         full = state.running >= policy.max_running
         return Decisions(admit=tuple(state.admitted), pending=PendingReasons(state.each, tails),
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
@@ -327,7 +331,7 @@ class QueuePolicy:
             job = backlog.get(job_id)
             held = pools.get(pool_name)
             if job is not None and held is not None:
-                _hold(held, job)
+                _hold(held, job, claim=True)
                 state.pre_held[job_id] = held
         return state
 
@@ -423,6 +427,8 @@ class QueuePolicy:
                     blocked = self._blocked(jobs[start], rules, state)
                     if blocked is None:
                         break
+                    if blocked.code == QUEUE_ACCESS:
+                        _drop_claim(jobs[start], state)
                     each[jobs[start].job_id] = blocked
                     start += 1
                 heads[name] = start
@@ -449,9 +455,13 @@ class QueuePolicy:
         """Admit the job, or say why it waits. The checks run in the policy's order."""
         policy = self.policy
         rules = self._rules(job.queue)
+        # A claim on room taken back for this job (state.pre_held) lasts while the job waits
+        # behind a limit, and ends when its queue no longer takes it.
         if rules.restricted or state.sweeps.limits:
             blocked = self._blocked(job, rules, state)
             if blocked is not None:
+                if blocked.code == QUEUE_ACCESS:
+                    _drop_claim(job, state)
                 return blocked
         queue = rules.queue
         if queue.max_running is not None and state.by_queue[queue.name] >= queue.max_running:
@@ -463,29 +473,31 @@ class QueuePolicy:
             candidates = [state.pools[p] for p in rules.pools.get(job.pool, ())]
             state.candidates[(job.queue, job.pool)] = candidates
         if not candidates:
+            _drop_claim(job, state)
             return PendingReason(NO_POOL, f"none of the pools of queue {queue.name!r} runs "
                                  f"{'containers' if job.pool == 'docker' else 'commands'}")
         mine = state.pre_held.pop(job.job_id, None)
         if mine is not None:
-            _release(mine, job)  # its own hold does not keep it out
+            _release(mine, job, claim=True)  # its own claim does not keep it out
         first_problem: PendingReason | None = None
         for pool_state in candidates:
-            problem = self._fit(job, pool_state, state)
+            claimant = mine is pool_state
+            problem = self._fit(job, pool_state, state, claimant)
             if problem is None:
                 self._admit(job, pool_state, state)
                 return None
             if problem.code == POOL_CAPACITY:
-                reclaiming = self._reclaim(job, pool_state, snapshot, state, mine is not None)
+                reclaiming = self._reclaim(job, pool_state, snapshot, state, claimant)
                 if reclaiming is not None:
-                    if job.job_id in state.reclaiming:  # taken back for this job: held
-                        _hold(pool_state, job)
+                    if job.job_id in state.reclaiming:  # taken back for this job: claimed
+                        _hold(pool_state, job, claim=True)
                     return reclaiming
             first_problem = first_problem or problem
         assert first_problem is not None
         if mine is not None and first_problem.code in (POOL_CAPACITY, RESERVED):
             # It still waits for what was taken back for it (the jobs stopping for it, or
-            # room held for others before it): the hold goes on to the next pass.
-            _hold(mine, job)
+            # room claimed for others before it): the claim goes on to the next pass.
+            _hold(mine, job, claim=True)
             state.reclaiming[job.job_id] = mine.name
         elif snapshot.now - job.submitted_at >= policy.reserve_after_s > 0 and \
                 not _borrows(job, candidates[0], state):
@@ -494,8 +506,11 @@ class QueuePolicy:
             _hold(candidates[0], job)
         return first_problem
 
-    def _fit(self, job: PendingJob, pool_state: _PoolState,
-             state: _Pass) -> PendingReason | None:
+    def _fit(self, job: PendingJob, pool_state: _PoolState, state: _Pass,
+             claimant: bool = False) -> PendingReason | None:
+        """None if the job fits the pool now, else why not. Room held for others keeps it
+        out, except that a claimant (the job quota was taken back for) gives way only to
+        other claims, not to long-waiting jobs' holds."""
         pool = pool_state.pool
         name = pool_state.name
         if state.unavailable and pool.executor in state.unavailable:
@@ -504,9 +519,11 @@ class QueuePolicy:
             quota = self._quota_problem(job, pool_state, pool_state.quotas, state)
             if quota is not None:
                 return quota
-        cap, need, held = pool.capacity, job.resources, pool_state.held_jobs
+        cap, need = pool.capacity, job.resources
+        held, holding = (pool_state.claimed_jobs, pool_state.claimed) if claimant else \
+            (pool_state.held_jobs, pool_state.held)
         # Nothing is held unless a job is, and adding ZERO changes no comparison.
-        in_use = add(pool_state.used, pool_state.held) if held else pool_state.used
+        in_use = add(pool_state.used, holding) if held else pool_state.used
         why = shortfall(cap, need, in_use, pool_state.jobs + held)
         if why is None and allocate_gpus(cap, state.gpus_taken, need.gpus) is not None:
             return None
@@ -689,16 +706,35 @@ def _borrows(job: PendingJob, pool_state: _PoolState, state: _Pass) -> bool:
     return _over(use, job.resources, quota) != (0.0, 0, 0)
 
 
-def _hold(pool_state: _PoolState, job: PendingJob) -> None:
+def _hold(pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
     pool_state.held = add(pool_state.held, job.resources)
     pool_state.held_jobs += 1
+    if claim:
+        pool_state.claimed = add(pool_state.claimed, job.resources)
+        pool_state.claimed_jobs += 1
 
 
-def _release(pool_state: _PoolState, job: PendingJob) -> None:
-    held, need = pool_state.held, job.resources
+def _release(pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
     pool_state.held_jobs -= 1
-    pool_state.held = ZERO if not pool_state.held_jobs else Resources(
-        held.cpus - need.cpus, held.memory_mb - need.memory_mb, held.gpus - need.gpus)
+    pool_state.held = _less(pool_state.held, job.resources, pool_state.held_jobs)
+    if claim:
+        pool_state.claimed_jobs -= 1
+        pool_state.claimed = _less(pool_state.claimed, job.resources, pool_state.claimed_jobs)
+
+
+def _less(total: Resources, part: Resources, left: int) -> Resources:
+    """`total` without `part`; exactly ZERO once nothing is left in it."""
+    if not left:
+        return ZERO
+    return Resources(total.cpus - part.cpus, total.memory_mb - part.memory_mb,
+                     total.gpus - part.gpus)
+
+
+def _drop_claim(job: PendingJob, state: _Pass) -> None:
+    """The job can no longer use what was taken back for it: the room goes to others."""
+    held = state.pre_held.pop(job.job_id, None)
+    if held is not None:
+        _release(held, job, claim=True)
 
 
 def _queue_limit(state: _Pass, queue: cfg.Queue) -> PendingReason:
