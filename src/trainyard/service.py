@@ -16,7 +16,7 @@ from trainyard.domain.errors import (
     PermissionDenied,
     StaleState,
 )
-from trainyard.domain.pipeline import check_pipeline
+from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy, check_submission, default_policy
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
 from trainyard.domain.position import QueuePlace, explained
@@ -99,8 +99,7 @@ class TrainingService:
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
         team = self._check_submit(spec, identity)
-        group = self.jobs.join_pipeline(identity.user, pipeline, pipeline_max_parallel,
-                                        time.time()) if pipeline else ""
+        group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
         job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
                                             client_request_id=client_request_id or None,
@@ -109,6 +108,11 @@ class TrainingService:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")
         if not existing:
+            # Only a submit that stored its job makes or changes the pipeline. Until this
+            # write the job's group has no limit, which the tracker reads as none.
+            if pipeline:
+                self.jobs.join_pipeline(identity.user, pipeline, pipeline_max_parallel,
+                                        time.time())
             self.on_submit()
         return job_id, existing
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ from trainyard.scheduler.queues import (
     RESERVED,
     TEAM_QUOTA,
     QueuePolicy,
+    decayed_usage,
 )
 
 GPU = Pool(PoolCapacity("gpu", max_jobs=16, cpus=32, memory_mb=65536,
@@ -481,3 +483,15 @@ def test_a_borrowing_tie_is_settled_as_adding_up_team_by_team() -> None:
     pending = [PendingJob("j", "a", 0, 0, Resources(2.300000001, 0, 0), team="t0")]
     decided = QueuePolicy(p).schedule(Snapshot(pending, running, max_concurrent=0, now=0.0))
     assert decided.admit == ("j",)
+
+
+def test_usage_over_a_long_gap_is_bounded_by_the_half_life() -> None:
+    gpu_job = RunningJob("r", "a", Resources(1, 1024, 8), "gpu")
+    short = decayed_usage({}, [gpu_job], 1.0, 3600.0)["a"]
+    assert short == pytest.approx(8.0, rel=1e-3)  # a second of 8 GPUs
+    day = decayed_usage({}, [gpu_job], 86_400.0, 3600.0)["a"]
+    assert day == pytest.approx(8 * 3600.0 / math.log(2), rel=1e-6)  # not 8 x 86,400
+    # Two steps give what one step of the same length gives.
+    halves = decayed_usage(decayed_usage({}, [gpu_job], 1800.0, 3600.0), [gpu_job], 1800.0,
+                           3600.0)["a"]
+    assert halves == pytest.approx(decayed_usage({}, [gpu_job], 3600.0, 3600.0)["a"])

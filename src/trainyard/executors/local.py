@@ -82,8 +82,11 @@ class LocalExecutor:
     def _started(self, handle: str) -> bool:
         """Whether the command runs: its shell wrote the start file. A wrapper that wrote its
         pid that long ago without one (of an older version, or stuck) counts as started."""
-        return self._start_file(handle).exists() or \
-            time.time() - self._pid_file(handle).stat().st_mtime > STARTING_TIMEOUT
+        try:
+            return self._start_file(handle).exists() or \
+                time.time() - self._pid_file(handle).stat().st_mtime > STARTING_TIMEOUT
+        except OSError:
+            return True  # cannot tell: treat it as running, as before this file existed
 
     # --- protocol ------------------------------------------------------------------------
 

@@ -675,12 +675,18 @@ class QueuePolicy:
 def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], seconds: float,
                   half_life: float) -> dict[str, float]:
     """Each queue's usage after `seconds` more: the old halves every `half_life`, and each
-    running job adds its GPUs (or, without GPUs, its CPUs) times the time."""
-    factor = 0.5 ** (seconds / half_life) if half_life > 0 else 0.0
+    running job adds its GPUs (or, without GPUs, its CPUs) over the time, each moment of it
+    decayed as the old is. Over a long gap (a restart, a quiet stretch of a replay) that is
+    at most cost × half_life / ln 2, not cost × the gap."""
+    if half_life > 0:
+        factor = 0.5 ** (seconds / half_life)
+        span = half_life / math.log(2) * (1.0 - factor) if seconds > 0 else 0.0
+    else:
+        factor, span = 0.0, seconds
     updated = {queue: value * factor for queue, value in usage.items() if value * factor > 1e-9}
     for job in running:
         cost = float(job.resources.gpus) or job.resources.cpus
-        updated[job.queue] = updated.get(job.queue, 0.0) + cost * seconds
+        updated[job.queue] = updated.get(job.queue, 0.0) + cost * span
     return updated
 
 

@@ -249,18 +249,21 @@ class JobStore:
         """The id of the owner's pipeline of this name, made on its first submit. A
         max_parallel above 0 becomes its running limit; 0 keeps the limit it has."""
         group = pipeline_id(owner, name)
-        with self.db.write() as conn:
-            found = conn.execute(select(sweeps.c.max_parallel).where(sweeps.c.id == group)
-                                 ).first()
-            # Writes are serialized, and one server owns the store: no other first submit
-            # can come between the look and the insert.
-            if found is None:
-                conn.execute(insert(sweeps).values(
-                    id=group, name=name, owner=owner, max_parallel=max_parallel,
-                    created_at=now, kind=PIPELINE))
-            elif max_parallel:
-                conn.execute(update(sweeps).where(sweeps.c.id == group)
-                             .values(max_parallel=max_parallel))
+        for _ in range(2):  # two first submits at once: the one that loses updates
+            try:
+                with self.db.write() as conn:
+                    found = conn.execute(select(sweeps.c.max_parallel)
+                                         .where(sweeps.c.id == group)).first()
+                    if found is None:
+                        conn.execute(insert(sweeps).values(
+                            id=group, name=name, owner=owner, max_parallel=max_parallel,
+                            created_at=now, kind=PIPELINE))
+                    elif max_parallel:
+                        conn.execute(update(sweeps).where(sweeps.c.id == group)
+                                     .values(max_parallel=max_parallel))
+                return group
+            except IntegrityError:
+                continue
         return group
 
     def waiting_by_queue(self) -> dict[str, int]:

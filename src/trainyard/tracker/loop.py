@@ -132,10 +132,10 @@ class Tracker:
     def _save_usage(self) -> None:
         if self._usage_store is None:
             return
+        self._usage_saved_at = self._usage_at  # a failed save is tried after the interval
         try:
             self._usage_store.save(self._usage, self._usage_at)
-            self._usage_saved_at = self._usage_at
-        except Exception:  # tried again after the next interval
+        except Exception:
             log.exception("could not save the fair-share usage")
 
     def wake(self) -> None:
