@@ -13,7 +13,7 @@ them (22/21/21) and free to borrow the rest. Two configurations of the queues:
                   to the borrower ahead in the queue and churns (see README), and reports
                   how far it got.
 
-Timed: each policy's whole replay (wall clock, one run). Goals (from the issue): `default`
+Timed: each policy's whole replay (wall clock, one run). Goals: `default`
 mean JCT <= 0.5x fifo's and <= 1.25x srtf-oracle's; Jain's index across teams >= 0.95;
 <= 5 s a policy on this trace; with --generated N, a generated trace of N jobs (100,000 for
 the goal of <= 60 s a policy; 4 teams of unequal sizes, a queue per team) on

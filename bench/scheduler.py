@@ -33,7 +33,7 @@ reported, with the 100k/10k ratio of the medians. The same number of passes of o
 back to back is timed too and reported beside it ("back to back"): there the smaller
 snapshot stays in the caches between its passes, which a live server, whose passes come
 between other work, does not see.
-Goals (from the issue): <= 20 ms per pass at 100,000 waiting jobs, and that at most 2x the
+Goals: <= 20 ms per pass at 100,000 waiting jobs, and that at most 2x the
 figure at 10,000. Whether each is met is printed; the numbers are as measured either way.
 
 --profile runs one more pass at the largest size under cProfile and prints the functions
