@@ -4,6 +4,8 @@ variables it was given and what it heard; then `then` runs."""
 
 from __future__ import annotations
 
+import json
+
 WORKER_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TF_CONFIG",
                "CUDA_VISIBLE_DEVICES")
 
@@ -40,3 +42,17 @@ env["heard"] = heard
 print("SEEN " + json.dumps(env), flush=True)
 {then}
 '''
+
+
+def ranks_seen(log: str) -> dict[int, dict[str, str]]:
+    """What each rank printed in the job's log, checked to be the pair that met."""
+    seen: dict[int, dict[str, str]] = {}
+    for line in log.splitlines():
+        prefix, _, rest = line.partition(" SEEN ")
+        if rest:
+            env = json.loads(rest)
+            assert prefix == f"[rank {env['RANK']}]"
+            seen[int(env["RANK"])] = env
+    assert sorted(seen) == [0, 1], log
+    assert seen[0]["heard"] == "rank 1" and seen[1]["heard"] == "welcome, rank 1"
+    return seen

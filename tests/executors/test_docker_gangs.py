@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
-from tests.gangprobe import rendezvous_probe
+from tests.gangprobe import ranks_seen, rendezvous_probe
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
@@ -56,15 +56,7 @@ def test_two_workers_in_one_container_meet_over_its_loopback(engine: Engine,
         (paths.checkpoint_dir / "go").touch()
         done = final(srv, job_id)
         assert done.state is JobState.SUCCEEDED, done.message
-    seen = {}
-    for line in log.splitlines():
-        prefix, _, rest = line.partition(" SEEN ")
-        if rest:
-            env = json.loads(rest)
-            assert prefix == f"[rank {env['RANK']}]"
-            seen[int(env["RANK"])] = env
-    assert sorted(seen) == [0, 1]
-    assert seen[0]["heard"] == "rank 1" and seen[1]["heard"] == "welcome, rank 1"
+    seen = ranks_seen(log)
     workers = json.loads(seen[0]["TF_CONFIG"])["cluster"]["worker"]
     for rank, env in seen.items():
         assert env["interfaces"] == ["lo"] and env["JOB_ID"] == job_id

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.liveserver import make_server, wait_for
 from trainyard.domain.spec import JobSpec, Resources
@@ -96,3 +97,19 @@ def test_a_reloaded_half_life_applies_without_a_restart(tmp_path: Path,
         assert srv.fair_share_half_life() == 600.0
     finally:
         srv.stop(grace=0)
+
+
+def test_unreadable_saved_usage_starts_fair_share_from_zero_and_says_so(
+        tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    srv = server(tmp_path, database_url)
+    with srv.db.write() as conn:
+        conn.execute(text("DROP TABLE queue_usage"))  # what a damaged store looks like
+    srv.start()
+    try:
+        job = submit(srv, "runs", "a")
+        wait_for(srv, job, {JobState.SUCCEEDED})  # the service runs all the same
+    finally:
+        srv.stop(grace=0)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("trainyard")]
+    assert any("fair-share usage; it starts from zero" in m for m in messages)
+    assert any("could not save the fair-share usage" in m for m in messages)

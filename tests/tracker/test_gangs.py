@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gangprobe import rendezvous_probe
+from tests.gangprobe import ranks_seen, rendezvous_probe
 from tests.liveserver import live_server, wait_for
 from trainyard.client import Client, Resources, TrainSpec, TrainyardError
 from trainyard.domain.states import JobState
@@ -78,15 +78,7 @@ def test_two_workers_meet_over_loopback_and_each_gets_its_rank_and_gpus(
     assert status.state == "SUCCEEDED", (status.message, log_of(client, submitted.job_id))
     assert status.spec["workers"] == 2
     assert len(status.gpu_ids) == 4  # the whole gang's, disjoint slices for its workers
-    seen = {}
-    for line in log_of(client, submitted.job_id).splitlines():
-        prefix, _, rest = line.partition(" SEEN ")
-        if rest:
-            env = json.loads(rest)
-            assert prefix == f"[rank {env['RANK']}]"
-            seen[int(env["RANK"])] = env
-    assert sorted(seen) == [0, 1]
-    assert seen[0]["heard"] == "rank 1" and seen[1]["heard"] == "welcome, rank 1"
+    seen = ranks_seen(log_of(client, submitted.job_id))
     workers = json.loads(seen[0]["TF_CONFIG"])["cluster"]["worker"]
     for rank, env in seen.items():
         assert (env["WORLD_SIZE"], env["RANK"], env["LOCAL_RANK"]) == ("2", str(rank), str(rank))

@@ -28,3 +28,14 @@ def client_for(server: str | None) -> Iterator[Client]:
     except TrainyardError as exc:
         errors.print(f"[red]error[/] ({exc.code}): {escape(exc.message)}", highlight=False)
         raise typer.Exit(1) from None
+
+
+def pairs(values: list[str], option: str) -> dict[str, str]:
+    """KEY=VALUE options as a mapping; a bad one is refused naming the option."""
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
+        out[key] = value
+    return out

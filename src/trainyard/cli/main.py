@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from trainyard.cli.admin import admin_app
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for, pairs
 from trainyard.cli.models import datasets_delete, datasets_lineage, models_app
 from trainyard.cli.output import (
     Output,
@@ -53,16 +53,6 @@ app.add_typer(runs_app, name="runs")  # cli/runs.py
 app.add_typer(models_app, name="models")  # cli/models.py
 datasets_app.command("lineage")(datasets_lineage)
 datasets_app.command("delete")(datasets_delete)
-
-def _pairs(values: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
-        out[key] = value
-    return out
-
 
 @app.command()
 def server(
@@ -243,7 +233,7 @@ def submit(
         raise typer.BadParameter("expected NAME:VERSION", param_hint="--dataset")
     spec = TrainSpec(
         name=name, command=command, image=image, dataset=dataset,
-        hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
+        hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
@@ -268,7 +258,7 @@ def submit(
 
 def _ranges(values: list[str]) -> dict[str, tuple[float, float, bool]]:
     out: dict[str, tuple[float, float, bool]] = {}
-    for key, spec in _pairs(values, "--range").items():
+    for key, spec in pairs(values, "--range").items():
         parts = spec.split(":")
         try:
             if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "log"):
@@ -322,11 +312,11 @@ def sweep(
     if trials and grid:
         raise typer.BadParameter("a sweep is a grid (--grid) or random (--trials with "
                                  "--choice/--range), not both", param_hint="--grid")
-    split = {k: v.split(",") for k, v in _pairs(grid or [], "--grid").items()}
-    choices = {k: v.split(",") for k, v in _pairs(choice or [], "--choice").items()}
+    split = {k: v.split(",") for k, v in pairs(grid or [], "--grid").items()}
+    choices = {k: v.split(",") for k, v in pairs(choice or [], "--choice").items()}
     template = TrainSpec(
         name=name, command=command, image=image, dataset=dataset,
-        hyperparameters=_pairs(param or [], "--param"), labels=_pairs(label or [], "--label"),
+        hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, workers=workers, git_commit=git_commit, model_name=model_name)
     with client_for(server) as client:
@@ -369,7 +359,7 @@ def list_jobs(
     """List jobs, newest first."""
     with client_for(server) as client:
         jobs, token = client.list_jobs(states=state, queue=queue,
-                                       labels=_pairs(label or [], "--label"),
+                                       labels=pairs(label or [], "--label"),
                                        page_size=limit, page_token=page_token)
     if output is Output.json:
         print_json({"jobs": [j.__dict__ for j in jobs], "next_page_token": token})

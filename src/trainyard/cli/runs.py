@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for, pairs
 from trainyard.cli.output import Output, console, errors, print_json, styled_state
 from trainyard.cli.plot import chart_table, curves, sparkline, write_png
 
@@ -19,16 +19,6 @@ runs_app = typer.Typer(help="Runs: every attempt of every job, with its dataset 
                        "code, hyperparameters, metrics, log and model.", no_args_is_help=True)
 
 STATES = ("WAITING", "LAUNCHING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "PREEMPTED")
-
-
-def pairs(values: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
-        out[key] = value
-    return out
 
 
 def thresholds(values: list[str]) -> list[tuple[str, str, float]]:

@@ -16,12 +16,14 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from trainyard.domain.spec import DEFAULT_QUEUE, Resources
+
+T = TypeVar("T", int, float)
 
 if TYPE_CHECKING:
     from _csv import Reader
@@ -127,33 +129,26 @@ class _Row:
 
     def number(self, column: str, default: float | None = None, *,
                minimum: float | None = 0.0) -> float:
-        raw = self.values.get(column, "")
-        if not raw:
-            if default is None:
-                raise TraceError(f"{self.where}: {column} is empty")
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise TraceError(f"{self.where}: {column} must be a number, got {raw!r}") from None
-        if not math.isfinite(value):
-            raise TraceError(f"{self.where}: {column} must be a finite number, got {raw!r}")
-        if minimum is not None and value < minimum:
-            raise TraceError(f"{self.where}: {column} must not be negative, got {raw}")
-        return value
+        return self._parsed(column, default, minimum, float, "a number", finite=True)
 
     def integer(self, column: str, default: int | None = None, *,
                 minimum: int | None = 0) -> int:
+        return self._parsed(column, default, minimum, int, "a whole number")
+
+    def _parsed(self, column: str, default: T | None, minimum: T | None,
+                convert: Callable[[str], T], what: str, finite: bool = False) -> T:
+        """The column's value, or `default` when empty (an error when there is none)."""
         raw = self.values.get(column, "")
         if not raw:
             if default is None:
                 raise TraceError(f"{self.where}: {column} is empty")
             return default
         try:
-            value = int(raw)
+            value = convert(raw)
         except ValueError:
-            raise TraceError(f"{self.where}: {column} must be a whole number, got "
-                             f"{raw!r}") from None
+            raise TraceError(f"{self.where}: {column} must be {what}, got {raw!r}") from None
+        if finite and not math.isfinite(value):
+            raise TraceError(f"{self.where}: {column} must be a finite number, got {raw!r}")
         if minimum is not None and value < minimum:
             raise TraceError(f"{self.where}: {column} must not be negative, got {raw}")
         return value
