@@ -2,7 +2,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-docker test proto lint bench bench-launch bench-scheduler bench-policies clean
+.PHONY: venv demo demo-docker test proto lint bench bench-peers-setup bench-submit bench-launch \
+	bench-scheduler bench-policies clean
 
 venv: $(STAMP)
 
@@ -27,8 +28,27 @@ proto: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard bench examples)
 	$(VENV)/bin/mypy
+	MYPYPATH=bench $(VENV)/bin/mypy -p peers
 
-bench: $(STAMP)
+# The peer benchmark (bench/peers, bench/README.md): Slurm and Ray Jobs are set up here,
+# once; a second run finds them in place.
+RAY_VENV := bench/.venv-ray
+RAY_STAMP := $(RAY_VENV)/.installed
+
+bench: $(STAMP) bench-peers-setup
+	PYTHONPATH=bench $(PY) -m peers
+
+bench-peers-setup: $(RAY_STAMP)
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && \
+		command -v munged >/dev/null || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge; }
+
+$(RAY_STAMP): bench/requirements-ray.txt
+	python3 -m venv $(RAY_VENV)
+	$(RAY_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements-ray.txt
+	touch $(RAY_STAMP)
+
+bench-submit: $(STAMP)
 	$(PY) bench/submit.py
 
 bench-launch: $(STAMP)
@@ -41,4 +61,4 @@ bench-policies: $(STAMP)
 	$(PY) bench/policies.py --generated 100000
 
 clean:
-	rm -rf $(VENV) .trainyard .pytest_cache
+	rm -rf $(VENV) $(RAY_VENV) .trainyard .pytest_cache

@@ -1,0 +1,1 @@
+"""The peer benchmark: Trainyard beside Slurm and Ray Jobs (make bench; see bench/README.md)."""

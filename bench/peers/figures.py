@@ -1,0 +1,143 @@
+"""The pure arithmetic of the peer benchmark: rates, latencies, CPU utilisation, idle gaps
+between consecutive jobs, ratios and goal verdicts. No processes, no clocks: tested alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchlib import num, percentile
+
+
+def rate(count: int, seconds: float) -> float:
+    """Events per second; NaN for an empty or zero window."""
+    return count / seconds if count and seconds > 0 else math.nan
+
+
+def ratio(a: float | None, b: float | None) -> float:
+    """a / b; NaN when either side is missing or b is zero."""
+    if a is None or b is None or math.isnan(a) or math.isnan(b) or b == 0:
+        return math.nan
+    return a / b
+
+
+def pct(values_ms: Sequence[float], q: float) -> float:
+    return percentile(sorted(values_ms), q)
+
+
+def latencies_ms(submitted_ns: Mapping[str, int], started_ns: Mapping[str, int]) -> list[float]:
+    """Submit -> start of every job that has both times, in ms."""
+    return [(started_ns[key] - t0) / 1e6 for key, t0 in submitted_ns.items()
+            if key in started_ns]
+
+
+# --- CPU utilisation from /proc/stat --------------------------------------------------------
+
+@dataclass(frozen=True)
+class CpuSample:
+    """The aggregate `cpu` line of /proc/stat: busy and total jiffies since boot."""
+
+    busy: int
+    total: int
+
+
+def parse_proc_stat(text: str) -> CpuSample:
+    """idle and iowait are idle; guest time is already inside user and nice, so it is left
+    out of the total rather than counted twice."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            values = [int(v) for v in fields[1:]]
+            values += [0] * (10 - len(values))
+            user, nice, system, idle, iowait, irq, softirq, steal = values[:8]
+            idle_all = idle + iowait
+            busy = user + nice + system + irq + softirq + steal
+            return CpuSample(busy=busy, total=busy + idle_all)
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+def utilisation(before: CpuSample, after: CpuSample) -> float:
+    """The share of the machine's CPU time that was busy between two samples, 0..1."""
+    total = after.total - before.total
+    return (after.busy - before.busy) / total if total > 0 else math.nan
+
+
+# --- idle time between consecutive jobs -----------------------------------------------------
+
+def handoff_gaps_ms(starts_ns: Sequence[int], ends_ns: Sequence[int], slots: int) -> list[float]:
+    """How long a slot stays empty when a job ends: with `slots` jobs at a time, the first
+    `slots` jobs start on empty slots and every later start takes the slot freed by the
+    earliest end not yet taken, so the i-th end (in time) is followed by the (slots+i)-th
+    start. Negative only if a system ran more than `slots` jobs at once."""
+    if slots < 1:
+        raise ValueError("slots must be at least 1")
+    starts, ends = sorted(starts_ns), sorted(ends_ns)
+    later = starts[slots:]
+    return [(s - e) / 1e6 for s, e in zip(later, ends, strict=False)]
+
+
+# --- goals ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal: a measured value against a target, `at_least` or at most."""
+
+    key: str
+    text: str
+    value: float
+    target: float
+    at_least: bool
+    unit: str = "x"
+
+    @property
+    def passed(self) -> bool | None:
+        if math.isnan(self.value) or math.isnan(self.target):
+            return None
+        return self.value >= self.target if self.at_least else self.value <= self.target
+
+    def as_json(self) -> dict[str, object]:
+        return {"text": self.text, "value": num(self.value, 3), "target": num(self.target, 3),
+                "at_least" if self.at_least else "at_most": True, "unit": self.unit,
+                "pass": self.passed}
+
+
+def goals(ty: Mapping[str, Any], slurm: Mapping[str, Any], ray: Mapping[str, Any],
+          limits: Mapping[str, Any]) -> list[Goal]:
+    """The goals, each computed from figures of the same run."""
+    def get(figures: Mapping[str, Any], key: str) -> float:
+        value = figures.get(key)
+        return float(value) if isinstance(value, int | float) else math.nan
+
+    fork_p50 = get(limits, "fork_exec_start_p50_ms")
+    return [
+        Goal("submit_vs_slurm", "submit throughput vs sbatch",
+             ratio(get(ty, "submit_per_s"), get(slurm, "submit_per_s")), 8.0, True),
+        Goal("submit_vs_ray", "submit throughput vs Ray Jobs",
+             ratio(get(ty, "submit_per_s"), get(ray, "submit_per_s")), 40.0, True),
+        Goal("e2e_vs_slurm", "end-to-end trivial jobs/s vs Slurm",
+             ratio(get(ty, "e2e_jobs_per_s"), get(slurm, "e2e_jobs_per_s")), 20.0, True),
+        Goal("e2e_vs_ray", "end-to-end trivial jobs/s vs Ray Jobs",
+             ratio(get(ty, "e2e_jobs_per_s"), get(ray, "e2e_jobs_per_s")), 100.0, True),
+        Goal("start_local", "submit->start p50, local process (<= 2x fork/exec + 20 ms)",
+             get(ty, "start_p50_ms"), 2 * fork_p50 + 20.0, False, "ms"),
+        Goal("start_docker", "submit->RUNNING p50, container vs raw docker run",
+             ratio(get(ty, "docker_start_p50_ms"), get(limits, "docker_run_start_p50_ms")),
+             1.15, False),
+        Goal("idle_gap", "median idle between consecutive short jobs",
+             get(ty, "idle_gap_p50_ms"), 50.0, False, "ms"),
+    ]
+
+
+def ratios(ty: Mapping[str, Any], peers: Mapping[str, Mapping[str, Any]]
+           ) -> dict[str, float | None]:
+    """Trainyard / peer for every numeric figure both have: `<figure>_vs_<peer>`."""
+    out: dict[str, float | None] = {}
+    for peer, figures in peers.items():
+        for key, value in figures.items():
+            mine = ty.get(key)
+            if isinstance(value, int | float) and isinstance(mine, int | float) \
+                    and not isinstance(value, bool):
+                out[f"{key}_vs_{peer}"] = num(ratio(float(mine), float(value)), 3)
+    return out

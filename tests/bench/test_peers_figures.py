@@ -1,0 +1,104 @@
+"""The peer benchmark's arithmetic, by hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from peers import figures as fig
+
+PROC_STAT = """cpu  100 10 50 800 40 5 5 0 7 0
+cpu0 50 5 25 400 20 2 3 0 0 0
+intr 12345
+"""
+
+
+def test_proc_stat_counts_iowait_as_idle_and_guest_once() -> None:
+    sample = fig.parse_proc_stat(PROC_STAT)
+    # busy: user 100 + nice 10 + system 50 + irq 5 + softirq 5 + steal 0; guest 7 is inside
+    # user already. idle: 800 + iowait 40.
+    assert sample == fig.CpuSample(busy=170, total=1010)
+
+
+def test_proc_stat_without_a_cpu_line_is_refused() -> None:
+    with pytest.raises(ValueError):
+        fig.parse_proc_stat("intr 1\n")
+
+
+def test_utilisation_between_samples() -> None:
+    before = fig.CpuSample(busy=100, total=1000)
+    after = fig.CpuSample(busy=250, total=1200)
+    assert fig.utilisation(before, after) == pytest.approx(0.75)
+    assert math.isnan(fig.utilisation(before, before))
+
+
+def test_handoff_gaps_match_each_end_with_the_start_that_took_its_slot() -> None:
+    ms = 1_000_000
+    # Two slots. Jobs a, b start at 0; a ends at 100 and c starts at 110; b ends at 150 and
+    # d starts at 190; c ends at 300 and e starts at 305. d and e end last: no job follows.
+    starts = [0, 0, 110 * ms, 190 * ms, 305 * ms]
+    ends = [100 * ms, 150 * ms, 300 * ms, 400 * ms, 500 * ms]
+    assert fig.handoff_gaps_ms(starts, ends, slots=2) == [10.0, 40.0, 5.0]
+    # The order the stamps were read in does not matter.
+    assert fig.handoff_gaps_ms(starts[::-1], ends[::-1], slots=2) == [10.0, 40.0, 5.0]
+
+
+def test_handoff_gaps_go_negative_when_more_jobs_run_than_slots() -> None:
+    ms = 1_000_000
+    assert fig.handoff_gaps_ms([0, 0, 50 * ms], [100 * ms, 100 * ms, 200 * ms], slots=1) == \
+        [-100.0, -50.0]
+    with pytest.raises(ValueError):
+        fig.handoff_gaps_ms([], [], slots=0)
+
+
+def test_latencies_only_for_jobs_that_started() -> None:
+    submitted = {"a": 1_000_000, "b": 2_000_000}
+    assert fig.latencies_ms(submitted, {"a": 4_000_000}) == [3.0]
+
+
+def test_rate_and_ratio_are_nan_without_data() -> None:
+    assert fig.rate(10, 2.0) == 5.0
+    assert math.isnan(fig.rate(0, 2.0))
+    assert math.isnan(fig.rate(3, 0.0))
+    assert fig.ratio(6.0, 3.0) == 2.0
+    for a, b in ((None, 1.0), (1.0, None), (1.0, 0.0), (math.nan, 1.0)):
+        assert math.isnan(fig.ratio(a, b))
+
+
+def test_ratios_pair_every_numeric_figure_both_sides_have() -> None:
+    ty = {"submit_per_s": 1000.0, "start_p50_ms": 5.0, "e2e_capped": False, "note": "x"}
+    peers = {"slurm": {"submit_per_s": 250.0, "start_p50_ms": 2000.0, "e2e_capped": True,
+                       "note": "y", "only_slurm": 1.0}}
+    assert fig.ratios(ty, peers) == {"submit_per_s_vs_slurm": 4.0,
+                                     "start_p50_ms_vs_slurm": 0.003}
+
+
+def figures_for(ty_submit: float, ty_start: float, ty_gap: float) -> list[fig.Goal]:
+    return fig.goals(
+        {"submit_per_s": ty_submit, "e2e_jobs_per_s": 100.0, "start_p50_ms": ty_start,
+         "docker_start_p50_ms": 120.0, "idle_gap_p50_ms": ty_gap},
+        {"submit_per_s": 100.0, "e2e_jobs_per_s": 5.0},
+        {"submit_per_s": 20.0, "e2e_jobs_per_s": 1.0},
+        {"fork_exec_start_p50_ms": 1.5, "docker_run_start_p50_ms": 100.0})
+
+
+def test_goals_from_figures_of_one_run() -> None:
+    goals = {g.key: g for g in figures_for(ty_submit=900.0, ty_start=23.5, ty_gap=50.0)}
+    assert goals["submit_vs_slurm"].value == 9.0 and goals["submit_vs_slurm"].passed
+    assert goals["submit_vs_ray"].value == 45.0 and goals["submit_vs_ray"].passed
+    assert goals["e2e_vs_slurm"].value == 20.0 and goals["e2e_vs_slurm"].passed
+    assert goals["e2e_vs_ray"].value == 100.0 and goals["e2e_vs_ray"].passed
+    # 2 x 1.5 ms + 20 ms = 23 ms: 23.5 ms misses.
+    assert goals["start_local"].target == 23.0 and goals["start_local"].passed is False
+    assert goals["start_docker"].value == pytest.approx(1.2)
+    assert goals["start_docker"].passed is False
+    assert goals["idle_gap"].passed  # at most 50 ms: 50 passes
+
+
+def test_a_goal_without_its_figures_is_not_measured() -> None:
+    goals = {g.key: g for g in fig.goals({"submit_per_s": 10.0}, {}, {"submit_per_s": 0.0},
+                                         {})}
+    assert goals["submit_vs_slurm"].passed is None
+    assert goals["submit_vs_ray"].passed is None  # a peer at zero: no ratio
+    assert goals["start_local"].passed is None
+    assert goals["submit_vs_slurm"].as_json()["pass"] is None
