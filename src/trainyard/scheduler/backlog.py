@@ -11,11 +11,13 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from trainyard.scheduler.model import PendingJob
+from trainyard.scheduler.service import level
 
 
-def queue_order(job: PendingJob) -> tuple[int, int]:
-    """Inside a queue: job priority (higher first), then submit order."""
-    return (-job.priority, job.seq)
+def queue_order(job: PendingJob) -> tuple[int, int, int]:
+    """Inside a queue: job priority (higher first), then the service level it attained in
+    earlier runs (least first), then submit order."""
+    return (-job.priority, level(job.attained) if job.attained else 0, job.seq)
 
 
 class Backlog:

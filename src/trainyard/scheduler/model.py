@@ -22,6 +22,7 @@ class PendingJob:
     team: str = ""  # whose quota it draws on; empty for none
     submitted_at: float = 0.0
     sweep: str = ""  # the sweep or pipeline it belongs to
+    attained: float = 0.0  # service held in earlier runs (scheduler.service), for its level
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class RunningJob:
     started_at: float = 0.0
     preempting: bool = False  # already asked to stop: its capacity is on its way back
     sweep: str = ""
+    attained: float = 0.0  # service held before this run (scheduler.service)
 
 
 @dataclass(frozen=True)

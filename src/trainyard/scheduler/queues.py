@@ -12,7 +12,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import cast
@@ -30,6 +31,7 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
+from trainyard.scheduler.service import attained_by, level, rate
 from trainyard.scheduler.sweeps import SweepSlots
 
 QUEUE_ACCESS = "QUEUE_ACCESS"  # the queue no longer takes jobs from this job's owner
@@ -86,6 +88,11 @@ class _PoolState:
     running: list[RunningJob] = field(default_factory=list)
     returning: Resources = ZERO  # held by jobs already asked to stop
     newest_first: list[RunningJob] | None = None  # the running jobs, once _reclaim sorts them
+    # The running jobs a less-served job of their team (or, without one, their queue) may
+    # preempt: (group, level, started_at, job), most served and then newest first, and each
+    # group's highest level among them; made once a pass, when first needed.
+    demotable: list[tuple[str, int, float, RunningJob]] | None = None
+    top_level: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -217,6 +224,9 @@ class _Pass:
     shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
     pre_held: dict[str, _PoolState] = field(default_factory=dict)  # job -> held for it
     reclaiming: dict[str, str] = field(default_factory=dict)  # job -> pool taken back for it
+    # (pool, group, level, resources) for which preempting more-served jobs made no room:
+    # nothing frees more later in the pass, so the same job shape need not look again.
+    cannot_demote: set[tuple[str, str, int, Resources]] = field(default_factory=set)
 
 
 class QueuePolicy:
@@ -245,10 +255,10 @@ class QueuePolicy:
         for name in queues:
             if name in policy.queues:
                 levels[policy.queues[name].priority].append(name)
-        for level in sorted(levels, reverse=True):
+        for priority in sorted(levels, reverse=True):
             if state.running >= policy.max_running:
                 break
-            self._take_turns(levels[level], queues, snapshot, state, limit)
+            self._take_turns(levels[priority], queues, snapshot, state, limit)
         if state.running >= policy.max_running:
             # Nothing more starts in this pass, and each job still waiting gets the reason
             # it would get on its turn, without taking turns.
@@ -379,7 +389,7 @@ class QueuePolicy:
                 index += 1
                 reason = self._try(job, snapshot, state, limit)
                 if reason is None:
-                    cost = max(1.0, float(job.resources.gpus) or job.resources.cpus)
+                    cost = max(1.0, rate(job.resources))
                     after = share + cost / self.policy.queues[name].weight
                     heapq.heappush(turn, (after, name))
                     break
@@ -492,6 +502,11 @@ class QueuePolicy:
                     if job.job_id in state.reclaiming:  # taken back for this job: claimed
                         _hold(pool_state, job, claim=True)
                     return reclaiming
+            if problem.code in (POOL_CAPACITY, TEAM_QUOTA):
+                demoting = self._demote(job, pool_state, snapshot, state, claimant)
+                if demoting is not None:
+                    _hold(pool_state, job, claim=True)
+                    return demoting
             first_problem = first_problem or problem
         assert first_problem is not None
         if mine is not None and first_problem.code in (POOL_CAPACITY, RESERVED):
@@ -562,7 +577,10 @@ class QueuePolicy:
         borrowing = {team for team, q in nominal.items()
                      if _beyond(state.team_use.get((team, pool.name), ZERO), q) != ZERO}
         if pool_state.newest_first is None:  # sorted once a pass: the order is the same
-            pool_state.newest_first = sorted(pool_state.running, key=lambda run: -run.started_at)
+            now = snapshot.now
+            pool_state.newest_first = sorted(pool_state.running, key=lambda run: (
+                -level(attained_by(run.attained, run.resources, run.started_at, now)),
+                -run.started_at))
         victims = [
             run for run in pool_state.newest_first
             if run.team != job.team and (run.team in borrowing or run.team not in nominal)
@@ -596,6 +614,65 @@ class QueuePolicy:
                                      f"borrowed team {job.team!r}'s quota in pool "
                                      f"{pool.name!r}; it starts when they stop")
         return None
+
+    def _demote(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
+                state: _Pass, claimant: bool) -> PendingReason | None:
+        """A job that does not fit, or not within its team's quota, while jobs of its own
+        team (or, for a job of no team, its queue) that have held more service run: preempt
+        those (highest level first, then newest; past the minimum runtime, in preemptible
+        queues) until it would fit, as for a reclaim. None if that cannot make room."""
+        group = _group(job)
+        mine = level(job.attained) if job.attained else 0
+        key = (pool_state.name, group, mine, job.resources)
+        if key in state.cannot_demote:
+            return None
+        if pool_state.demotable is None:
+            self._sort_demotable(pool_state, snapshot)
+        if pool_state.top_level.get(group, -1) <= mine:
+            return None
+        assert pool_state.demotable is not None
+        victims = [run for owner, run_level, _, run in pool_state.demotable
+                   if owner == group and run_level > mine and run.job_id not in state.preempt]
+        if pool_state.quotas is not None and pool_state.name not in state.borrowing:
+            # Made now, from what is in use, before _without changes it.
+            state.borrowing[pool_state.name] = _Borrowing.of(pool_state.quotas,
+                                                             state.team_use, pool_state.name)
+        chosen: list[RunningJob] = []
+        for run in victims:
+            chosen.append(run)
+            with _without(pool_state, chosen, state):
+                fits = self._fit(job, pool_state, state, claimant) is None
+            if fits:
+                freed = ZERO
+                why = (f"preempted for a job of {_group_title(job)} that has run less; it "
+                       "resumes from its checkpoint")
+                for victim in chosen:
+                    state.preempt[victim.job_id] = why
+                    freed = add(freed, victim.resources)
+                pool_state.returning = add(pool_state.returning, freed)
+                state.reclaiming[job.job_id] = pool_state.name
+                return PendingReason(RECLAIMING, f"preempting {len(chosen)} job(s) of "
+                                     f"{_group_title(job)} that have run longer, in pool "
+                                     f"{pool_state.name!r}; it starts when they stop")
+        state.cannot_demote.add(key)
+        return None
+
+    def _sort_demotable(self, pool_state: _PoolState, snapshot: Snapshot) -> None:
+        now, queues = snapshot.now, self.policy.queues
+        found: list[tuple[str, int, float, RunningJob]] = []
+        top = pool_state.top_level
+        for run in pool_state.running:
+            if run.preempting or not queues.get(run.queue, _NEVER).may_preempt or \
+                    now - run.started_at < self.policy.min_runtime_s:
+                continue
+            run_level = level(attained_by(run.attained, run.resources, run.started_at, now))
+            if run_level <= 0:
+                continue
+            group = _group(run)
+            found.append((group, run_level, run.started_at, run))
+            top[group] = max(top.get(group, 0), run_level)
+        found.sort(key=lambda item: (-item[1], -item[2]))
+        pool_state.demotable = found
 
     def _quota_problem(self, job: PendingJob, pool_state: _PoolState, rules: _PoolQuotas,
                        state: _Pass) -> PendingReason | None:
@@ -685,9 +762,53 @@ def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], sec
         factor, span = 0.0, seconds
     updated = {queue: value * factor for queue, value in usage.items() if value * factor > 1e-9}
     for job in running:
-        cost = float(job.resources.gpus) or job.resources.cpus
+        cost = rate(job.resources)
         updated[job.queue] = updated.get(job.queue, 0.0) + cost * span
     return updated
+
+
+def _group(job: PendingJob | RunningJob) -> str:
+    """Whose jobs a job is ranked among by service: its team's, or its queue's."""
+    return f"team:{job.team}" if job.team else f"queue:{job.queue}"
+
+
+def _group_title(job: PendingJob) -> str:
+    return f"team {job.team!r}" if job.team else f"queue {job.queue!r}"
+
+
+@contextmanager
+def _without(pool_state: _PoolState, runs: Sequence[RunningJob], state: _Pass
+             ) -> Iterator[None]:
+    """The pass as if these running jobs of the pool had stopped, for one check; restored
+    afterwards exactly as it was."""
+    used, jobs, name = pool_state.used, pool_state.jobs, pool_state.name
+    team_use = state.team_use
+    borrowing = state.borrowing.get(name)
+    before: dict[tuple[str, str], Resources] = {}
+    freed_ids: set[str] = set()
+    for run in runs:
+        pool_state.used = _less(pool_state.used, run.resources, 1)
+        pool_state.jobs -= 1
+        freed_ids.update(run.gpu_ids)
+        if run.team:
+            key = (run.team, name)
+            now_use = team_use.get(key, ZERO)
+            before.setdefault(key, now_use)
+            team_use[key] = _less(now_use, run.resources, 1)
+    for key, old in before.items():
+        if borrowing is not None and key[0] in borrowing.terms:
+            borrowing.set(key[0], borrowing.quotas.quotas[key[0]], team_use[key], old)
+    taken = state.gpus_taken & freed_ids
+    state.gpus_taken -= taken
+    try:
+        yield
+    finally:
+        state.gpus_taken |= taken
+        for key, old in before.items():
+            if borrowing is not None and key[0] in borrowing.terms:
+                borrowing.set(key[0], borrowing.quotas.quotas[key[0]], old, team_use[key])
+            team_use[key] = old
+        pool_state.used, pool_state.jobs = used, jobs
 
 
 def _shared(state: _Pass, key: tuple[str, str, str],

@@ -20,12 +20,13 @@ import heapq
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
 from trainyard.scheduler.queues import decayed_usage
+from trainyard.scheduler.service import attained_by
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -77,7 +78,7 @@ class JobState:
     pending: PendingJob  # as it waits: requeued the same after a preemption
     duration: float
     remaining: float  # seconds of running left, as of when it last stopped (or arrived)
-    attained: float = 0.0  # GPU-seconds held before the current run
+    attained: float = 0.0  # service held before the current run (scheduler.service.rate)
     first_start: float | None = None
     run_start: float = 0.0
     finish: float | None = None
@@ -123,10 +124,10 @@ class Progress:
         return state.remaining
 
     def attained(self, job_id: str, now: float) -> float:
-        """GPU-seconds it has held so far."""
+        """The service it has held so far: GPU-seconds (CPU-seconds without GPUs)."""
         state = self.states[job_id]
         if job_id in self.running:
-            return state.attained + state.pending.resources.gpus * (now - state.run_start)
+            return attained_by(state.attained, state.pending.resources, state.run_start, now)
         return state.attained
 
 
@@ -142,9 +143,10 @@ class Replay:
     half_life: float = 3600.0
     fair_share: bool = True  # keep each queue's decayed usage for the snapshot
     restart_overhead: float = 0.0
-    # When a job starts, the time after which the policy might decide otherwise about it
-    # with nothing else happening (None: never).
-    wake: Callable[[RunningJob, JobState], float | None] | None = None
+    # For a running job, the first time after the given one at which the policy might
+    # decide otherwise about it with nothing else happening (None: never). Asked when the
+    # job starts, and again at each such time while it runs.
+    wake: Callable[[RunningJob, float], float | None] | None = None
     backlog_key: Callable[[PendingJob], Key] | None = None
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     progress: Progress = field(default_factory=Progress)
@@ -160,7 +162,7 @@ class Replay:
         self.backlog = Backlog() if self.backlog_key is None else \
             IndexedBacklog(self.backlog_key)
         self._completions: list[tuple[float, int, str, int]] = []  # (time, seq, id, epoch)
-        self._wakes: list[float] = []
+        self._wakes: list[tuple[float, int, str, int]] = []  # (time, seq, id, epoch)
         self.states = self.progress.states
         self.running = self.progress.running
         self._running_list: list[RunningJob] | None = None  # in submit order, when known
@@ -245,9 +247,19 @@ class Replay:
 
     def next_wake(self, after: float) -> float | None:
         wakes = self._wakes
-        while wakes and wakes[0] <= after:
-            heapq.heappop(wakes)
-        return wakes[0] if wakes else None
+        while wakes and wakes[0][0] <= after:
+            _, _, job_id, epoch = heapq.heappop(wakes)
+            if self.states[job_id].epoch == epoch and job_id in self.running:
+                self._ask_wake(self.running[job_id], after)
+        return wakes[0][0] if wakes else None
+
+    def _ask_wake(self, run: RunningJob, after: float) -> None:
+        if self.wake is None:
+            return
+        state = self.states[run.job_id]
+        at = self.wake(run, after)
+        if at is not None and after < at < state.run_start + state.remaining:
+            heapq.heappush(self._wakes, (at, state.pending.seq, run.job_id, state.epoch))
 
     def held(self) -> tuple[int, ...]:
         return tuple(self._held)
@@ -266,21 +278,18 @@ class Replay:
                                f"{job.resources.gpus} asked, or some in use: "
                                f"{sorted(self._taken & set(gpu_ids))}")
         self._taken.update(gpu_ids)
+        state = self.states[job_id]
         run = RunningJob(job.job_id, job.queue, job.resources, pool or job.pool, gpu_ids,
-                         job.team, now)
+                         job.team, now, attained=state.attained)
         self.running[job_id] = run
         self._running_list = None
-        state = self.states[job_id]
         state.run_start = now
         if state.first_start is None:
             state.first_start = now
         heapq.heappush(self._completions, (now + state.remaining, job.seq, job_id,
                                            state.epoch))
         self._team(state.team, held=job.resources.gpus)
-        if self.wake is not None:
-            at = self.wake(run, state)
-            if at is not None and at < now + state.remaining:
-                heapq.heappush(self._wakes, at)
+        self._ask_wake(run, now)
 
     def _stop(self, job_id: str, now: float) -> None:
         run = self.running.pop(job_id, None)
@@ -294,12 +303,14 @@ class Replay:
         state.epoch += 1
         state.preemptions += 1
         self.preemptions += 1
-        self.backlog.add(state.pending)  # its submit order and time, as the store keeps
+        # Its submit order and time, as the store keeps them, and the service it attained.
+        state.pending = replace(state.pending, attained=state.attained)
+        self.backlog.add(state.pending)
 
     def _release(self, run: RunningJob, state: JobState, now: float) -> None:
         ran = now - state.run_start
         state.held += ran
-        state.attained += run.resources.gpus * ran
+        state.attained = attained_by(state.attained, run.resources, state.run_start, now)
         self._taken.difference_update(run.gpu_ids)
         self._team(state.team, held=-run.resources.gpus)
 

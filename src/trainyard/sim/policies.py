@@ -28,8 +28,9 @@ from trainyard.scheduler.model import (
     Snapshot,
 )
 from trainyard.scheduler.queues import QueuePolicy
+from trainyard.scheduler.service import attained_by, next_threshold_at, rate
 from trainyard.sim.cluster import executor_pools, without_quotas
-from trainyard.sim.engine import IndexedBacklog, JobState, Key, Progress, Replay
+from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
 
 POLICIES = ("fifo", "priority", "default", "srtf-oracle", "las")
 # LAS levels, in GPU-seconds of attained service: below 1 GPU-hour, below 10, the rest.
@@ -233,28 +234,38 @@ class LasPolicy(OrderedPreemptive):
             self.progress.states[job_id].attained
         return (float(self.level(attained)), 0.0 if running else 1.0, float(seq))
 
-    def wake(self, run: RunningJob, state: JobState) -> float | None:
-        """When the job, just started, passes its next threshold."""
-        if not run.resources.gpus:
+    def wake(self, run: RunningJob, after: float) -> float | None:
+        """When the running job passes its next threshold after `after`."""
+        speed = rate(run.resources)
+        if speed <= 0:
             return None
+        attained = attained_by(run.attained, run.resources, run.started_at, after)
         for limit in self.thresholds:
-            if state.attained < limit:
-                return run.started_at + (limit - state.attained) / run.resources.gpus
+            if attained < limit:
+                return after + (limit - attained) / speed
         return None
 
 
-def min_runtime_wake(policy: cfg.Policy) -> Callable[[RunningJob, JobState], float | None] \
-        | None:
-    """QueuePolicy may preempt a borrower once it has run min_runtime: the replay must pass
-    then, as the tracker's periodic passes would."""
-    if not policy.teams:
-        return None
+def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float | None]:
+    """When QueuePolicy might preempt a running job with nothing else happening: once it
+    has run min_runtime (a borrower's quota may be reclaimed then), and each time it passes
+    a service level (a less-served job of its team may then preempt it). The replay must
+    pass then, as the tracker's periodic passes would. Never for jobs of queues that may
+    not be preempted."""
 
-    def wake(run: RunningJob, state: JobState) -> float | None:
+    def wake(run: RunningJob, after: float) -> float | None:
         queue = policy.queues.get(run.queue)
-        if queue is None or not queue.may_preempt or policy.min_runtime_s <= 0:
+        if queue is None or not queue.may_preempt:
             return None
-        return run.started_at + policy.min_runtime_s
+        times = []
+        settled = run.started_at + max(0.0, policy.min_runtime_s)
+        if settled > after and policy.teams:
+            times.append(settled)
+        attained = attained_by(run.attained, run.resources, run.started_at, after)
+        passes = next_threshold_at(attained, run.resources, after)
+        if passes is not None:
+            times.append(max(passes, settled))
+        return min(times, default=None)
 
     return wake
 
@@ -264,7 +275,7 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     """A Replay running the named policy on the cluster `policy` declares."""
     pools: Mapping[str, PoolCapacity] = {n: p.capacity for n, p in policy.pools.items()}
     progress = Progress()
-    wake: Callable[[RunningJob, JobState], float | None] | None = None
+    wake: Callable[[RunningJob, float], float | None] | None = None
     key: Callable[[PendingJob], Key] | None = None
     chosen: Policy
     if name == "fifo":
@@ -272,7 +283,7 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     elif name == "priority":
         chosen = PriorityPolicy(policy)
     elif name == "default":
-        chosen, wake = QueuePolicy(policy), min_runtime_wake(policy)
+        chosen, wake = QueuePolicy(policy), queue_policy_wake(policy)
     elif name == "srtf-oracle":
         srtf = SrtfOraclePolicy(policy, progress)
         chosen, key = srtf, srtf.waiting_key

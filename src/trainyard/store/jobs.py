@@ -288,13 +288,14 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
-                       c.image, c.owner, c.team, c.submitted_at, c.sweep_id)
+                       c.image, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
-                          pool_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id)
+                          pool_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id,
+                          r.held_s)
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

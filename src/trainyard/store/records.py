@@ -36,6 +36,7 @@ class JobRecord:
     updated_at: float
     client_request_id: str | None
     reproduced_from: str = ""  # the run this job was submitted to reproduce
+    held_s: float = 0.0  # seconds it ran in attempts that ended
 
     @classmethod
     def from_row(cls, row: Any) -> JobRecord:
@@ -83,6 +84,7 @@ class JobRecord:
             updated_at=m["updated_at"],
             client_request_id=m["client_request_id"],
             reproduced_from=m["reproduced_from"],
+            held_s=m.get("held_s") or 0.0,
         )
 
 
@@ -98,6 +100,7 @@ class QueuedJob:
     team: str
     submitted_at: float
     sweep_id: str
+    held_s: float = 0.0  # seconds it ran in attempts that ended
 
 
 def split_ids(joined: str) -> tuple[str, ...]:

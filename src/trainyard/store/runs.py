@@ -12,6 +12,7 @@ from sqlalchemy import (
     Connection,
     Select,
     and_,
+    case,
     exists,
     func,
     insert,
@@ -69,6 +70,13 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
         if column in fields:
             values[column] = fields[column]
     current = select(jobs.c.attempt).where(jobs.c.id == job_id).scalar_subquery()
+    if target in ENDS_ATTEMPT:
+        # The attempt's time running counts towards the service the job has attained.
+        started = select(runs.c.started_at).where(
+            runs.c.job_id == job_id, runs.c.attempt == current).scalar_subquery()
+        ran = func.coalesce(now - started, 0.0)
+        conn.execute(update(jobs).where(jobs.c.id == job_id).values(
+            held_s=jobs.c.held_s + case((ran > 0.0, ran), else_=0.0)))
     conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == current)
                  .values(**values))
 

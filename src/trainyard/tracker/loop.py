@@ -27,6 +27,7 @@ from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.scheduler.queues import decayed_usage
+from trainyard.scheduler.service import rate
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
@@ -402,7 +403,7 @@ class Tracker:
         running = self.jobs.in_states(ACTIVE)
         active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, self._pool_of(j),
                              j.gpu_ids, j.team, j.started_at or 0.0, j.preempt_requested,
-                             j.sweep_id)
+                             j.sweep_id, attained=rate(j.spec.total_resources) * j.held_s)
                   for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),

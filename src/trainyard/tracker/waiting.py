@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from trainyard.scheduler import PendingJob
 from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.service import rate
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import QueuedJob
 
@@ -74,7 +75,8 @@ class WaitingJobs:
         added = []
         for row in rows:
             job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
-                             row.owner, row.team, row.submitted_at, row.sweep_id)
+                             row.owner, row.team, row.submitted_at, row.sweep_id,
+                             attained=rate(row.resources) * row.held_s)
             self.remove(row.id)
             self._backlog.add(job)
             if job.sweep:
