@@ -55,6 +55,8 @@ _ROUNDING = 2.0**-44
 # A team's part in a pool's borrowing sums: what it owns and leaves unused (cpus, memory,
 # gpus), then what it uses beyond what it owns (cpus, memory, gpus).
 _Terms = tuple[float, int, int, float, int, int]
+# A waiting job's shape, for _Pass.failed: queue, executor, team, cpus, memory, GPUs, level.
+_Shape = tuple[str, str, str, float, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -227,6 +229,12 @@ class _Pass:
     # (pool, group, level, resources) for which preempting more-served jobs made no room:
     # nothing frees more later in the pass, so the same job shape need not look again.
     cannot_demote: set[tuple[str, str, int, Resources]] = field(default_factory=set)
+    # Why a job of one shape (queue, kind, team, resources, level) could not start, and
+    # whether it would borrow: a later job of that shape holding no claim fails the same
+    # way, with the same reason, while nothing is admitted, held, let go or taken back in
+    # the pass (each of those counts in `changes`).
+    failed: dict[_Shape, tuple[PendingReason, bool, int]] = field(default_factory=dict)
+    changes: int = 0
 
 
 class QueuePolicy:
@@ -341,7 +349,7 @@ class QueuePolicy:
             job = backlog.get(job_id)
             held = pools.get(pool_name)
             if job is not None and held is not None:
-                _hold(held, job, claim=True)
+                _hold(state, held, job, claim=True)
                 state.pre_held[job_id] = held
         return state
 
@@ -487,8 +495,22 @@ class QueuePolicy:
             return PendingReason(NO_POOL, f"none of the pools of queue {queue.name!r} runs "
                                  f"{'containers' if job.pool == 'docker' else 'commands'}")
         mine = state.pre_held.pop(job.job_id, None)
+        shape: _Shape | None = None
         if mine is not None:
-            _release(mine, job, claim=True)  # its own claim does not keep it out
+            _release(state, mine, job, claim=True)  # its own claim does not keep it out
+        else:
+            need = job.resources
+            shape = (job.queue, job.pool, job.team, need.cpus, need.memory_mb, need.gpus,
+                     level(job.attained) if job.attained else 0)
+            known = state.failed.get(shape)
+            if known is not None and known[2] == state.changes:
+                reason, borrows, epoch = known
+                if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
+                    if not borrows and not _borrows(job, candidates[0], state):
+                        _hold(state, candidates[0], job)  # and the next one looks again
+                    elif not borrows:
+                        state.failed[shape] = (reason, True, epoch)
+                return reason
         first_problem: PendingReason | None = None
         for pool_state in candidates:
             claimant = mine is pool_state
@@ -500,25 +522,30 @@ class QueuePolicy:
                 reclaiming = self._reclaim(job, pool_state, snapshot, state, claimant)
                 if reclaiming is not None:
                     if job.job_id in state.reclaiming:  # taken back for this job: claimed
-                        _hold(pool_state, job, claim=True)
+                        _hold(state, pool_state, job, claim=True)
                     return reclaiming
             if problem.code in (POOL_CAPACITY, TEAM_QUOTA):
                 demoting = self._demote(job, pool_state, snapshot, state, claimant)
                 if demoting is not None:
-                    _hold(pool_state, job, claim=True)
+                    _hold(state, pool_state, job, claim=True)
                     return demoting
             first_problem = first_problem or problem
         assert first_problem is not None
         if mine is not None and first_problem.code in (POOL_CAPACITY, RESERVED):
             # It still waits for what was taken back for it (the jobs stopping for it, or
             # room claimed for others before it): the claim goes on to the next pass.
-            _hold(mine, job, claim=True)
+            _hold(state, mine, job, claim=True)
             state.reclaiming[job.job_id] = mine.name
-        elif snapshot.now - job.submitted_at >= policy.reserve_after_s > 0 and \
-                not _borrows(job, candidates[0], state):
-            # Waited too long: hold what it needs in its first pool from later jobs. Not for
-            # a job that would borrow there: what it would hold is others' to take back.
-            _hold(candidates[0], job)
+            return first_problem
+        borrows, epoch = False, state.changes
+        if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
+            borrows = _borrows(job, candidates[0], state)
+            if not borrows:
+                # Waited too long: hold what it needs in its first pool from later jobs. Not
+                # for a job that would borrow there: what it holds is others' to take back.
+                _hold(state, candidates[0], job)
+        if shape is not None:
+            state.failed[shape] = (first_problem, borrows, epoch)
         return first_problem
 
     def _fit(self, job: PendingJob, pool_state: _PoolState, state: _Pass,
@@ -728,6 +755,7 @@ class QueuePolicy:
             over.gpus > free.gpus
 
     def _admit(self, job: PendingJob, pool_state: _PoolState, state: _Pass) -> None:
+        state.changes += 1
         ids = allocate_gpus(pool_state.pool.capacity, state.gpus_taken, job.resources.gpus)
         assert ids is not None
         pool_state.used = add(pool_state.used, job.resources)
@@ -833,7 +861,8 @@ def _borrows(job: PendingJob, pool_state: _PoolState, state: _Pass) -> bool:
     return _over(use, job.resources, quota) != (0.0, 0, 0)
 
 
-def _hold(pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
+def _hold(state: _Pass, pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
+    state.changes += 1
     pool_state.held = add(pool_state.held, job.resources)
     pool_state.held_jobs += 1
     if claim:
@@ -841,7 +870,9 @@ def _hold(pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
         pool_state.claimed_jobs += 1
 
 
-def _release(pool_state: _PoolState, job: PendingJob, claim: bool = False) -> None:
+def _release(state: _Pass, pool_state: _PoolState, job: PendingJob,
+             claim: bool = False) -> None:
+    state.changes += 1
     pool_state.held_jobs -= 1
     pool_state.held = _less(pool_state.held, job.resources, pool_state.held_jobs)
     if claim:
@@ -861,7 +892,7 @@ def _drop_claim(job: PendingJob, state: _Pass) -> None:
     """The job can no longer use what was taken back for it: the room goes to others."""
     held = state.pre_held.pop(job.job_id, None)
     if held is not None:
-        _release(held, job, claim=True)
+        _release(state, held, job, claim=True)
 
 
 def _queue_limit(state: _Pass, queue: cfg.Queue) -> PendingReason:
