@@ -68,6 +68,28 @@ def test_runs_follow_their_jobs_transitions_attempt_by_attempt(db: Database) -> 
         [f"{job_id}-2", f"{job_id}-1"]
 
 
+def test_a_jobs_time_in_ended_attempts_adds_up(db: Database) -> None:
+    store = JobStore(db)
+    job_id, _ = store.create(JobSpec(name="p", command="true"), owner="ann")
+    launch(store, job_id, 1)  # started at 10
+    assert store.get(job_id).held_s == 0.0  # the attempt still runs
+    store.transition(job_id, R, P, reason="preempted", now=25.0, preempt_requested=False)
+    assert store.get(job_id).held_s == 15.0
+    assert store.queued() == [] and store.get(job_id).state is P
+    store.transition(job_id, P, W, reason="requeued", now=26.0)
+    assert store.queued()[0].held_s == 15.0  # what admission sees
+    launch(store, job_id, 2)  # started at 10 again, by the helper's clock
+    store.transition(job_id, R, S, reason="ended", now=12.5, exit_code=0, message="done")
+    assert store.get(job_id).held_s == 17.5
+    # An attempt that ended before it ran adds nothing, nor does a clock that went back.
+    other, _ = store.create(JobSpec(name="q", command="true"), owner="ann")
+    store.transition(other, W, L, reason="admitted", attempt=1, executor="local",
+                     pool="local", handle="h", gpu_ids="")
+    store.transition(other, L, JobState.FAILED, reason="no", now=30.0, exit_code=1,
+                     message="launch failed")
+    assert store.get(other).held_s == 0.0
+
+
 def test_filters_sorting_and_paging(db: Database) -> None:
     ds = DatasetRef("digits", VERSION)
     a = finished(db, JobSpec(name="mlp-1", command="t", dataset=ds, labels={"team": "red"}),
@@ -189,6 +211,8 @@ def test_the_migration_makes_runs_of_jobs_launched_before_it(database_url: str) 
                           f"({', '.join(':' + c for c in columns)})"), columns)
         command.upgrade(cfg, "head")
         row = conn.execute(select(runs)).one()
+        held = conn.execute(text("SELECT held_s FROM jobs WHERE id = 'old'")).scalar_one()
     engine.dispose()
     assert (row.job_id, row.attempt, row.state, row.exit_code, row.ended_at) == \
         ("old", 2, "SUCCEEDED", 0, 9.0)
+    assert held == row.ended_at - row.started_at  # 0010 counts the runs 0009 made

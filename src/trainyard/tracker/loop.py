@@ -354,7 +354,9 @@ class Tracker:
     def _requeue(self, job: JobRecord, state: JobState, outcome: str) -> None:
         """A preempted job stops, then waits again; its next attempt resumes from the same
         CHECKPOINT_PATH."""
-        reason = f"preempted to return borrowed quota ({outcome})"
+        why = job.message if job.preempt_requested and job.message else \
+            "preempted to return borrowed quota"
+        reason = f"{why} ({outcome})"
         self.jobs.transition(job.id, state, JobState.PREEMPTED, reason=reason,
                              now=self.clock(), message=reason, preempt_requested=False)
         self.jobs.transition(job.id, JobState.PREEMPTED, JobState.WAITING, now=self.clock(),
@@ -436,7 +438,9 @@ class Tracker:
         self._reclaiming = decisions.reclaiming
         launched = 0
         for victim, why in decisions.preempt.items():
-            if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True):
+            # Why it stops is its message until it is requeued, and then that event's reason.
+            if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True,
+                                       message=why):
                 log.info("preempting %s: %s", victim, why)
                 self._reconcile_due = True  # the next pass delivers the stop
         for job_id in decisions.admit:
