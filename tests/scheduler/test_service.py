@@ -69,6 +69,11 @@ def test_a_requeued_job_that_ran_longer_waits_behind_new_jobs_of_its_priority() 
     for job in (older, newer, urgent):
         backlog.add(job)
     assert [j.job_id for j in backlog.queues["a"]] == ["hot", "new", "old"]
+    # Past level 0, fewer GPUs first; at level 0 (new jobs), submit order whatever the size.
+    wide = PendingJob("wide", "a", 0, 0, Resources(1.0, 0, 8), attained=3 * HOUR)
+    big_new = PendingJob("big", "a", 0, 0, Resources(1.0, 0, 8))
+    assert [j.job_id for j in Backlog.of([older, wide, newer, big_new]).queues["a"]] == \
+        ["big", "new", "old", "wide"]
 
 
 def test_a_new_job_preempts_its_teams_most_served_job_to_fit() -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity
 from trainyard.domain.spec import Resources
+from trainyard.scheduler.service import level
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,20 @@ class PendingJob:
     submitted_at: float = 0.0
     sweep: str = ""  # the sweep or pipeline it belongs to
     attained: float = 0.0  # service held in earlier runs (scheduler.service), for its level
+
+    # Worked out once a job: a pass looks at a long backlog's jobs again and again.
+    @cached_property
+    def service_level(self) -> int:
+        return level(self.attained) if self.attained else 0
+
+    @cached_property
+    def shape(self) -> tuple[str, str, str, float, int, int, int]:
+        """What admission tells it apart by: queue, executor, team, cpus, memory, GPUs and
+        service level. Two waiting jobs of one shape, neither holding a claim, fit or not
+        alike."""
+        need = self.resources
+        return (self.queue, self.pool, self.team, need.cpus, need.memory_mb, need.gpus,
+                self.service_level)
 
 
 @dataclass(frozen=True)

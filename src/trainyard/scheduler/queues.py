@@ -392,10 +392,20 @@ class QueuePolicy:
             index = heads.get(name, 0)
             if index >= len(jobs):
                 continue
+            # After a job of the queue fails and nothing changes in the pass, the queue's
+            # and the global limit still let its next job by, and only the shape memo (and
+            # the job's own claim, sweep and access) can tell it apart.
+            plain = not state.sweeps.limits and not self._rules(name).restricted
+            quiet = -1
             while True:
                 job = jobs[index]
                 index += 1
-                reason = self._try(job, snapshot, state, limit)
+                reason = None
+                if plain and quiet == state.changes and \
+                        (not state.pre_held or job.job_id not in state.pre_held):
+                    reason = self._known(job, job.shape, snapshot, state)
+                if reason is None:
+                    reason = self._try(job, snapshot, state, limit)
                 if reason is None:
                     cost = max(1.0, rate(job.resources))
                     after = share + cost / self.policy.queues[name].weight
@@ -407,6 +417,7 @@ class QueuePolicy:
                     index = len(jobs)
                     break
                 each[job.job_id] = reason
+                quiet = state.changes
                 # Best-effort FIFO: a job that cannot fit holds back only what it must, so
                 # the queue's later jobs still get their turn (at once, when comparable).
                 if not comparable:
@@ -472,7 +483,7 @@ class QueuePolicy:
              limit: PendingReason) -> PendingReason | None:
         """Admit the job, or say why it waits. The checks run in the policy's order."""
         policy = self.policy
-        rules = self._rules(job.queue)
+        rules = self._queues.get(job.queue) or self._rules(job.queue)
         # A claim on room taken back for this job (state.pre_held) lasts while the job waits
         # behind a limit, and ends when its queue no longer takes it.
         if rules.restricted or state.sweeps.limits:
@@ -486,6 +497,12 @@ class QueuePolicy:
             return _queue_limit(state, queue)
         if state.running >= policy.max_running:
             return limit
+        shape: _Shape | None = None
+        if not state.pre_held or job.job_id not in state.pre_held:
+            shape = job.shape
+            known = self._known(job, shape, snapshot, state)
+            if known is not None:
+                return known
         candidates = state.candidates.get((job.queue, job.pool))
         if candidates is None:
             candidates = [state.pools[p] for p in rules.pools.get(job.pool, ())]
@@ -494,23 +511,9 @@ class QueuePolicy:
             _drop_claim(job, state)
             return PendingReason(NO_POOL, f"none of the pools of queue {queue.name!r} runs "
                                  f"{'containers' if job.pool == 'docker' else 'commands'}")
-        mine = state.pre_held.pop(job.job_id, None)
-        shape: _Shape | None = None
+        mine = state.pre_held.pop(job.job_id, None) if shape is None else None
         if mine is not None:
             _release(state, mine, job, claim=True)  # its own claim does not keep it out
-        else:
-            need = job.resources
-            shape = (job.queue, job.pool, job.team, need.cpus, need.memory_mb, need.gpus,
-                     level(job.attained) if job.attained else 0)
-            known = state.failed.get(shape)
-            if known is not None and known[2] == state.changes:
-                reason, borrows, epoch = known
-                if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
-                    if not borrows and not _borrows(job, candidates[0], state):
-                        _hold(state, candidates[0], job)  # and the next one looks again
-                    elif not borrows:
-                        state.failed[shape] = (reason, True, epoch)
-                return reason
         first_problem: PendingReason | None = None
         for pool_state in candidates:
             claimant = mine is pool_state
@@ -547,6 +550,25 @@ class QueuePolicy:
         if shape is not None:
             state.failed[shape] = (first_problem, borrows, epoch)
         return first_problem
+
+    def _known(self, job: PendingJob, shape: _Shape, snapshot: Snapshot,
+               state: _Pass) -> PendingReason | None:
+        """Why a job of this shape, holding no claim, could not start earlier in the pass,
+        if nothing changed since (see _Pass.failed); a long waiter's hold is taken as _try
+        would take it. None: it must be checked in full."""
+        known = state.failed.get(shape)
+        if known is None or known[2] != state.changes:
+            return None
+        reason, borrows, epoch = known
+        if snapshot.now - job.submitted_at >= self.policy.reserve_after_s > 0 and \
+                not borrows:
+            # It failed in its first pools before, so it has some.
+            first = state.candidates[(job.queue, job.pool)][0]
+            if not _borrows(job, first, state):
+                _hold(state, first, job)  # and the next job of its shape looks again
+            else:
+                state.failed[shape] = (reason, True, epoch)
+        return reason
 
     def _fit(self, job: PendingJob, pool_state: _PoolState, state: _Pass,
              claimant: bool = False) -> PendingReason | None:
@@ -649,7 +671,7 @@ class QueuePolicy:
         those (highest level first, then newest; past the minimum runtime, in preemptible
         queues) until it would fit, as for a reclaim. None if that cannot make room."""
         group = _group(job)
-        mine = level(job.attained) if job.attained else 0
+        mine = job.service_level
         key = (pool_state.name, group, mine, job.resources)
         if key in state.cannot_demote:
             return None

@@ -28,13 +28,14 @@ from trainyard.scheduler.model import (
     Snapshot,
 )
 from trainyard.scheduler.queues import QueuePolicy
-from trainyard.scheduler.service import attained_by, next_threshold_at, rate
+from trainyard.scheduler.service import THRESHOLDS, attained_by, next_threshold_at, rate
 from trainyard.sim.cluster import executor_pools, without_quotas
 from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
 
 POLICIES = ("fifo", "priority", "default", "srtf-oracle", "las")
-# LAS levels, in GPU-seconds of attained service: below 1 GPU-hour, below 10, the rest.
-LAS_THRESHOLDS = (3600.0, 36000.0)
+# LAS levels, in GPU-seconds of attained service: the service's own (QueuePolicy orders a
+# queue's jobs by them), doubling from 1 GPU-hour.
+LAS_THRESHOLDS = THRESHOLDS
 
 WAITING_FOR_ROOM = "POOL_CAPACITY"
 PREEMPTING = "RECLAIMING"
