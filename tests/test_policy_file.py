@@ -86,6 +86,7 @@ def test_the_examples_declare_the_same_policy_in_both_formats() -> None:
     assert from_toml.max_running == 8
     assert from_toml.fair_share_half_life_s == 3600.0
     assert from_toml.reserve_after_s == 600.0
+    assert from_toml.service_levels is True
     assert from_toml.pools["cpu"] == Pool(PoolCapacity("cpu", 8, 16.0, 65536), "local")
     assert from_toml.pools["gpu"] == Pool(
         PoolCapacity("gpu", 4, 32.0, 262144, ("0", "1", "2", "3")), "docker")
@@ -114,6 +115,13 @@ def test_the_small_policies_are_valid_and_defaults_fill_in(fmt: str) -> None:
         max_running=4, fair_share_half_life_s=3600.0, reserve_after_s=600.0)
 
 
+@pytest.mark.parametrize("fmt", ["toml", "yaml"])
+def test_service_levels_can_be_turned_off(fmt: str) -> None:
+    old, new = ("max_running = 4", "max_running = 4\nservice_levels = false") if fmt == "toml" \
+        else ("max_running: 4", "max_running: 4\nservice_levels: false")
+    assert parse_policy(edit(fmt, old, new), fmt).service_levels is False
+
+
 @pytest.mark.parametrize(("fmt", "old", "new", "expected"), [
     # a wrong type
     ("toml", "priority = 0", 'priority = "high"',
@@ -126,6 +134,8 @@ def test_the_small_policies_are_valid_and_defaults_fill_in(fmt: str) -> None:
     # out of range
     ("toml", "max_running = 4", "max_running = 0",
      "line 1: max_running: must be at least 1, got 0"),
+    ("toml", "max_running = 4", 'max_running = 4\nservice_levels = "yes"',
+     'line 2: service_levels: must be true or false, got "yes"'),
     ("yaml", "cpus: 4", "cpus: -1", "line 5: pools.cpu.cpus: must be greater than 0, got -1"),
     # an unknown key
     ("toml", "max_jobs = 2\n\n[pools.gpu]", "max_jobs = 2\ncores = 4\n\n[pools.gpu]",
@@ -135,7 +145,7 @@ def test_the_small_policies_are_valid_and_defaults_fill_in(fmt: str) -> None:
      "line 19: teams.vision.lead: unknown key (expected one of: members, quota)"),
     ("toml", "max_running = 4", "max_running = 4\n[queue.default]",
      "line 2: queue: unknown key (expected one of: max_running, fair_share_half_life, "
-     "reserve_after, min_runtime, pools, queues, teams)"),
+     "reserve_after, min_runtime, service_levels, pools, queues, teams)"),
     # an unknown pool in a queue
     ("toml", 'pools = ["cpu"]', 'pools = ["cpu", "gpux"]',
      'line 15: queues.default.pools[1]: no pool named "gpux" is declared (pools: cpu, gpu)'),

@@ -7,6 +7,9 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
                                   # number of seconds, > 0; default 1h
     reserve_after = "10m"         # duration, >= 0; default 10m
     min_runtime = "5m"            # a job that ran less than this is not preempted; default 5m
+    service_levels = true         # order each queue's jobs of a priority by the service
+                                  # they attained, and preempt a team's more-served jobs
+                                  # for its less-served ones; default true
 
     [pools.<name>]                # at least one
     executor = "local"            # "local" or "docker"; default "local"
@@ -63,7 +66,8 @@ from trainyard.domain.spec import NAME_RE
 KeyPath = tuple[str | int, ...]  # keys, and indexes into lists
 T = TypeVar("T")
 
-_TOP_KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime", "pools",
+_TOP_KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime",
+             "service_levels", "pools",
              "queues", "teams")
 _POOL_KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs")
 _QUEUE_KEYS = ("pools", "priority", "max_running", "users", "teams", "weight", "preemptible")
@@ -424,6 +428,7 @@ class _Checker:
         half_life = self.duration((), root, "fair_share_half_life", 3600.0, positive=True)
         reserve_after = self.duration((), root, "reserve_after", 600.0, positive=False)
         min_runtime = self.duration((), root, "min_runtime", 300.0, positive=False)
+        service_levels = self.boolean((), root, "service_levels", True)
         pool_section = self.section(root, "pools", "pool", required=True)
         team_section = self.section(root, "teams", "team", required=False)
         # Names count as declared even when their entries are broken, so one mistake does
@@ -441,7 +446,7 @@ class _Checker:
             raise PolicyError([problem for _, problem in self._problems])
         return Policy(pools=pools, queues=queues, teams=teams, max_running=max_running,
                       fair_share_half_life_s=half_life, reserve_after_s=reserve_after,
-                      min_runtime_s=min_runtime)
+                      min_runtime_s=min_runtime, service_levels=service_levels)
 
     def pools(self, section: Mapping[object, object]) -> dict[str, Pool]:
         pools: dict[str, Pool] = {}

@@ -61,6 +61,11 @@ class ActivePolicy:
         self._fifo = FifoPolicy()
         self._queues: QueuePolicy | None = None  # built once per policy: it indexes quotas
 
+    @property
+    def orders_by_service(self) -> bool:
+        current = self.source.current
+        return current is not None and current.service_levels
+
     def schedule(self, snapshot: Snapshot) -> Decisions:
         current = self.source.current
         if current is None:

@@ -95,6 +95,17 @@ def test_a_new_job_preempts_its_teams_most_served_job_to_fit() -> None:
     assert second.pending["longer"].code == TEAM_QUOTA
 
 
+def test_a_policy_without_service_levels_preempts_nothing_for_service() -> None:
+    active = [running("long", "A", 2 * HOUR, gpu="0"), running("longer", "A", 8 * HOUR,
+                                                                gpu="1"),
+              running("b1", "B", 9 * HOUR, gpu="2"), running("b2", "B", 9 * HOUR, gpu="3")]
+    new = PendingJob("new", "a", 0, 10, ONE, team="A", submitted_at=NOW)
+    plain = replace(POLICY, service_levels=False)
+    assert not QueuePolicy(plain).orders_by_service and QueuePolicy(POLICY).orders_by_service
+    decided = schedule([new], active, plain)
+    assert decided.preempt == {} and decided.pending["new"].code == TEAM_QUOTA
+
+
 @pytest.mark.parametrize("case", ["other team", "same level", "too young", "not preemptible",
                                   "already stopping"])
 def test_no_preemption_for_service_where_it_is_not_allowed(case: str) -> None:

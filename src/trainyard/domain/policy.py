@@ -73,6 +73,9 @@ class Policy:
     reserve_after_s: float = 600.0
     # A job that has run for less than this is not preempted: no thrash.
     min_runtime_s: float = 300.0
+    # Inside a queue and priority, jobs that attained less service go first, and a team's
+    # more-served running jobs are preempted for its less-served ones (scheduler.service).
+    service_levels: bool = True
 
     def team_of(self, user: str) -> str:
         """The first team (by name) that lists the user; empty if none."""

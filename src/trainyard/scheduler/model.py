@@ -153,3 +153,10 @@ class Decisions:
 
 class Policy(Protocol):
     def schedule(self, snapshot: Snapshot) -> Decisions: ...
+
+
+def orders_by_service(policy: Policy) -> bool:
+    """Whether the policy ranks waiting jobs by the service they attained (a policy says so
+    with an `orders_by_service` attribute): only then are jobs handed to it with their
+    attained service, so that a queue's Backlog orders them by level."""
+    return bool(getattr(policy, "orders_by_service", False))

@@ -252,6 +252,10 @@ class QueuePolicy:
             self._pools[key] = (found, ZERO if found is None else _unpromised(found, pool))
         self._queues: dict[str, _QueueRules] = {}  # filled as queues are first looked up
 
+    @property
+    def orders_by_service(self) -> bool:
+        return self.policy.service_levels
+
     def schedule(self, snapshot: Snapshot) -> Decisions:
         policy = self.policy
         pending = snapshot.pending
@@ -626,10 +630,10 @@ class QueuePolicy:
         borrowing = {team for team, q in nominal.items()
                      if _beyond(state.team_use.get((team, pool.name), ZERO), q) != ZERO}
         if pool_state.newest_first is None:  # sorted once a pass: the order is the same
-            now = snapshot.now
+            now, served = snapshot.now, self.policy.service_levels
             pool_state.newest_first = sorted(pool_state.running, key=lambda run: (
-                -level(attained_by(run.attained, run.resources, run.started_at, now)),
-                -run.started_at))
+                -level(attained_by(run.attained, run.resources, run.started_at, now))
+                if served else 0, -run.started_at))
         victims = [
             run for run in pool_state.newest_first
             if run.team != job.team and (run.team in borrowing or run.team not in nominal)
@@ -670,6 +674,8 @@ class QueuePolicy:
         team (or, for a job of no team, its queue) that have held more service run: preempt
         those (highest level first, then newest; past the minimum runtime, in preemptible
         queues) until it would fit, as for a reclaim. None if that cannot make room."""
+        if not self.policy.service_levels:
+            return None
         group = _group(job)
         mine = job.service_level
         key = (pool_state.name, group, mine, job.resources)

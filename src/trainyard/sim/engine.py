@@ -148,6 +148,8 @@ class Replay:
     # job starts, and again at each such time while it runs.
     wake: Callable[[RunningJob, float], float | None] | None = None
     backlog_key: Callable[[PendingJob], Key] | None = None
+    # Requeue jobs with the service they attained (see scheduler.model.orders_by_service).
+    by_service: bool = False
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     progress: Progress = field(default_factory=Progress)
     backlog: Backlog = field(init=False)
@@ -304,7 +306,8 @@ class Replay:
         state.preemptions += 1
         self.preemptions += 1
         # Its submit order and time, as the store keeps them, and the service it attained.
-        state.pending = replace(state.pending, attained=state.attained)
+        if self.by_service:
+            state.pending = replace(state.pending, attained=state.attained)
         self.backlog.add(state.pending)
 
     def _release(self, run: RunningJob, state: JobState, now: float) -> None:

@@ -26,6 +26,7 @@ from trainyard.scheduler.model import (
     Policy,
     RunningJob,
     Snapshot,
+    orders_by_service,
 )
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.scheduler.service import THRESHOLDS, attained_by, next_threshold_at, rate
@@ -48,11 +49,11 @@ ZERO = Resources(0.0, 0, 0)
 
 class PriorityPolicy:
     """Queue priority, then job priority and submit order: QueuePolicy with no teams (so
-    no quotas, borrowing or reclaim) and no fair share (every queue's usage is zero, so
-    queues of equal priority take turns within each pass only)."""
+    no quotas, borrowing or reclaim), no service levels, and no fair share (every queue's
+    usage is zero, so queues of equal priority take turns within each pass only)."""
 
     def __init__(self, policy: cfg.Policy) -> None:
-        self.policy = without_quotas(policy)
+        self.policy = replace(without_quotas(policy), service_levels=False)
         self._queues = QueuePolicy(self.policy)
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
@@ -262,10 +263,11 @@ def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float
         settled = run.started_at + max(0.0, policy.min_runtime_s)
         if settled > after and policy.teams:
             times.append(settled)
-        attained = attained_by(run.attained, run.resources, run.started_at, after)
-        passes = next_threshold_at(attained, run.resources, after)
-        if passes is not None:
-            times.append(max(passes, settled))
+        if policy.service_levels:
+            attained = attained_by(run.attained, run.resources, run.started_at, after)
+            passes = next_threshold_at(attained, run.resources, after)
+            if passes is not None:
+                times.append(max(passes, settled))
         return min(times, default=None)
 
     return wake
@@ -296,4 +298,4 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     return Replay(chosen, pools, policy.max_running, total_gpus,
                   half_life=policy.fair_share_half_life_s, fair_share=name == "default",
                   restart_overhead=restart_overhead, wake=wake, backlog_key=key, teams=teams,
-                  progress=progress)
+                  progress=progress, by_service=orders_by_service(chosen))

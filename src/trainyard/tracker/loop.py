@@ -26,6 +26,7 @@ from trainyard.executors.base import (
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
+from trainyard.scheduler.model import orders_by_service
 from trainyard.scheduler.queues import decayed_usage
 from trainyard.scheduler.service import rate
 from trainyard.store.datasets import DatasetStore
@@ -413,6 +414,7 @@ class Tracker:
         self._usage_at = now
         if now - self._usage_saved_at >= self.config.usage_save_interval:
             self._save_usage()
+        self.waiting.order_by_service(orders_by_service(self.policy))
         waiting = self.waiting.current()
         if not waiting:
             self._reasons.clear()

@@ -31,6 +31,14 @@ class WaitingJobs:
         self._max_seq = 0
         self._read_at = float("-inf")
         self._stale = True
+        self._by_service = False  # whether jobs carry their attained service
+
+    def order_by_service(self, on: bool) -> None:
+        """Hand jobs to the policy with the service they attained (so each queue's Backlog
+        orders them by level), or without; a change re-reads them all."""
+        if on != self._by_service:
+            self._by_service = on
+            self._stale = True
 
     def invalidate(self) -> None:
         """Something other than the tracker took a job out of the queue (a cancel)."""
@@ -76,7 +84,8 @@ class WaitingJobs:
         for row in rows:
             job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
                              row.owner, row.team, row.submitted_at, row.sweep_id,
-                             attained=rate(row.resources) * row.held_s)
+                             attained=rate(row.resources) * row.held_s
+                             if self._by_service else 0.0)
             self.remove(row.id)
             self._backlog.add(job)
             if job.sweep:
