@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import platform
@@ -102,6 +103,8 @@ def workloads(system: wl.System, stamps: wl.Stamps, args: argparse.Namespace,
         "submit_per_s": num(trivial.submit_per_s, 1),
         "submitted_jobs": trivial.submitted,
         "submit_errors": len(trivial.errors),
+        "submit_system_cpu_ms": num(trivial.system_cpu_ms_per_submit, 3),
+        "submit_client_cpu_ms": num(trivial.client_cpu_ms_per_submit, 3),
         "e2e_jobs_per_s": num(trivial.e2e_jobs_per_s, 2),
         "e2e_seconds": num(trivial.e2e_seconds, 2),
         "e2e_finished_jobs": trivial.finished,
@@ -294,6 +297,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="comma-separated, of: " + ", ".join(SYSTEMS))
     p.add_argument("--json", type=Path, default=RESULTS)
     p.add_argument("--chart", type=Path, default=CHART)
+    p.add_argument("--render", type=Path, default=None, metavar="JSON",
+                   help="measure nothing: print the tables (and Markdown) of saved results")
     args = p.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
     if unknown := set(args.systems) - set(SYSTEMS):
@@ -307,6 +312,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.render is not None:
+        saved = json.loads(args.render.read_text())
+        report.render(saved)
+        print(report.markdown(saved))
+        return 0
     # Every process started from here on, however deep, carries the run's marker.
     os.environ[procs.MARKER_ENV] = procs.TOKEN
     with procs.cleanup():

@@ -15,15 +15,17 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 
 # (key, label, unit) in the order the table shows them; the limit column's key, if any.
 ROWS: list[tuple[str, str, str, str]] = [
-    ("submit_per_s", "1. submit throughput, 500 at once", "jobs/s", ""),
+    ("submit_per_s", "1. submit throughput, all at once", "jobs/s", ""),
+    ("submit_system_cpu_ms", "1.   CPU per submit, the system's processes", "ms", ""),
+    ("submit_client_cpu_ms", "1.   CPU per submit, the submitting client", "ms", ""),
     ("start_p50_ms", "1. submit->start p50, idle system", "ms", "fork_exec_start_p50_ms"),
     ("start_p99_ms", "1. submit->start p99, idle system", "ms", "fork_exec_start_p99_ms"),
-    ("queued_start_p50_ms", "1. submit->start p50, within the 500", "ms", ""),
-    ("queued_start_p99_ms", "1. submit->start p99, within the 500", "ms", ""),
+    ("queued_start_p50_ms", "1. submit->start p50, among them", "ms", ""),
+    ("queued_start_p99_ms", "1. submit->start p99, among them", "ms", ""),
     ("e2e_jobs_per_s", "1. end-to-end, until all finished", "jobs/s",
      "fork_exec_e2e_jobs_per_s"),
     ("e2e_finished_jobs", "1.   jobs finished by then", "jobs", ""),
-    ("train_makespan_s", "2. makespan, 200 training jobs", "s", "train_makespan_ideal_s"),
+    ("train_makespan_s", "2. makespan of the training jobs", "s", "train_makespan_ideal_s"),
     ("train_finished_jobs", "2.   jobs finished by then", "jobs", ""),
     ("train_jobs_per_s", "2.   training jobs finished per second", "jobs/s", ""),
     ("cpu_utilisation_pct", "2. machine CPU utilisation", "%", ""),
@@ -76,7 +78,8 @@ def render(results: dict[str, Any]) -> None:
                 (key.startswith("train") and figures.get("train_capped"))
             cells.append(cell + ("*" if capped else ""))
         limit = _fmt(lim.get(limit_key)) if limit_key else ""
-        ratios = [_x(results["ratios"].get(f"{key}_vs_{p}")) for p in PEERS]
+        ratios = ["" if unit == "jobs" else _x(results["ratios"].get(f"{key}_vs_{p}"))
+                  for p in PEERS]
         table.add_row(label, unit, *cells, limit, *ratios)
     console.print(table)
 
@@ -172,3 +175,31 @@ def chart(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The figures and goals as Markdown tables, for bench/README.md."""
+    systems = results["systems"]
+    lim = systems.get("limits", {})
+    lines = ["| figure | unit | Trainyard | Slurm | Ray Jobs | limit | T/Slurm | T/Ray |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, label, unit, limit_key in ROWS:
+        cells = []
+        for name in ("trainyard", *PEERS):
+            figures = systems.get(name, {})
+            capped = (key.startswith("e2e") and figures.get("e2e_capped")) or \
+                (key.startswith("train") and figures.get("train_capped"))
+            cells.append(_fmt(figures.get(key)) + (" *" if capped else ""))
+        limit = _fmt(lim.get(limit_key)) if limit_key else ""
+        ratios = ["" if unit == "jobs" else _x(results["ratios"].get(f"{key}_vs_{p}"))
+                  for p in PEERS]
+        lines.append(f"| {label} | {unit} | " + " | ".join([*cells, limit, *ratios]) + " |")
+    lines += ["", "| goal | target | measured | result |", "|---|---|---|---|"]
+    for goal in results["goals"].values():
+        unit = goal["unit"]
+        sign = "≥" if goal.get("at_least") else "≤"
+        target = "-" if goal["target"] is None else f"{sign} {goal['target']:g} {unit}"
+        value = "-" if goal["value"] is None else f"{goal['value']:.2f} {unit}"
+        result = {True: "met", False: "**missed**", None: "not measured"}[goal["pass"]]
+        lines.append(f"| {goal['text']} | {target} | {value} | {result} |")
+    return "\n".join(lines)

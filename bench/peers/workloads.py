@@ -10,6 +10,8 @@ is the time of the submit) is trusted for them. A system only answers two questi
 from __future__ import annotations
 
 import math
+import os
+import resource
 import shlex
 import threading
 import time
@@ -144,6 +146,25 @@ def wait_stamp(stamps: Stamps, key: str, cap_s: float) -> int | None:
     return None
 
 
+# --- where the CPU goes ------------------------------------------------------------------------
+
+def machine_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine since boot. Per-process counters cannot follow
+    a system whose helpers come and go (Ray starts a process per job, Slurm's slurmstepd
+    leaves its parent), so a system's CPU is the machine's minus the client's."""
+    return read_cpu().busy / os.sysconf("SC_CLK_TCK")
+
+
+def client_cpu_s() -> float:
+    """CPU seconds of this process and the children it reaped (sbatch, the CLI calls): the
+    submitting side."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
 # --- workload 1: trivial jobs -------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -156,6 +177,10 @@ class Trivial:
     capped: bool
     burst_start_ms: list[float]  # submit -> start under the burst, queueing included
     errors: list[str]
+    # CPU per submit over the submit window: the machine's but the client's (the system's
+    # processes, and the jobs that started meanwhile), and the submitting client's.
+    system_cpu_ms_per_submit: float
+    client_cpu_ms_per_submit: float
 
     @property
     def e2e_jobs_per_s(self) -> float:
@@ -164,7 +189,10 @@ class Trivial:
 
 def trivial(system: System, stamps: Stamps, jobs: int, cap_s: float) -> Trivial:
     keys = [f"trivial-{i}" for i in range(jobs)]
+    machine_cpu, client_cpu = machine_cpu_s(), client_cpu_s()
     sub = submit_all(system, [(k, trivial_command(stamps, k)) for k in keys], cap_s)
+    client_cpu = client_cpu_s() - client_cpu
+    system_cpu = machine_cpu_s() - machine_cpu - client_cpu
     done = wait_finished(system, list(sub.ids.values()), cap_s)
     end = done if done is not None else time.time_ns()
     starts = stamps.collect(keys, "start")
@@ -172,7 +200,9 @@ def trivial(system: System, stamps: Stamps, jobs: int, cap_s: float) -> Trivial:
                    e2e_seconds=(end - sub.first_ns) / 1e9,
                    finished=len(starts) if done is None else len(sub.ids),
                    capped=done is None, burst_start_ms=fig.latencies_ms(sub.at_ns, starts),
-                   errors=sub.errors)
+                   errors=sub.errors,
+                   system_cpu_ms_per_submit=fig.ratio(system_cpu * 1000, len(sub.ids)),
+                   client_cpu_ms_per_submit=fig.ratio(client_cpu * 1000, len(sub.ids)))
 
 
 @dataclass(frozen=True)
