@@ -91,10 +91,9 @@ class _PoolState:
     returning: Resources = ZERO  # held by jobs already asked to stop
     newest_first: list[RunningJob] | None = None  # the running jobs, once _reclaim sorts them
     # The running jobs a less-served job of their team (or, without one, their queue) may
-    # preempt: (group, level, started_at, job), most served and then newest first, and each
-    # group's highest level among them; made once a pass, when first needed.
-    demotable: list[tuple[str, int, float, RunningJob]] | None = None
-    top_level: dict[str, int] = field(default_factory=dict)
+    # preempt, by group: (level, job), most served and then newest first; made once a pass,
+    # when first needed.
+    demotable: dict[str, list[tuple[int, RunningJob]]] | None = None
 
 
 @dataclass
@@ -161,6 +160,24 @@ class _Borrowing:
         self.use_peak = max(self.use_peak, self.use_cpus)
         self.updates += 1
 
+    def mark(self, teams: Iterable[str]) -> tuple[tuple[float | int, ...],
+                                                  dict[str, _Terms | None]]:
+        """What back() restores: the sums, and these teams' parts."""
+        return ((self.idle_cpus, self.idle_memory, self.idle_gpus, self.lent_cpus,
+                 self.lent_memory, self.lent_gpus, self.use_cpus, self.use_peak, self.updates),
+                {team: self.terms.get(team) for team in teams})
+
+    def back(self, marked: tuple[tuple[float | int, ...], dict[str, _Terms | None]]) -> None:
+        """The sums exactly as mark() found them (set() twice would leave roundings)."""
+        sums, terms = marked
+        (self.idle_cpus, self.idle_memory, self.idle_gpus, self.lent_cpus, self.lent_memory,
+         self.lent_gpus, self.use_cpus, self.use_peak, self.updates) = sums  # type: ignore[assignment]
+        for team, part in terms.items():
+            if part is None:
+                self.terms.pop(team, None)
+            else:
+                self.terms[team] = part
+
     def cannot_borrow(self, team: str, over: tuple[float, int, int],
                       base: Resources) -> bool | None:
         """Whether `over` is more than the team may borrow: the other teams' idle quota plus
@@ -226,9 +243,12 @@ class _Pass:
     shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
     pre_held: dict[str, _PoolState] = field(default_factory=dict)  # job -> held for it
     reclaiming: dict[str, str] = field(default_factory=dict)  # job -> pool taken back for it
-    # (pool, group, level, resources) for which preempting more-served jobs made no room:
-    # nothing frees more later in the pass, so the same job shape need not look again.
-    cannot_demote: set[tuple[str, str, int, Resources]] = field(default_factory=set)
+    # By (pool, group, level, claimant): what jobs asked for whom preempting every more-
+    # served job there would not make room for. The pass only fills up, but for a claim let
+    # go (each counts in `freed`), so a job asking as much or more need not look again.
+    cannot_demote: dict[tuple[str, str, int, bool], tuple[int, list[Resources]]] = \
+        field(default_factory=dict)
+    freed: int = 0
     # Why a job of one shape (queue, kind, team, resources, level) could not start, and
     # whether it would borrow: a later job of that shape holding no claim fails the same
     # way, with the same reason, while nothing is admitted, held, let go or taken back in
@@ -678,56 +698,86 @@ class QueuePolicy:
             return None
         group = _group(job)
         mine = job.service_level
-        key = (pool_state.name, group, mine, job.resources)
-        if key in state.cannot_demote:
-            return None
         if pool_state.demotable is None:
-            self._sort_demotable(pool_state, snapshot)
-        if pool_state.top_level.get(group, -1) <= mine:
+            pool_state.demotable = self._demotable(pool_state, snapshot)
+        ranked = pool_state.demotable.get(group)
+        if not ranked or ranked[0][0] <= mine:
             return None
-        assert pool_state.demotable is not None
-        victims = [run for owner, run_level, _, run in pool_state.demotable
-                   if owner == group and run_level > mine and run.job_id not in state.preempt]
+        key = (pool_state.name, group, mine, claimant)
+        need = job.resources
+        known = state.cannot_demote.get(key)
+        if known is not None and known[0] == state.freed:
+            failed = known[1]
+            if any(need.cpus >= r.cpus and need.memory_mb >= r.memory_mb and
+                   need.gpus >= r.gpus for r in failed):
+                return None
+        else:
+            failed = []
+            state.cannot_demote[key] = (state.freed, failed)
+        victims = [run for run_level, run in ranked
+                   if run_level > mine and run.job_id not in state.preempt]
+        # First the room alone, as _fit counts it (holds included), with all of them gone.
+        cpus, memory, gpus = 0.0, 0, 0
+        for run in victims:
+            cpus += run.resources.cpus
+            memory += run.resources.memory_mb
+            gpus += run.resources.gpus
+        held, holding = (pool_state.claimed_jobs, pool_state.claimed) if claimant else \
+            (pool_state.held_jobs, pool_state.held)
+        used = pool_state.used
+        left = Resources(used.cpus + holding.cpus - cpus,
+                         used.memory_mb + holding.memory_mb - memory,
+                         used.gpus + holding.gpus - gpus)
+        if shortfall(pool_state.pool.capacity, need, left,
+                     pool_state.jobs + held - len(victims)) is not None:
+            failed.append(need)
+            return None
         if pool_state.quotas is not None and pool_state.name not in state.borrowing:
             # Made now, from what is in use, before _without changes it.
             state.borrowing[pool_state.name] = _Borrowing.of(pool_state.quotas,
                                                              state.team_use, pool_state.name)
-        chosen: list[RunningJob] = []
-        for run in victims:
-            chosen.append(run)
-            with _without(pool_state, chosen, state):
+        with _without(pool_state, victims, state):  # if all of them cannot make room, none do
+            possible = self._fit(job, pool_state, state, claimant) is None
+        if not possible:
+            failed.append(need)
+            return None
+        # The fewest of them, in their order, that make room: stopping more frees more, so
+        # the shortest such prefix is found by halving.
+        low, high = 0, len(victims)  # victims[:high] make room, victims[:low] do not
+        while high - low > 1:
+            middle = (low + high) // 2
+            with _without(pool_state, victims[:middle], state):
                 fits = self._fit(job, pool_state, state, claimant) is None
-            if fits:
-                freed = ZERO
-                why = (f"preempted for a job of {_group_title(job)} that has run less; it "
-                       "resumes from its checkpoint")
-                for victim in chosen:
-                    state.preempt[victim.job_id] = why
-                    freed = add(freed, victim.resources)
-                pool_state.returning = add(pool_state.returning, freed)
-                state.reclaiming[job.job_id] = pool_state.name
-                return PendingReason(RECLAIMING, f"preempting {len(chosen)} job(s) of "
-                                     f"{_group_title(job)} that have run longer, in pool "
-                                     f"{pool_state.name!r}; it starts when they stop")
-        state.cannot_demote.add(key)
-        return None
+            low, high = (low, middle) if fits else (middle, high)
+        chosen = victims[:high]
+        freed = ZERO
+        why = (f"preempted for a job of {_group_title(job)} that has run less; it resumes "
+               "from its checkpoint")
+        for victim in chosen:
+            state.preempt[victim.job_id] = why
+            freed = add(freed, victim.resources)
+        pool_state.returning = add(pool_state.returning, freed)
+        state.reclaiming[job.job_id] = pool_state.name
+        return PendingReason(RECLAIMING, f"preempting {len(chosen)} job(s) of "
+                             f"{_group_title(job)} that have run longer, in pool "
+                             f"{pool_state.name!r}; it starts when they stop")
 
-    def _sort_demotable(self, pool_state: _PoolState, snapshot: Snapshot) -> None:
+    def _demotable(self, pool_state: _PoolState, snapshot: Snapshot
+                   ) -> dict[str, list[tuple[int, RunningJob]]]:
         now, queues = snapshot.now, self.policy.queues
-        found: list[tuple[str, int, float, RunningJob]] = []
-        top = pool_state.top_level
+        found: dict[str, list[tuple[int, float, RunningJob]]] = defaultdict(list)
         for run in pool_state.running:
             if run.preempting or not queues.get(run.queue, _NEVER).may_preempt or \
                     now - run.started_at < self.policy.min_runtime_s:
                 continue
             run_level = level(attained_by(run.attained, run.resources, run.started_at, now))
-            if run_level <= 0:
-                continue
-            group = _group(run)
-            found.append((group, run_level, run.started_at, run))
-            top[group] = max(top.get(group, 0), run_level)
-        found.sort(key=lambda item: (-item[1], -item[2]))
-        pool_state.demotable = found
+            if run_level > 0:
+                found[_group(run)].append((run_level, run.started_at, run))
+        ranked = {}
+        for group, runs in found.items():
+            runs.sort(key=lambda item: (-item[0], -item[1]))
+            ranked[group] = [(run_level, run) for run_level, _, run in runs]
+        return ranked
 
     def _quota_problem(self, job: PendingJob, pool_state: _PoolState, rules: _PoolQuotas,
                        state: _Pass) -> PendingReason | None:
@@ -768,19 +818,25 @@ class QueuePolicy:
 
     def _no_idle_exactly(self, team: str, over: Resources, pool_state: _PoolState,
                          rules: _PoolQuotas, state: _Pass) -> bool:
-        """What _Borrowing.cannot_borrow answers, added up team by team."""
+        """What _Borrowing.cannot_borrow answers, added up team by team: the quota each
+        other team owns and does not use, and what it uses beyond what it owns (_terms
+        gives both), in plain numbers in the order add() would add them."""
         pool = pool_state.name
+        team_use = state.team_use
         idle = pool_state.idle
-        borrowed = ZERO
+        idle_cpus, idle_memory, idle_gpus = idle.cpus, idle.memory_mb, idle.gpus
+        lent_cpus, lent_memory, lent_gpus = 0.0, 0, 0
         for other, quota in rules.quotas.items():
             if other != team:
-                use = state.team_use.get((other, pool), ZERO)
-                idle = add(idle, _beyond(_as_resources(quota), use))  # owned, not used
-                borrowed = add(borrowed, _beyond(use, quota))  # used beyond what it owns
-        free = Resources(idle.cpus - borrowed.cpus, idle.memory_mb - borrowed.memory_mb,
-                         idle.gpus - borrowed.gpus)
-        return over.cpus > free.cpus + 1e-9 or over.memory_mb > free.memory_mb or \
-            over.gpus > free.gpus
+                part = _terms(quota, team_use.get((other, pool), ZERO))
+                idle_cpus += part[0]
+                idle_memory += part[1]
+                idle_gpus += part[2]
+                lent_cpus += part[3]
+                lent_memory += part[4]
+                lent_gpus += part[5]
+        return over.cpus > (idle_cpus - lent_cpus) + 1e-9 or \
+            over.memory_mb > idle_memory - lent_memory or over.gpus > idle_gpus - lent_gpus
 
     def _admit(self, job: PendingJob, pool_state: _PoolState, state: _Pass) -> None:
         state.changes += 1
@@ -851,19 +907,20 @@ def _without(pool_state: _PoolState, runs: Sequence[RunningJob], state: _Pass
             now_use = team_use.get(key, ZERO)
             before.setdefault(key, now_use)
             team_use[key] = _less(now_use, run.resources, 1)
-    for key, old in before.items():
-        if borrowing is not None and key[0] in borrowing.terms:
-            borrowing.set(key[0], borrowing.quotas.quotas[key[0]], team_use[key], old)
+    marked = None if borrowing is None else borrowing.mark(team for team, _ in before)
+    if borrowing is not None:
+        for key, old in before.items():
+            if key[0] in borrowing.terms:
+                borrowing.set(key[0], borrowing.quotas.quotas[key[0]], team_use[key], old)
     taken = state.gpus_taken & freed_ids
     state.gpus_taken -= taken
     try:
         yield
     finally:
         state.gpus_taken |= taken
-        for key, old in before.items():
-            if borrowing is not None and key[0] in borrowing.terms:
-                borrowing.set(key[0], borrowing.quotas.quotas[key[0]], old, team_use[key])
-            team_use[key] = old
+        if borrowing is not None and marked is not None:
+            borrowing.back(marked)
+        team_use.update(before)
         pool_state.used, pool_state.jobs = used, jobs
 
 
@@ -901,6 +958,7 @@ def _hold(state: _Pass, pool_state: _PoolState, job: PendingJob, claim: bool = F
 def _release(state: _Pass, pool_state: _PoolState, job: PendingJob,
              claim: bool = False) -> None:
     state.changes += 1
+    state.freed += 1
     pool_state.held_jobs -= 1
     pool_state.held = _less(pool_state.held, job.resources, pool_state.held_jobs)
     if claim:
