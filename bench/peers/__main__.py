@@ -83,13 +83,17 @@ class Trainer:
 
 
 def workloads(system: wl.System, stamps: wl.Stamps, args: argparse.Namespace,
-              body: Callable[[str], str]) -> tuple[Figures, dict[str, Any]]:
-    """The three workloads on one system: its figures, and the curves for the chart."""
+              body: Callable[[str], str],
+              profile: Callable[[wl.Trivial], dict[str, float]] | None = None
+              ) -> tuple[Figures, dict[str, Any]]:
+    """The three workloads on one system: its figures, and the curves for the chart;
+    `profile` says where the trivial jobs' time went, where the system records it."""
     cap, slots = args.phase_seconds, args.slots
     log(f"{system.name}: submit->start, {args.start_samples} jobs one at a time")
     start = wl.start_latency(system, stamps, args.start_samples, cap)
     log(f"{system.name}: {args.trivial_jobs} trivial jobs at once")
     trivial = wl.trivial(system, stamps, args.trivial_jobs, cap)
+    phases = profile(trivial) if profile is not None else {}
     log(f"{system.name}: {args.train_jobs} training jobs, {slots} at a time")
     train = wl.training(system, stamps, args.train_jobs, slots, body, cap)
     log(f"{system.name}: a burst of {args.burst_jobs} behind {slots} jobs of "
@@ -125,6 +129,7 @@ def workloads(system: wl.System, stamps: wl.Stamps, args: argparse.Namespace,
         "burst_first_start_after_free_ms": num(burst.first_start_after_free_ms, 1),
         "burst_last_start_after_free_ms": num(burst.last_start_after_free_ms, 1),
         "burst_capped": burst.capped,
+        **{f"trivial_{k}": num(v, 2) for k, v in phases.items()},
     }
     if trivial.errors or train.errors:
         figures["first_error"] = (trivial.errors + train.errors)[0]
@@ -142,7 +147,8 @@ def run_trainyard(root: Path, stamps: wl.Stamps, args: argparse.Namespace, train
         health = trainyard_sys.health_checks(system, 200, wl.SUBMITTERS)
         lim["grpc_call_p50_ms"] = num(health.p50_ms, 3)
         lim["grpc_calls_per_s"] = num(health.calls_per_s, 1)
-        return workloads(system, stamps, args, trainer.contract)
+        return workloads(system, stamps, args, trainer.contract,
+                         lambda t: system.phases(t.ids, stamps, args.slots))
 
 
 def run_slurm(root: Path, stamps: wl.Stamps, args: argparse.Namespace,
@@ -273,7 +279,9 @@ def results(args: argparse.Namespace, systems: dict[str, Figures],
                    "systems": list(args.systems)},
         "systems": systems,
         "ratios": ratios,
-        "goals": {g.key: g.as_json() for g in goals},
+        "goals": {g.key: {**g.as_json(), **({"why": fig.why_missed(
+            g, ty, peers, systems["limits"], args.slots)} if g.passed is False else {})}
+            for g in goals},
         "curves": curves,
     }
 

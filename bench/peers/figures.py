@@ -78,6 +78,27 @@ def handoff_gaps_ms(starts_ns: Sequence[int], ends_ns: Sequence[int], slots: int
     return [(s - e) / 1e6 for s, e in zip(later, ends, strict=False)]
 
 
+# --- where a Trainyard job's time goes -----------------------------------------------------
+
+def slot_cycle_ms(jobs: Sequence[Mapping[str, float]], slots: int) -> dict[str, float]:
+    """The p50 of each phase of a job's turn in a slot, from its recorded transitions (epoch
+    seconds under "LAUNCHING", "RUNNING", "final") and its own start stamp ("stamp"):
+    admission to launched, launched to the command's first line, the command's run and its
+    reaping, and the handoff from a final job to the next admission in its slot."""
+    full = [j for j in jobs if {"LAUNCHING", "RUNNING", "final"} <= j.keys()]
+    launch = [(j["RUNNING"] - j["LAUNCHING"]) * 1000 for j in full]
+    shell = [(j["stamp"] - j["RUNNING"]) * 1000 for j in full if "stamp" in j]
+    reap = [(j["final"] - j["RUNNING"]) * 1000 for j in full]
+    handoff = handoff_gaps_ms([int(j["LAUNCHING"] * 1e9) for j in full],
+                              [int(j["final"] * 1e9) for j in full], slots)
+    out = {"launch_p50_ms": pct(launch, 50), "running_to_command_p50_ms": pct(shell, 50),
+           "running_to_final_p50_ms": pct(reap, 50), "final_to_next_launch_p50_ms":
+           pct(handoff, 50)}
+    out["cycle_p50_ms"] = out["launch_p50_ms"] + out["running_to_final_p50_ms"] + \
+        out["final_to_next_launch_p50_ms"]
+    return out
+
+
 # --- goals ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -141,3 +162,38 @@ def ratios(ty: Mapping[str, Any], peers: Mapping[str, Mapping[str, Any]]
                     and not isinstance(value, bool):
                 out[f"{key}_vs_{peer}"] = num(ratio(float(mine), float(value)), 3)
     return out
+
+
+def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[str, Any]],
+               limits: Mapping[str, Any], cpus: int) -> str:
+    """A missed goal's sentence, from the figures of the same run: what it needed, and
+    where the time or CPU went."""
+    def get(figures: Mapping[str, Any], key: str) -> float:
+        value = figures.get(key)
+        return float(value) if isinstance(value, int | float) else math.nan
+
+    peer = peers.get(goal.key.rsplit("_vs_", 1)[-1], {})
+    if goal.key.startswith("submit_vs_"):
+        need = goal.target * get(peer, "submit_per_s")
+        sys_ms, client_ms = get(ty, "submit_system_cpu_ms"), get(ty, "submit_client_cpu_ms")
+        ceiling = cpus * 1000 / (sys_ms + client_ms)
+        return (f"needs {need:,.0f} submits/s, measured {get(ty, 'submit_per_s'):,.0f}/s. A "
+                f"durable submit took {sys_ms:.2f} ms of the server's CPU and {client_ms:.2f} "
+                f"ms of the client's: {cpus} CPUs allow at most {ceiling:,.0f}/s, and a bare "
+                f"gRPC health check from the same client reaches "
+                f"{get(limits, 'grpc_calls_per_s'):,.0f}/s")
+    if goal.key.startswith("e2e_vs_"):
+        need = goal.target * get(peer, "e2e_jobs_per_s")
+        cycle = get(ty, "trivial_cycle_p50_ms")
+        return (f"needs {need:,.1f} jobs/s, measured {get(ty, 'e2e_jobs_per_s'):,.1f}/s. A "
+                f"trivial job holds its slot for {cycle:.1f} ms (p50): "
+                f"{get(ty, 'trivial_launch_p50_ms'):.1f} ms to launch (its directories, the "
+                f"process, the RUNNING commit), "
+                f"{get(ty, 'trivial_running_to_final_p50_ms'):.1f} ms from RUNNING to final "
+                f"(of which {get(ty, 'trivial_running_to_command_p50_ms'):.1f} ms until its "
+                f"command's first line; then its run, the exit, the reaping and the final "
+                f"commit) and {get(ty, 'trivial_final_to_next_launch_p50_ms'):.1f} ms until "
+                f"the next job is admitted to the slot; {cpus} slots / {cycle:.1f} ms = "
+                f"{cpus * 1000 / cycle:,.0f} jobs/s. fork/exec of the same command alone runs "
+                f"{get(limits, 'fork_exec_e2e_jobs_per_s'):,.0f} jobs/s")
+    return f"measured {goal.value:.3g} {goal.unit} against {goal.target:.3g} {goal.unit}"

@@ -100,6 +100,9 @@ def render(results: dict[str, Any]) -> None:
         value = "-" if goal["value"] is None else f"{goal['value']:.2f} {unit}"
         goals.add_row(goal["text"], target, value, verdict(goal["pass"]))
     console.print(goals)
+    for goal in results["goals"].values():
+        if "why" in goal:
+            console.print(f"[red]missed[/] {goal['text']}: {goal['why']}")
     for name, figures in systems.items():
         for what in ("error", "not_measured", "first_error", "docker_not_measured"):
             if what in figures:
@@ -202,4 +205,7 @@ def markdown(results: dict[str, Any]) -> str:
         value = "-" if goal["value"] is None else f"{goal['value']:.2f} {unit}"
         result = {True: "met", False: "**missed**", None: "not measured"}[goal["pass"]]
         lines.append(f"| {goal['text']} | {target} | {value} | {result} |")
+    lines.append("")
+    lines += [f"- **{g['text']}**, missed: {g['why']}." for g in results["goals"].values()
+              if "why" in g]
     return "\n".join(lines)

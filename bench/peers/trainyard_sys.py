@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import grpc
@@ -20,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from peers import figures as fig
 from peers import procs
+from peers.workloads import Stamps
 from trainyard.client import Client, TrainSpec
 
 UNFINISHED = ["WAITING", "LAUNCHING", "RUNNING"]
@@ -63,6 +65,23 @@ class TrainyardSystem:
                 return
             self.cancel([j.job_id for j in jobs])
             time.sleep(0.2)
+
+    def phases(self, ids: Sequence[str], stamps: Stamps, slots: int) -> dict[str, float]:
+        """Where each job's time went, from its recorded transitions (one status call a
+        job, after the workload, so that the figures do not pay for it)."""
+        jobs: list[dict[str, float]] = []
+        for job_id in ids:
+            status = self.client.status(job_id)
+            times = {t.to_state: datetime.fromisoformat(t.time).timestamp()
+                     for t in status.transitions if t.time}
+            record: dict[str, float] = {k: times[k] for k in ("LAUNCHING", "RUNNING")
+                                        if k in times}
+            if status.state in times:
+                record["final"] = times[status.state]
+            if (stamp := stamps.read(status.name, "start")) is not None:
+                record["stamp"] = stamp / 1e9
+            jobs.append(record)
+        return fig.slot_cycle_ms(jobs, slots)
 
     def register_digits(self, path: Path) -> None:
         self.dataset = f"digits:{self.client.register_dataset('digits', str(path)).version}"

@@ -181,6 +181,7 @@ class Trivial:
     # processes, and the jobs that started meanwhile), and the submitting client's.
     system_cpu_ms_per_submit: float
     client_cpu_ms_per_submit: float
+    ids: list[str] = field(default_factory=list)
 
     @property
     def e2e_jobs_per_s(self) -> float:
@@ -202,7 +203,8 @@ def trivial(system: System, stamps: Stamps, jobs: int, cap_s: float) -> Trivial:
                    capped=done is None, burst_start_ms=fig.latencies_ms(sub.at_ns, starts),
                    errors=sub.errors,
                    system_cpu_ms_per_submit=fig.ratio(system_cpu * 1000, len(sub.ids)),
-                   client_cpu_ms_per_submit=fig.ratio(client_cpu * 1000, len(sub.ids)))
+                   client_cpu_ms_per_submit=fig.ratio(client_cpu * 1000, len(sub.ids)),
+                   ids=list(sub.ids.values()))
 
 
 @dataclass(frozen=True)

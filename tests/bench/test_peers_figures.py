@@ -102,3 +102,28 @@ def test_a_goal_without_its_figures_is_not_measured() -> None:
     assert goals["submit_vs_ray"].passed is None  # a peer at zero: no ratio
     assert goals["start_local"].passed is None
     assert goals["submit_vs_slurm"].as_json()["pass"] is None
+
+
+
+def test_slot_cycle_from_recorded_transitions() -> None:
+    # One slot: a launched at 0.000, running at 0.004, command at 0.006, final at 0.010;
+    # b launched at 0.012 (2 ms after a's end), running 0.015, final 0.020.
+    jobs = [{"LAUNCHING": 0.000, "RUNNING": 0.004, "stamp": 0.006, "final": 0.010},
+            {"LAUNCHING": 0.012, "RUNNING": 0.015, "stamp": 0.016, "final": 0.020},
+            {"LAUNCHING": 0.030}]  # never ran: left out
+    out = fig.slot_cycle_ms(jobs, slots=1)
+    assert out["launch_p50_ms"] == pytest.approx(3.5)
+    assert out["running_to_command_p50_ms"] == pytest.approx(1.5)
+    assert out["running_to_final_p50_ms"] == pytest.approx(5.5)
+    assert out["final_to_next_launch_p50_ms"] == pytest.approx(2.0)
+    assert out["cycle_p50_ms"] == pytest.approx(11.0)
+
+
+def test_a_missed_submit_goal_says_what_it_needed_and_where_the_cpu_went() -> None:
+    ty = {"submit_per_s": 1500.0, "submit_system_cpu_ms": 0.6, "submit_client_cpu_ms": 0.2}
+    slurm = {"submit_per_s": 500.0}
+    goal = next(g for g in fig.goals(ty, slurm, {}, {}) if g.key == "submit_vs_slurm")
+    assert goal.passed is False
+    why = fig.why_missed(goal, ty, {"slurm": slurm}, {"grpc_calls_per_s": 4000.0}, cpus=2)
+    assert why.startswith("needs 4,000 submits/s, measured 1,500/s.")
+    assert "2 CPUs allow at most 2,500/s" in why and "4,000/s" in why
