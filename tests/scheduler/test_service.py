@@ -146,7 +146,8 @@ def test_preempting_for_service_makes_room_within_the_teams_quota() -> None:
 
 
 def _decide_without_memo(policy: cfg.Policy, snapshot: Snapshot) -> Decisions:
-    """QueuePolicy with the memo of failed shapes emptied before each lookup."""
+    """QueuePolicy with its memos (failed shapes, and preemptions for service that could
+    not make room) forgetting everything."""
 
     class Forgetful(dict):  # type: ignore[type-arg]
         def get(self, key, default=None):  # type: ignore[no-untyped-def]
@@ -157,6 +158,7 @@ def _decide_without_memo(policy: cfg.Policy, snapshot: Snapshot) -> Decisions:
     def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         original(self, *args, **kwargs)
         self.failed = Forgetful()
+        self.cannot_demote = Forgetful()
 
     queue_module._Pass.__init__ = init  # type: ignore[method-assign]
     try:
@@ -165,14 +167,15 @@ def _decide_without_memo(policy: cfg.Policy, snapshot: Snapshot) -> Decisions:
         queue_module._Pass.__init__ = original  # type: ignore[method-assign]
 
 
-def test_remembering_failed_shapes_changes_no_decision() -> None:
+def test_remembering_failures_changes_no_decision() -> None:
     rng = random.Random(7)
     gpus = tuple(str(i) for i in range(8))
     policy = replace(POLICY, pools={"p": cfg.Pool(PoolCapacity("p", max_jobs=12,
                                                                 gpu_ids=gpus))},
                      teams={t: cfg.Team(t, quotas={"p": cfg.Quota(gpus=3, borrow_gpus=2)})
                             for t in "AB"}, reserve_after_s=600)
-    for _ in range(300):
+    preempted = 0
+    for _ in range(400):
         taken = rng.sample(gpus, rng.randint(0, 8))
         active, at = [], 0
         while at < len(taken):
@@ -180,16 +183,20 @@ def test_remembering_failed_shapes_changes_no_decision() -> None:
             active.append(RunningJob(f"r{at}", rng.choice("ab"), Resources(1.0, 0, size), "p",
                                      tuple(taken[at:at + size]), team=rng.choice("AB"),
                                      started_at=NOW - rng.uniform(0, 6 * HOUR),
-                                     attained=rng.choice((0.0, 2 * HOUR))))
+                                     attained=rng.choice((0.0, 2 * HOUR, 9 * HOUR)),
+                                     preempting=rng.random() < 0.1))
             at += size
         pending = [PendingJob(f"w{i}", rng.choice("ab"), rng.choice((0, 0, 1)), i,
                               Resources(1.0, 0, rng.choice((1, 2, 4))), team=rng.choice("AB"),
                               submitted_at=NOW - rng.uniform(0, 1200),
                               attained=rng.choice((0.0, 0.0, 3 * HOUR)))
                    for i in range(rng.randint(1, 12))]
-        snapshot = Snapshot(pending, active, max_concurrent=12, now=NOW)
+        claims = {job.job_id: "p" for job in pending if rng.random() < 0.15}
+        snapshot = Snapshot(pending, active, max_concurrent=12, now=NOW, reclaiming=claims)
         mine, plain = QueuePolicy(policy).schedule(snapshot), \
             _decide_without_memo(policy, snapshot)
         assert (mine.admit, mine.preempt, mine.reclaiming, mine.gpu_ids) == \
             (plain.admit, plain.preempt, plain.reclaiming, plain.gpu_ids)
         assert dict(mine.pending.items()) == dict(plain.pending.items())
+        preempted += len(mine.preempt)
+    assert preempted > 50  # the snapshots do make it preempt, for service and for quota
