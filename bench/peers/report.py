@@ -58,6 +58,23 @@ def _x(value: Any) -> str:
     return "-" if value is None else f"{value:.3g}x"
 
 
+def _cells(results: dict[str, Any], key: str, unit: str, limit_key: str,
+           capped_mark: str) -> list[str]:
+    """One figure's row after its label: each system's value (marked where the workload
+    hit its time cap), the limit, and the ratios (none for counts of jobs)."""
+    systems = results["systems"]
+    cells = []
+    for name in ("trainyard", *PEERS):
+        figures = systems.get(name, {})
+        capped = (key.startswith("e2e") and figures.get("e2e_capped")) or \
+            (key.startswith("train") and figures.get("train_capped"))
+        cells.append(_fmt(figures.get(key)) + (capped_mark if capped else ""))
+    cells.append(_fmt(systems.get("limits", {}).get(limit_key)) if limit_key else "")
+    cells += ["" if unit == "jobs" else _x(results["ratios"].get(f"{key}_vs_{p}"))
+              for p in PEERS]
+    return cells
+
+
 def render(results: dict[str, Any]) -> None:
     systems = results["systems"]
     lim = systems.get("limits", {})
@@ -70,17 +87,7 @@ def render(results: dict[str, Any]) -> None:
                 "T/Ray"):
         table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
     for key, label, unit, limit_key in ROWS:
-        cells = []
-        for name in ("trainyard", *PEERS):
-            figures = systems.get(name, {})
-            cell = _fmt(figures.get(key))
-            capped = (key.startswith("e2e") and figures.get("e2e_capped")) or \
-                (key.startswith("train") and figures.get("train_capped"))
-            cells.append(cell + ("*" if capped else ""))
-        limit = _fmt(lim.get(limit_key)) if limit_key else ""
-        ratios = ["" if unit == "jobs" else _x(results["ratios"].get(f"{key}_vs_{p}"))
-                  for p in PEERS]
-        table.add_row(label, unit, *cells, limit, *ratios)
+        table.add_row(label, unit, *_cells(results, key, unit, limit_key, "*"))
     console.print(table)
 
     limits = Table(title="Physical limits, same run")
@@ -182,21 +189,11 @@ def chart(results: dict[str, Any], path: Path) -> None:
 
 def markdown(results: dict[str, Any]) -> str:
     """The figures and goals as Markdown tables, for bench/README.md."""
-    systems = results["systems"]
-    lim = systems.get("limits", {})
     lines = ["| figure | unit | Trainyard | Slurm | Ray Jobs | limit | T/Slurm | T/Ray |",
              "|---|---|---|---|---|---|---|---|"]
     for key, label, unit, limit_key in ROWS:
-        cells = []
-        for name in ("trainyard", *PEERS):
-            figures = systems.get(name, {})
-            capped = (key.startswith("e2e") and figures.get("e2e_capped")) or \
-                (key.startswith("train") and figures.get("train_capped"))
-            cells.append(_fmt(figures.get(key)) + (" *" if capped else ""))
-        limit = _fmt(lim.get(limit_key)) if limit_key else ""
-        ratios = ["" if unit == "jobs" else _x(results["ratios"].get(f"{key}_vs_{p}"))
-                  for p in PEERS]
-        lines.append(f"| {label} | {unit} | " + " | ".join([*cells, limit, *ratios]) + " |")
+        cells = _cells(results, key, unit, limit_key, " *")
+        lines.append(f"| {label} | {unit} | " + " | ".join(cells) + " |")
     lines += ["", "| goal | target | measured | result |", "|---|---|---|---|"]
     for goal in results["goals"].values():
         unit = goal["unit"]
