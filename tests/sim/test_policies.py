@@ -4,15 +4,17 @@ delay, utilization and preemptions, exactly."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
-from trainyard.sim.cluster import Cluster, generated_policy
+from trainyard.sim.cluster import Cluster, generated_policy, submit
 from trainyard.sim.compare import compare
-from trainyard.sim.trace import Trace, TraceJob
+from trainyard.sim.policies import replay_for
+from trainyard.sim.trace import Trace, TraceJob, generate_trace
 
 
 def job(job_id: str, submit: float, duration: float, gpus: int, team: str = "x",
@@ -163,6 +165,36 @@ def test_las_wakes_when_a_running_job_passes_a_level() -> None:
     jobs, _ = replay(trace, "las", cluster)
     # b waits behind a, of the same level, until a passes 1 GPU-hour at 3600.
     assert jobs == {"a": (5100, 100), "b": (2700, 2600)}
+
+
+def test_default_preempts_a_teams_job_that_passed_a_level_for_its_new_one() -> None:
+    cluster = pool_policy(1, {"default": 0}, {"x": 1}, min_runtime=300)
+    trace = [job("a", 0, 5000, 1), job("b", 1000, 100, 1)]
+    jobs, summary = replay(trace, "default", cluster)
+    # b waits behind a, of the same level, until a passes 1 GPU-hour at 3600 and is
+    # preempted for it; a resumes when b ends.
+    assert jobs == {"a": (5100, 100), "b": (2700, 2600)}
+    assert summary["preemptions"] == 1
+    off = Cluster(replace(cluster.policy, service_levels=False))
+    assert replay(trace, "default", off)[0] == {"a": (5000, 0), "b": (4100, 4000)}
+
+
+def test_skipping_wake_ups_that_cannot_matter_changes_nothing() -> None:
+    trace = Trace(tuple(generate_trace(3000, 32, load=0.95, teams=3, seed=5)), "gen",
+                  "trainyard", {})
+    cluster = Cluster(generated_policy(trace.jobs, 32), generated=True)
+    submitted = submit(trace.jobs, cluster.policy)
+    teams = sorted({j.team for j in submitted.jobs})
+    outcomes = []
+    for quiet in (False, True):
+        replay_ = replay_for("default", cluster.policy, cluster.gpus, teams)
+        replay_.quiet_wakes = quiet
+        outcomes.append(replay_.run(submitted.pending, [j.duration for j in submitted.jobs],
+                                    [j.team for j in submitted.jobs]))
+    loud, quiet_ = outcomes
+    assert [(j.finish, j.preemptions) for j in loud.jobs] == \
+        [(j.finish, j.preemptions) for j in quiet_.jobs]
+    assert loud.preemptions > 0 and quiet_.passes < loud.passes
 
 
 def test_a_job_too_large_for_every_pool_is_refused_not_replayed() -> None:

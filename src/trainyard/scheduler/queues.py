@@ -696,7 +696,7 @@ class QueuePolicy:
         queues) until it would fit, as for a reclaim. None if that cannot make room."""
         if not self.policy.service_levels:
             return None
-        group = _group(job)
+        group = service_group(job)
         mine = job.service_level
         if pool_state.demotable is None:
             pool_state.demotable = self._demotable(pool_state, snapshot)
@@ -772,7 +772,7 @@ class QueuePolicy:
                 continue
             run_level = level(attained_by(run.attained, run.resources, run.started_at, now))
             if run_level > 0:
-                found[_group(run)].append((run_level, run.started_at, run))
+                found[service_group(run)].append((run_level, run.started_at, run))
         ranked = {}
         for group, runs in found.items():
             runs.sort(key=lambda item: (-item[0], -item[1]))
@@ -879,7 +879,7 @@ def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], sec
     return updated
 
 
-def _group(job: PendingJob | RunningJob) -> str:
+def service_group(job: PendingJob | RunningJob) -> str:
     """Whose jobs a job is ranked among by service: its team's, or its queue's."""
     return f"team:{job.team}" if job.team else f"queue:{job.queue}"
 

@@ -12,7 +12,9 @@ scheduler how long a job will run.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
+from collections.abc import Sequence
 
 from trainyard.domain.spec import Resources
 
@@ -37,14 +39,22 @@ def attained_by(attained_before: float, resources: Resources, started_at: float,
     return attained_before + rate(resources) * max(0.0, now - started_at)
 
 
-def next_threshold_at(attained_before: float, resources: Resources,
-                      started_at: float) -> float | None:
-    """When a job that started at `started_at` with that much service passes its next
-    threshold (None: never, with no rate or past the last)."""
+def next_threshold_at(attained_before: float, resources: Resources, started_at: float,
+                      after: float | None = None,
+                      thresholds: Sequence[float] = THRESHOLDS) -> float | None:
+    """When a job that started at `started_at` with `attained_before` of service next
+    passes a threshold (after `after`, by default its start); None: never, with no rate or
+    past the last. It is the first time, to the float, at which attained_by() says so, so
+    that a pass then sees the new level."""
     speed = rate(resources)
     if speed <= 0:
         return None
-    index = bisect_right(THRESHOLDS, attained_before)
-    if index >= len(THRESHOLDS):
+    since = started_at if after is None else max(after, started_at)
+    index = bisect_right(thresholds, attained_by(attained_before, resources, started_at, since))
+    if index >= len(thresholds):
         return None
-    return started_at + (THRESHOLDS[index] - attained_before) / speed
+    threshold = thresholds[index]
+    at = started_at + (threshold - attained_before) / speed
+    while attained_by(attained_before, resources, started_at, at) < threshold:
+        at = math.nextafter(at, math.inf)  # a rounding short of it: a few steps at most
+    return at

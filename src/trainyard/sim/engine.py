@@ -19,14 +19,15 @@ from __future__ import annotations
 import heapq
 import time
 from bisect import bisect_left, insort
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
-from trainyard.scheduler.queues import decayed_usage
-from trainyard.scheduler.service import attained_by
+from trainyard.scheduler.queues import decayed_usage, service_group
+from trainyard.scheduler.service import attained_by, level
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -150,6 +151,8 @@ class Replay:
     backlog_key: Callable[[PendingJob], Key] | None = None
     # Requeue jobs with the service they attained (see scheduler.model.orders_by_service).
     by_service: bool = False
+    # Skip a wake-up at which QueuePolicy cannot decide otherwise (see may_matter).
+    quiet_wakes: bool = False
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     progress: Progress = field(default_factory=Progress)
     backlog: Backlog = field(init=False)
@@ -172,13 +175,16 @@ class Replay:
         self._team_index = {team: i for i, team in enumerate(self.teams)}
         self._held = [0] * len(self.teams)
         self._demand = [0] * len(self.teams)
+        # The waiting jobs by team, and by service group and level, for may_matter.
+        self._waiting_teams: Counter[str] = Counter()
+        self._waiting_levels: dict[str, Counter[int]] = defaultdict(Counter)
 
     # --- the steps --------------------------------------------------------------------------
 
     def submit(self, job: PendingJob, duration: float, team: str = "") -> None:
         """A job arrives and waits. `team` is the one the timeline counts it for."""
         self.states[job.job_id] = JobState(job, duration, duration, team=team)
-        self.backlog.add(job)
+        self._wait(job)
         self._team(team, demand=job.resources.gpus)
 
     def snapshot(self, now: float) -> Snapshot:
@@ -247,13 +253,22 @@ class Replay:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def next_wake(self, after: float) -> float | None:
+    def next_wake(self, after: float, before: float = float("inf")) -> float | None:
+        """The next wake-up after `after`. With quiet_wakes, those before `before` (the next
+        other event, so nothing changes until them) that may_matter rules out are passed
+        over, each asking its job's next one."""
         wakes = self._wakes
-        while wakes and wakes[0][0] <= after:
-            _, _, job_id, epoch = heapq.heappop(wakes)
-            if self.states[job_id].epoch == epoch and job_id in self.running:
-                self._ask_wake(self.running[job_id], after)
-        return wakes[0][0] if wakes else None
+        while wakes:
+            at, _, job_id, epoch = wakes[0]
+            valid = self.states[job_id].epoch == epoch and job_id in self.running
+            if at > after and valid and not (
+                    self.quiet_wakes and at < before and
+                    not self.may_matter(self.running[job_id], at)):
+                return at
+            heapq.heappop(wakes)
+            if valid:
+                self._ask_wake(self.running[job_id], max(at, after))
+        return None
 
     def _ask_wake(self, run: RunningJob, after: float) -> None:
         if self.wake is None:
@@ -275,6 +290,8 @@ class Replay:
         job = self.backlog.remove(job_id)
         if job is None:
             raise RuntimeError(f"the policy admitted {job_id!r}, which is not waiting")
+        self._waiting_teams[job.team] -= 1
+        self._waiting_levels[service_group(job)][job.service_level] -= 1
         if len(gpu_ids) != job.resources.gpus or not self._taken.isdisjoint(gpu_ids):
             raise RuntimeError(f"the policy gave {job_id!r} GPUs {gpu_ids} for "
                                f"{job.resources.gpus} asked, or some in use: "
@@ -308,7 +325,28 @@ class Replay:
         # Its submit order and time, as the store keeps them, and the service it attained.
         if self.by_service:
             state.pending = replace(state.pending, attained=state.attained)
-        self.backlog.add(state.pending)
+        self._wait(state.pending)
+
+    def _wait(self, job: PendingJob) -> None:
+        self.backlog.add(job)
+        self._waiting_teams[job.team] += 1
+        self._waiting_levels[service_group(job)][job.service_level] += 1
+
+    def may_matter(self, run: RunningJob, at: float) -> bool:
+        """Whether QueuePolicy might decide otherwise about the running job at its wake-up,
+        with nothing else happening: only if a job of another team waits (the run may now be
+        preempted to take quota back) or a job of its service group waits at a lower level
+        than the run has then (it may now be preempted for service). Nothing else a pass
+        looks at changes with time alone in a way that starts or stops a job: what cannot
+        start now could not at the last pass either."""
+        if any(count > 0 and team and team != run.team
+               for team, count in self._waiting_teams.items()):
+            return True
+        levels = self._waiting_levels.get(service_group(run))
+        if not levels:
+            return False
+        now_level = level(attained_by(run.attained, run.resources, run.started_at, at))
+        return any(count > 0 and waiting < now_level for waiting, count in levels.items())
 
     def _release(self, run: RunningJob, state: JobState, now: float) -> None:
         ran = now - state.run_start
@@ -337,10 +375,12 @@ class Replay:
         last: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         now = jobs[0].submitted_at if jobs else 0.0
         while True:
-            candidates = [t for t in (
-                jobs[index].submitted_at if index < count else None,
-                self.next_completion(),
-                self.next_wake(now) if self.backlog else None) if t is not None]
+            arrival = jobs[index].submitted_at if index < count else None
+            completion = self.next_completion()
+            others = [t for t in (arrival, completion) if t is not None]
+            candidates = others + [t for t in (
+                self.next_wake(now, min(others, default=float("inf")))
+                if self.backlog else None,) if t is not None]
             if not candidates:
                 break
             if events % 64 == 0 and time.perf_counter() > deadline:

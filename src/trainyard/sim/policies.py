@@ -10,6 +10,7 @@ priorities, queue limits and team quotas play no part in them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import overload
@@ -29,7 +30,7 @@ from trainyard.scheduler.model import (
     orders_by_service,
 )
 from trainyard.scheduler.queues import QueuePolicy
-from trainyard.scheduler.service import THRESHOLDS, attained_by, next_threshold_at, rate
+from trainyard.scheduler.service import THRESHOLDS, next_threshold_at
 from trainyard.sim.cluster import executor_pools, without_quotas
 from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
 
@@ -238,14 +239,8 @@ class LasPolicy(OrderedPreemptive):
 
     def wake(self, run: RunningJob, after: float) -> float | None:
         """When the running job passes its next threshold after `after`."""
-        speed = rate(run.resources)
-        if speed <= 0:
-            return None
-        attained = attained_by(run.attained, run.resources, run.started_at, after)
-        for limit in self.thresholds:
-            if attained < limit:
-                return after + (limit - attained) / speed
-        return None
+        return next_threshold_at(run.attained, run.resources, run.started_at, after,
+                                 self.thresholds)
 
 
 def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float | None]:
@@ -260,12 +255,14 @@ def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float
         if queue is None or not queue.may_preempt:
             return None
         times = []
-        settled = run.started_at + max(0.0, policy.min_runtime_s)
+        least = max(0.0, policy.min_runtime_s)
+        settled = run.started_at + least
+        while settled - run.started_at < least:  # as QueuePolicy compares, to the float
+            settled = math.nextafter(settled, math.inf)
         if settled > after and policy.teams:
             times.append(settled)
         if policy.service_levels:
-            attained = attained_by(run.attained, run.resources, run.started_at, after)
-            passes = next_threshold_at(attained, run.resources, after)
+            passes = next_threshold_at(run.attained, run.resources, run.started_at, after)
             if passes is not None:
                 times.append(max(passes, settled))
         return min(times, default=None)
@@ -298,4 +295,5 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     return Replay(chosen, pools, policy.max_running, total_gpus,
                   half_life=policy.fair_share_half_life_s, fair_share=name == "default",
                   restart_overhead=restart_overhead, wake=wake, backlog_key=key, teams=teams,
-                  progress=progress, by_service=orders_by_service(chosen))
+                  progress=progress, by_service=orders_by_service(chosen),
+                  quiet_wakes=name == "default")
