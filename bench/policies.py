@@ -9,9 +9,8 @@ them (22/21/21) and free to borrow the rest. Two configurations of the queues:
                   five policies run here, and the goals are judged here.
   one queue       as the trace has it: every job in queue `default`. Only `default` differs
                   (the others ignore queues, or nearly); it runs under --one-queue-limit
-                  seconds of wall-clock time, because QueuePolicy gives reclaimed quota back
-                  to the borrower ahead in the queue and churns (see README), and reports
-                  how far it got.
+                  seconds of wall-clock time (a guard: before reclaimed quota was claimed
+                  for its owner, this replay churned for good), and reports how far it got.
 
 Timed: each policy's whole replay (wall clock, one run). Goals: `default`
 mean JCT <= 0.5x fifo's and <= 1.25x srtf-oracle's; Jain's index across teams >= 0.95;
