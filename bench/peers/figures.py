@@ -177,11 +177,12 @@ def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[st
         need = goal.target * get(peer, "submit_per_s")
         sys_ms, client_ms = get(ty, "submit_system_cpu_ms"), get(ty, "submit_client_cpu_ms")
         ceiling = cpus * 1000 / (sys_ms + client_ms)
-        return (f"needs {need:,.0f} submits/s, measured {get(ty, 'submit_per_s'):,.0f}/s. A "
-                f"durable submit took {sys_ms:.2f} ms of the server's CPU and {client_ms:.2f} "
-                f"ms of the client's: {cpus} CPUs allow at most {ceiling:,.0f}/s, and a bare "
-                f"gRPC health check from the same client reaches "
-                f"{get(limits, 'grpc_calls_per_s'):,.0f}/s")
+        return (f"needs {need:,.0f} submits/s, measured {get(ty, 'submit_per_s'):,.0f}/s. "
+                f"While submitting, each durable submit took {client_ms:.2f} ms of the "
+                f"client's CPU and {sys_ms:.2f} ms of the rest of the machine's (the server, "
+                f"and the jobs it started meanwhile): {cpus} CPUs allow at most "
+                f"{ceiling:,.0f}/s that way, and even a bare gRPC health check from the same "
+                f"client reaches only {get(limits, 'grpc_calls_per_s'):,.0f}/s")
     if goal.key.startswith("e2e_vs_"):
         need = goal.target * get(peer, "e2e_jobs_per_s")
         cycle = get(ty, "trivial_cycle_p50_ms")
