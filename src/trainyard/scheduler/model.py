@@ -26,11 +26,11 @@ class PendingJob:
     sweep: str = ""  # the sweep or pipeline it belongs to
     attained: float = 0.0  # service held in earlier runs (scheduler.service), for its level
 
-    # Worked out once a job: a pass looks at a long backlog's jobs again and again.
-    @cached_property
+    @property
     def service_level(self) -> int:
         return level(self.attained) if self.attained else 0
 
+    # Worked out once a job: a pass looks at a long backlog's jobs again and again.
     @cached_property
     def shape(self) -> tuple[str, str, str, float, int, int, int]:
         """What admission tells it apart by: queue, executor, team, cpus, memory, GPUs and

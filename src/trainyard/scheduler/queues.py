@@ -425,11 +425,12 @@ class QueuePolicy:
                 job = jobs[index]
                 index += 1
                 reason = None
-                if plain and quiet == state.changes and \
-                        (not state.pre_held or job.job_id not in state.pre_held):
+                looked = plain and quiet == state.changes and \
+                    (not state.pre_held or job.job_id not in state.pre_held)
+                if looked:
                     reason = self._known(job, job.shape, snapshot, state)
                 if reason is None:
-                    reason = self._try(job, snapshot, state, limit)
+                    reason = self._try(job, snapshot, state, limit, looked)
                 if reason is None:
                     cost = max(1.0, rate(job.resources))
                     after = share + cost / self.policy.queues[name].weight
@@ -504,8 +505,9 @@ class QueuePolicy:
         return None
 
     def _try(self, job: PendingJob, snapshot: Snapshot, state: _Pass,
-             limit: PendingReason) -> PendingReason | None:
-        """Admit the job, or say why it waits. The checks run in the policy's order."""
+             limit: PendingReason, looked: bool = False) -> PendingReason | None:
+        """Admit the job, or say why it waits. The checks run in the policy's order.
+        `looked`: _known found nothing for it already, and nothing changed since."""
         policy = self.policy
         rules = self._queues.get(job.queue) or self._rules(job.queue)
         # A claim on room taken back for this job (state.pre_held) lasts while the job waits
@@ -524,7 +526,7 @@ class QueuePolicy:
         shape: _Shape | None = None
         if not state.pre_held or job.job_id not in state.pre_held:
             shape = job.shape
-            known = self._known(job, shape, snapshot, state)
+            known = None if looked else self._known(job, shape, snapshot, state)
             if known is not None:
                 return known
         candidates = state.candidates.get((job.queue, job.pool))
@@ -732,6 +734,16 @@ class QueuePolicy:
                      pool_state.jobs + held - len(victims)) is not None:
             failed.append(need)
             return None
+        if pool_state.quotas is not None and job.team:
+            # Then the team's limit on borrowing, with its own jobs there gone (the group is
+            # the team): no quota sums needed to see it would still be over.
+            quota = pool_state.quotas.quotas.get(job.team, NO_QUOTA)
+            use = state.team_use.get((job.team, pool_state.name), ZERO)
+            over = _over(Resources(use.cpus - cpus, use.memory_mb - memory, use.gpus - gpus),
+                         need, quota)
+            if _beyond_borrowing(over, quota):
+                failed.append(need)
+                return None
         if pool_state.quotas is not None and pool_state.name not in state.borrowing:
             # Made now, from what is in use, before _without changes it.
             state.borrowing[pool_state.name] = _Borrowing.of(pool_state.quotas,
@@ -799,8 +811,7 @@ class QueuePolicy:
         over = (over_cpus, over_memory, over_gpus)
         if over == (0.0, 0, 0):
             return None
-        if over_cpus > mine.borrow_cpus or over_memory > mine.borrow_memory_mb or \
-                over_gpus > mine.borrow_gpus:
+        if _beyond_borrowing(over, mine):
             return _shared(state, ("borrow limit", team, pool), lambda: PendingReason(
                 TEAM_QUOTA, _quota_sentence(team, pool, mine, "its limit on borrowing is "
                                             "reached")))
@@ -880,8 +891,9 @@ def decayed_usage(usage: Mapping[str, float], running: Iterable[RunningJob], sec
 
 
 def service_group(job: PendingJob | RunningJob) -> str:
-    """Whose jobs a job is ranked among by service: its team's, or its queue's."""
-    return f"team:{job.team}" if job.team else f"queue:{job.queue}"
+    """Whose jobs a job is ranked among by service: its team's (the team's name), or for a
+    job of no team its queue's ("/" and the queue's name: no name starts with "/")."""
+    return job.team or "/" + job.queue
 
 
 def _group_title(job: PendingJob) -> str:
@@ -1021,6 +1033,12 @@ def _over(use: Resources, need: Resources, quota: cfg.Quota) -> tuple[float, int
             max(0, (use.memory_mb + need.memory_mb) - quota.memory_mb)
             if quota.memory_mb is not None else 0,
             max(0, (use.gpus + need.gpus) - quota.gpus) if quota.gpus is not None else 0)
+
+
+def _beyond_borrowing(over: tuple[float, int, int], quota: cfg.Quota) -> bool:
+    """Whether using `over` beyond its quota is more than the team may borrow."""
+    return over[0] > quota.borrow_cpus or over[1] > quota.borrow_memory_mb or \
+        over[2] > quota.borrow_gpus
 
 
 def _terms(quota: cfg.Quota, use: Resources) -> _Terms:
