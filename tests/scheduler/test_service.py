@@ -27,7 +27,8 @@ ONE = Resources(1.0, 0, 1)
 POLICY = cfg.Policy(
     pools={"p": cfg.Pool(PoolCapacity("p", max_jobs=10, gpu_ids=("0", "1", "2", "3")))},
     queues={"a": cfg.Queue("a", pools=("p",)), "b": cfg.Queue("b", pools=("p",)),
-            "keep": cfg.Queue("keep", pools=("p",), preemptible=False)},
+            "keep": cfg.Queue("keep", pools=("p",), preemptible=False),
+            "vip": cfg.Queue("vip", pools=("p",), priority=1, preemptible=True)},
     teams={"A": cfg.Team("A", quotas={"p": cfg.Quota(gpus=2, borrow_gpus=2)}),
            "B": cfg.Team("B", quotas={"p": cfg.Quota(gpus=2, borrow_gpus=2)})},
     max_running=10, reserve_after_s=0, min_runtime_s=300)
@@ -107,7 +108,7 @@ def test_a_policy_without_service_levels_preempts_nothing_for_service() -> None:
 
 
 @pytest.mark.parametrize("case", ["other team", "same level", "too young", "not preemptible",
-                                  "already stopping"])
+                                  "already stopping", "higher queue", "higher job priority"])
 def test_no_preemption_for_service_where_it_is_not_allowed(case: str) -> None:
     victim = running("v", "A", 5 * HOUR, gpu="0")
     new = PendingJob("new", "a", 0, 10, ONE, team="A", submitted_at=NOW)
@@ -119,6 +120,10 @@ def test_no_preemption_for_service_where_it_is_not_allowed(case: str) -> None:
         victim = replace(victim, started_at=NOW - 200, attained=5 * HOUR)
     elif case == "not preemptible":
         victim = replace(victim, queue="keep")
+    elif case == "higher queue":
+        victim = replace(victim, queue="vip")
+    elif case == "higher job priority":
+        victim = replace(victim, priority=1)
     else:
         victim = replace(victim, preempting=True)
     # Team A's own two GPUs are taken (the victim and a level-0 job); B holds its own two.
@@ -184,7 +189,8 @@ def test_remembering_failures_changes_no_decision() -> None:
                                      tuple(taken[at:at + size]), team=rng.choice("AB"),
                                      started_at=NOW - rng.uniform(0, 6 * HOUR),
                                      attained=rng.choice((0.0, 2 * HOUR, 9 * HOUR)),
-                                     preempting=rng.random() < 0.1))
+                                     preempting=rng.random() < 0.1,
+                                     priority=rng.choice((0, 0, 1))))
             at += size
         pending = [PendingJob(f"w{i}", rng.choice("ab"), rng.choice((0, 0, 1)), i,
                               Resources(1.0, 0, rng.choice((1, 2, 4))), team=rng.choice("AB"),

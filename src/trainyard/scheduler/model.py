@@ -53,6 +53,7 @@ class RunningJob:
     preempting: bool = False  # already asked to stop: its capacity is on its way back
     sweep: str = ""
     attained: float = 0.0  # service held before this run (scheduler.service)
+    priority: int = 0  # the job's own, inside its queue
 
 
 @dataclass(frozen=True)

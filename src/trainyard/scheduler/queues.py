@@ -243,10 +243,11 @@ class _Pass:
     shared: dict[tuple[str, str, str], PendingReason] = field(default_factory=dict)
     pre_held: dict[str, _PoolState] = field(default_factory=dict)  # job -> held for it
     reclaiming: dict[str, str] = field(default_factory=dict)  # job -> pool taken back for it
-    # By (pool, group, level, claimant): what jobs asked for whom preempting every more-
-    # served job there would not make room for. The pass only fills up, but for a claim let
-    # go (each counts in `freed`), so a job asking as much or more need not look again.
-    cannot_demote: dict[tuple[str, str, int, bool], tuple[int, list[Resources]]] = \
+    # By (pool, group, level, claimant, queue priority, job priority): what jobs asked for
+    # whom preempting every more-served job there would not make room for. The pass only
+    # fills up, but for a claim let go (each counts in `freed`), so a job asking as much or
+    # more need not look again.
+    cannot_demote: dict[tuple[str, str, int, bool, int, int], tuple[int, list[Resources]]] = \
         field(default_factory=dict)
     freed: int = 0
     # Why a job of one shape (queue, kind, team, resources, level) could not start, and
@@ -695,7 +696,8 @@ class QueuePolicy:
         """A job that does not fit, or not within its team's quota, while jobs of its own
         team (or, for a job of no team, its queue) that have held more service run: preempt
         those (highest level first, then newest; past the minimum runtime, in preemptible
-        queues) until it would fit, as for a reclaim. None if that cannot make room."""
+        queues of no higher priority, of no higher job priority) until it would fit, as for
+        a reclaim. None if that cannot make room."""
         if not self.policy.service_levels:
             return None
         group = service_group(job)
@@ -705,7 +707,8 @@ class QueuePolicy:
         ranked = pool_state.demotable.get(group)
         if not ranked or ranked[0][0] <= mine:
             return None
-        key = (pool_state.name, group, mine, claimant)
+        above = self.policy.queues[job.queue].priority
+        key = (pool_state.name, group, mine, claimant, above, job.priority)
         need = job.resources
         known = state.cannot_demote.get(key)
         if known is not None and known[0] == state.freed:
@@ -716,8 +719,15 @@ class QueuePolicy:
         else:
             failed = []
             state.cannot_demote[key] = (state.freed, failed)
+        # Only jobs that do not rank above it otherwise: of a queue of no higher priority,
+        # and no higher job priority.
+        queues = self.policy.queues
         victims = [run for run_level, run in ranked
-                   if run_level > mine and run.job_id not in state.preempt]
+                   if run_level > mine and run.job_id not in state.preempt
+                   and run.priority <= job.priority
+                   and queues.get(run.queue, _NEVER).priority <= above]
+        if not victims:
+            return None
         # First the room alone, as _fit counts it (holds included), with all of them gone.
         cpus, memory, gpus = 0.0, 0, 0
         for run in victims:

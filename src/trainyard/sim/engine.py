@@ -299,7 +299,7 @@ class Replay:
         self._taken.update(gpu_ids)
         state = self.states[job_id]
         run = RunningJob(job.job_id, job.queue, job.resources, pool or job.pool, gpu_ids,
-                         job.team, now, attained=state.attained)
+                         job.team, now, attained=state.attained, priority=job.priority)
         self.running[job_id] = run
         self._running_list = None
         state.run_start = now

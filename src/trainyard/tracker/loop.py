@@ -406,7 +406,8 @@ class Tracker:
         running = self.jobs.in_states(ACTIVE)
         active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, self._pool_of(j),
                              j.gpu_ids, j.team, j.started_at or 0.0, j.preempt_requested,
-                             j.sweep_id, attained=rate(j.spec.total_resources) * j.held_s)
+                             j.sweep_id, attained=rate(j.spec.total_resources) * j.held_s,
+                             priority=j.spec.priority)
                   for j in running]
         now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
