@@ -96,6 +96,26 @@ def test_a_new_job_preempts_its_teams_most_served_job_to_fit() -> None:
     assert second.pending["longer"].code == TEAM_QUOTA
 
 
+def test_while_its_teams_jobs_stop_for_it_a_job_preempts_no_more() -> None:
+    # As the live tracker sees it: the pass before asked "longer" to stop for "new"; it
+    # still runs (stopping), and "long", of level 1, could be preempted too.
+    active = [running("long", "A", 2 * HOUR, gpu="0"),
+              replace(running("longer", "A", HOUR, 7 * HOUR, gpu="1"), preempting=True),
+              running("b1", "B", 9 * HOUR, gpu="2"), running("b2", "B", 9 * HOUR, gpu="3")]
+    new = PendingJob("new", "a", 0, 10, ONE, team="A", submitted_at=NOW)
+    strict = replace(POLICY, teams={t: cfg.Team(t, quotas={"p": cfg.Quota(gpus=2)})
+                                    for t in "AB"})
+    decided = schedule([new], active, strict, reclaiming={"new": "p"})
+    assert decided.preempt == {} and decided.reclaiming == {"new": "p"}
+    assert decided.pending["new"].code == RECLAIMING
+    assert "are stopping" in decided.pending["new"].message
+    # A second new job of the team needs a room of its own: "long" goes for it.
+    other = PendingJob("other", "a", 0, 11, ONE, team="A", submitted_at=NOW)
+    decided = schedule([new, other], active, strict, reclaiming={"new": "p"})
+    assert list(decided.preempt) == ["long"]
+    assert decided.reclaiming == {"new": "p", "other": "p"}
+
+
 def test_a_policy_without_service_levels_preempts_nothing_for_service() -> None:
     active = [running("long", "A", 2 * HOUR, gpu="0"), running("longer", "A", 8 * HOUR,
                                                                 gpu="1"),

@@ -44,6 +44,7 @@ RECLAIMING = "RECLAIMING"  # borrowed quota is being taken back for it by preemp
 ZERO = Resources(0.0, 0, 0)
 NO_QUOTA = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0)
 _NEVER = cfg.Queue("", pools=(), preemptible=False)
+_NO_VICTIMS: tuple[list[tuple[int, RunningJob]], list[RunningJob]] = ([], [])
 NO_TEAM = cfg.Quota(cpus=0.0, memory_mb=0, gpus=0, borrow_cpus=float("inf"),
                     borrow_memory_mb=2**62, borrow_gpus=2**31)
 
@@ -90,10 +91,10 @@ class _PoolState:
     running: list[RunningJob] = field(default_factory=list)
     returning: Resources = ZERO  # held by jobs already asked to stop
     newest_first: list[RunningJob] | None = None  # the running jobs, once _reclaim sorts them
-    # The running jobs a less-served job of their team (or, without one, their queue) may
-    # preempt, by group: (level, job), most served and then newest first; made once a pass,
-    # when first needed.
-    demotable: dict[str, list[tuple[int, RunningJob]]] | None = None
+    # By service group, once a pass when first needed: the running jobs a less-served job of
+    # their team (or, without one, their queue) may preempt, as (level, job), most served
+    # and then newest first; and those already asked to stop, whose room is on its way.
+    demotable: dict[str, tuple[list[tuple[int, RunningJob]], list[RunningJob]]] | None = None
 
 
 @dataclass
@@ -704,9 +705,26 @@ class QueuePolicy:
         mine = job.service_level
         if pool_state.demotable is None:
             pool_state.demotable = self._demotable(pool_state, snapshot)
-        ranked = pool_state.demotable.get(group)
-        if not ranked or ranked[0][0] <= mine:
+        ranked, asked = pool_state.demotable.get(group, _NO_VICTIMS)
+        # Its group's jobs stopping already, since an earlier pass or for an earlier job of
+        # this one: what they free counts first, so no more stop than it needs.
+        stopping = asked + [run for _, run in ranked if run.job_id in state.preempt] \
+            if state.preempt else asked
+        if not stopping and (not ranked or ranked[0][0] <= mine):
             return None
+        if pool_state.quotas is not None and pool_state.name not in state.borrowing:
+            # Made now, from what is in use, before _without changes it.
+            state.borrowing[pool_state.name] = _Borrowing.of(pool_state.quotas,
+                                                             state.team_use, pool_state.name)
+        if stopping:
+            with _without(pool_state, stopping, state):
+                covered = self._fit(job, pool_state, state, claimant) is None
+            if covered:
+                state.reclaiming[job.job_id] = pool_state.name
+                return _shared(state, ("stopping", group, pool_state.name), lambda: (
+                    PendingReason(RECLAIMING, f"jobs of {_group_title(job)} that have run "
+                                  f"longer are stopping in pool {pool_state.name!r}; it "
+                                  "starts when they stop")))
         above = self.policy.queues[job.queue].priority
         key = (pool_state.name, group, mine, claimant, above, job.priority)
         need = job.resources
@@ -730,7 +748,7 @@ class QueuePolicy:
             return None
         # First the room alone, as _fit counts it (holds included), with all of them gone.
         cpus, memory, gpus = 0.0, 0, 0
-        for run in victims:
+        for run in (*stopping, *victims):
             cpus += run.resources.cpus
             memory += run.resources.memory_mb
             gpus += run.resources.gpus
@@ -741,7 +759,7 @@ class QueuePolicy:
                          used.memory_mb + holding.memory_mb - memory,
                          used.gpus + holding.gpus - gpus)
         if shortfall(pool_state.pool.capacity, need, left,
-                     pool_state.jobs + held - len(victims)) is not None:
+                     pool_state.jobs + held - len(stopping) - len(victims)) is not None:
             failed.append(need)
             return None
         if pool_state.quotas is not None and job.team:
@@ -754,11 +772,8 @@ class QueuePolicy:
             if _beyond_borrowing(over, quota):
                 failed.append(need)
                 return None
-        if pool_state.quotas is not None and pool_state.name not in state.borrowing:
-            # Made now, from what is in use, before _without changes it.
-            state.borrowing[pool_state.name] = _Borrowing.of(pool_state.quotas,
-                                                             state.team_use, pool_state.name)
-        with _without(pool_state, victims, state):  # if all of them cannot make room, none do
+        # If all of them cannot make room, none do.
+        with _without(pool_state, stopping + victims, state):
             possible = self._fit(job, pool_state, state, claimant) is None
         if not possible:
             failed.append(need)
@@ -768,7 +783,7 @@ class QueuePolicy:
         low, high = 0, len(victims)  # victims[:high] make room, victims[:low] do not
         while high - low > 1:
             middle = (low + high) // 2
-            with _without(pool_state, victims[:middle], state):
+            with _without(pool_state, stopping + victims[:middle], state):
                 fits = self._fit(job, pool_state, state, claimant) is None
             low, high = (low, middle) if fits else (middle, high)
         chosen = victims[:high]
@@ -785,20 +800,26 @@ class QueuePolicy:
                              f"{pool_state.name!r}; it starts when they stop")
 
     def _demotable(self, pool_state: _PoolState, snapshot: Snapshot
-                   ) -> dict[str, list[tuple[int, RunningJob]]]:
+                   ) -> dict[str, tuple[list[tuple[int, RunningJob]], list[RunningJob]]]:
         now, queues = snapshot.now, self.policy.queues
         found: dict[str, list[tuple[int, float, RunningJob]]] = defaultdict(list)
+        asked: dict[str, list[RunningJob]] = defaultdict(list)
         for run in pool_state.running:
-            if run.preempting or not queues.get(run.queue, _NEVER).may_preempt or \
+            if run.preempting:
+                asked[service_group(run)].append(run)
+                continue
+            if not queues.get(run.queue, _NEVER).may_preempt or \
                     now - run.started_at < self.policy.min_runtime_s:
                 continue
             run_level = level(attained_by(run.attained, run.resources, run.started_at, now))
             if run_level > 0:
                 found[service_group(run)].append((run_level, run.started_at, run))
-        ranked = {}
-        for group, runs in found.items():
+        ranked: dict[str, tuple[list[tuple[int, RunningJob]], list[RunningJob]]] = {}
+        for group in found.keys() | asked.keys():
+            runs = found.get(group, [])
             runs.sort(key=lambda item: (-item[0], -item[1]))
-            ranked[group] = [(run_level, run) for run_level, _, run in runs]
+            ranked[group] = ([(run_level, run) for run_level, _, run in runs],
+                             asked.get(group, []))
         return ranked
 
     def _quota_problem(self, job: PendingJob, pool_state: _PoolState, rules: _PoolQuotas,
