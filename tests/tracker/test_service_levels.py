@@ -13,8 +13,9 @@ from tests.liveserver import live_server, wait_for
 from trainyard.auth.policy import Identity
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.scheduler import Decisions, Policy, Snapshot
 from trainyard.scheduler.service import FIRST_LEVEL_S
-from trainyard.server import TrainyardServer
+from trainyard.server import ServerConfig, TrainyardServer
 from trainyard.store.schema import jobs
 
 POLICY = """
@@ -78,3 +79,39 @@ def test_a_new_job_preempts_the_teams_longest_served_job_which_resumes_later(
             (times[JobState.SUCCEEDED][0] - times[JobState.RUNNING][1])
         assert ran > 0.3
         assert abs(job.held_s - earlier - ran) < 0.1, (job.held_s, earlier, ran)
+
+
+class Recorder:
+    """The tracker's policy, keeping what each pass saw and decided."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.passes: list[tuple[Snapshot, Decisions]] = []
+
+    def schedule(self, snapshot: Snapshot) -> Decisions:
+        decisions = self.inner.schedule(snapshot)
+        self.passes.append((snapshot, decisions))
+        return decisions
+
+
+def test_a_job_still_launching_has_run_for_no_time(tmp_path: Path) -> None:
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(POLICY)
+    srv = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", policy_file=policy_file))
+    recorder = Recorder(srv.tracker.policy)
+    srv.tracker.policy = recorder
+    try:
+        launching = [submit(srv, f"l{i}", "sleep 30") for i in range(2)]
+        for i, job_id in enumerate(launching):  # as a launch cut short leaves them
+            srv.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING,
+                                reason="admitted", attempt=1, executor="local", pool="cpu",
+                                handle=f"h{i}", gpu_ids="")
+        waiting = submit(srv, "w", "true")
+        srv.tracker.run_once(reconcile=False)
+        snapshot, decisions = recorder.passes[-1]
+        assert {run.job_id: run.started_at for run in snapshot.running} == \
+            {job_id: snapshot.now for job_id in launching}
+        # Not taken for jobs that have run since the epoch: nothing to preempt for service.
+        assert decisions.preempt == {} and decisions.pending[waiting].code != "RECLAIMING"
+    finally:
+        srv.stop(grace=0)

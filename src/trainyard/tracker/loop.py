@@ -404,12 +404,15 @@ class Tracker:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
         running = self.jobs.in_states(ACTIVE)
+        now = self.clock()
+        # A job still LAUNCHING has not run yet: it starts now, as far as its minimum
+        # runtime and the service it has attained go.
         active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, self._pool_of(j),
-                             j.gpu_ids, j.team, j.started_at or 0.0, j.preempt_requested,
-                             j.sweep_id, attained=rate(j.spec.total_resources) * j.held_s,
+                             j.gpu_ids, j.team, now if j.started_at is None else j.started_at,
+                             j.preempt_requested, j.sweep_id,
+                             attained=rate(j.spec.total_resources) * j.held_s,
                              priority=j.spec.priority)
                   for j in running]
-        now = self.clock()
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),
                                     self._half_life())
         self._usage_at = now
@@ -427,7 +430,7 @@ class Tracker:
             pending=waiting,
             running=active,
             max_concurrent=self.config.max_concurrent,
-            now=self.clock(),
+            now=now,
             pools=self.pools,
             unavailable={pool: why for pool, executor in self.executors.items()
                          if (why := executor.unavailable()) is not None},
