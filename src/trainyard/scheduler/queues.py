@@ -725,7 +725,16 @@ class QueuePolicy:
                     PendingReason(RECLAIMING, f"jobs of {_group_title(job)} that have run "
                                   f"longer are stopping in pool {pool_state.name!r}; it "
                                   "starts when they stop")))
-        above = self.policy.queues[job.queue].priority
+        # Only jobs that do not rank above it otherwise: of a queue of no higher priority,
+        # and no higher job priority.
+        queues = self.policy.queues
+        above = queues[job.queue].priority
+        victims = [run for run_level, run in ranked
+                   if run_level > mine and run.job_id not in state.preempt
+                   and run.priority <= job.priority
+                   and queues.get(run.queue, _NEVER).priority <= above]
+        if not victims:
+            return None
         key = (pool_state.name, group, mine, claimant, above, job.priority)
         need = job.resources
         known = state.cannot_demote.get(key)
@@ -737,15 +746,6 @@ class QueuePolicy:
         else:
             failed = []
             state.cannot_demote[key] = (state.freed, failed)
-        # Only jobs that do not rank above it otherwise: of a queue of no higher priority,
-        # and no higher job priority.
-        queues = self.policy.queues
-        victims = [run for run_level, run in ranked
-                   if run_level > mine and run.job_id not in state.preempt
-                   and run.priority <= job.priority
-                   and queues.get(run.queue, _NEVER).priority <= above]
-        if not victims:
-            return None
         # First the room alone, as _fit counts it (holds included), with all of them gone.
         cpus, memory, gpus = 0.0, 0, 0
         for run in (*stopping, *victims):
