@@ -116,6 +116,30 @@ def test_while_its_teams_jobs_stop_for_it_a_job_preempts_no_more() -> None:
     assert decided.reclaiming == {"new": "p", "other": "p"}
 
 
+def test_a_job_goes_where_there_is_room_before_anything_is_preempted_for_it() -> None:
+    two_pools = replace(POLICY, pools={
+        "p": cfg.Pool(PoolCapacity("p", max_jobs=10, gpu_ids=("0",))),
+        "q": cfg.Pool(PoolCapacity("q", max_jobs=10, gpu_ids=("9",)))},
+        queues={"a": cfg.Queue("a", pools=("p", "q"))}, teams={})
+    long = RunningJob("long", "a", ONE, "p", ("0",), started_at=NOW - 5 * HOUR)
+    new = PendingJob("new", "a", 0, 10, ONE, submitted_at=NOW)
+    decided = schedule([new], [long], two_pools)
+    assert decided.admit == ("new",) and decided.pools == {"new": "q"}
+    assert decided.preempt == {}
+
+
+def test_preemption_for_service_stops_only_jobs_that_free_what_is_needed() -> None:
+    gpus_and_cpus = replace(POLICY, pools={"p": cfg.Pool(PoolCapacity(
+        "p", max_jobs=10, cpus=8.0, gpu_ids=("0",)))}, teams={})
+    etl = RunningJob("etl", "a", Resources(4.0, 0, 0), "p", (), started_at=NOW - 4 * HOUR)
+    old = RunningJob("old", "a", Resources(1.0, 0, 1), "p", ("0",),
+                     started_at=NOW - 1.5 * HOUR)
+    new = PendingJob("new", "a", 0, 10, Resources(1.0, 0, 1), submitted_at=NOW)
+    decided = schedule([new], [etl, old], gpus_and_cpus)
+    # etl (4 CPU-hours a hour, level 4) ranks first, but frees no GPU: only old goes.
+    assert list(decided.preempt) == ["old"]
+
+
 def test_a_policy_without_service_levels_preempts_nothing_for_service() -> None:
     active = [running("long", "A", 2 * HOUR, gpu="0"), running("longer", "A", 8 * HOUR,
                                                                 gpu="1"),

@@ -179,6 +179,17 @@ def test_default_preempts_a_teams_job_that_passed_a_level_for_its_new_one() -> N
     assert replay(trace, "default", off)[0] == {"a": (5000, 0), "b": (4100, 4000)}
 
 
+def test_default_without_teams_wakes_at_min_runtime_to_preempt_for_service() -> None:
+    # b waits until a passes 1 GPU-hour at 3600 and preempts it; a restarts at 3700, past
+    # level 1. c comes at 3750 and may preempt a once this run of a has lasted
+    # min_runtime, at 4000: the replay must pass then, with no team to reclaim for.
+    cluster = pool_policy(1, {"default": 0}, min_runtime=300)
+    trace = [job("a", 0, 5000, 1), job("b", 3000, 100, 1), job("c", 3750, 100, 1)]
+    jobs, summary = replay(trace, "default", cluster)
+    assert jobs["b"] == (700, 600) and jobs["c"] == (350, 250)
+    assert summary["preemptions"] == 2
+
+
 def test_skipping_wake_ups_that_cannot_matter_changes_nothing() -> None:
     trace = Trace(tuple(generate_trace(3000, 32, load=0.95, teams=3, seed=5)), "gen",
                   "trainyard", {})

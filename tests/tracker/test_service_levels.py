@@ -115,3 +115,28 @@ def test_a_job_still_launching_has_run_for_no_time(tmp_path: Path) -> None:
         assert decisions.preempt == {} and decisions.pending[waiting].code != "RECLAIMING"
     finally:
         srv.stop(grace=0)
+
+
+def test_a_relaunched_job_has_not_started_its_new_attempt(tmp_path: Path) -> None:
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(POLICY)
+    srv = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", policy_file=policy_file))
+    try:
+        job_id = submit(srv, "again", "sleep 30")
+        srv.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                            attempt=1, executor="local", pool="cpu", handle="h1", gpu_ids="")
+        srv.jobs.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason="started",
+                            now=100.0, started_at=100.0)
+        srv.jobs.transition(job_id, JobState.RUNNING, JobState.PREEMPTED, reason="stopped",
+                            now=160.0, preempt_requested=False)
+        srv.jobs.transition(job_id, JobState.PREEMPTED, JobState.WAITING, reason="requeued")
+        assert srv.tracker._launch(srv.jobs.get(job_id), (), "cpu")
+        # LAUNCHING again: its old attempt's start would count that attempt twice.
+        relaunched = srv.jobs.get(job_id)
+        assert relaunched.attempt == 2 and relaunched.held_s == 60.0
+        assert relaunched.started_at is None or relaunched.started_at > 160.0
+        assert srv.tracker.wait_for_launches()
+    finally:
+        for job in srv.jobs.in_states((JobState.LAUNCHING, JobState.RUNNING)):
+            srv.service.cancel(job.id)
+        srv.stop(grace=0)

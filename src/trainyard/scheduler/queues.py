@@ -542,13 +542,18 @@ class QueuePolicy:
         mine = state.pre_held.pop(job.job_id, None) if shape is None else None
         if mine is not None:
             _release(state, mine, job, claim=True)  # its own claim does not keep it out
-        first_problem: PendingReason | None = None
+        problems: list[tuple[_PoolState, PendingReason]] = []
         for pool_state in candidates:
-            claimant = mine is pool_state
-            problem = self._fit(job, pool_state, state, claimant)
+            problem = self._fit(job, pool_state, state, mine is pool_state)
             if problem is None:
                 self._admit(job, pool_state, state)
                 return None
+            problems.append((pool_state, problem))
+        # It fits in none of them: only then is anything preempted for it, in the first
+        # pool where that makes room.
+        first_problem: PendingReason | None = None
+        for pool_state, problem in problems:
+            claimant = mine is pool_state
             if problem.code == POOL_CAPACITY:
                 reclaiming = self._reclaim(job, pool_state, snapshot, state, claimant)
                 if reclaiming is not None:
@@ -787,6 +792,13 @@ class QueuePolicy:
                 fits = self._fit(job, pool_state, state, claimant) is None
             low, high = (low, middle) if fits else (middle, high)
         chosen = victims[:high]
+        # Of those, keep only the ones it needs: one that frees nothing it lacks (a CPU job
+        # ahead of the GPU job it needs, say) stays, least served first.
+        for run in reversed(victims[:high - 1]):
+            rest = [other for other in chosen if other is not run]
+            with _without(pool_state, stopping + rest, state):
+                if self._fit(job, pool_state, state, claimant) is None:
+                    chosen = rest
         freed = ZERO
         why = (f"preempted for a job of {_group_title(job)} that has run less; it resumes "
                "from its checkpoint")

@@ -259,8 +259,8 @@ def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float
         settled = run.started_at + least
         while settled - run.started_at < least:  # as QueuePolicy compares, to the float
             settled = math.nextafter(settled, math.inf)
-        if settled > after and policy.teams:
-            times.append(settled)
+        if settled > after and (policy.teams or policy.service_levels):
+            times.append(settled)  # quota reclaim needs teams; service, a group
         if policy.service_levels:
             passes = next_threshold_at(run.attained, run.resources, run.started_at, after)
             if passes is not None:

@@ -481,6 +481,7 @@ class Tracker:
                 now=self.clock(), attempt=attempt, executor=kind, pool=pool, handle=handle,
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
                 metrics_offset=0, message="", exit_code=None,
+                started_at=None,  # a new attempt has not run yet; RUNNING sets it
             )
         except StaleState:
             return False  # cancelled meanwhile
