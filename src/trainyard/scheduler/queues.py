@@ -627,7 +627,7 @@ class QueuePolicy:
         if held and shortfall(cap, need, pool_state.used, pool_state.jobs) is None:
             return _shared(state, ("reserved", "", name), lambda: PendingReason(
                 RESERVED, f"pool {name!r} holds capacity for a job that has waited longer, or "
-                "whose team is taking back its quota; it starts after that one"))
+                "for which others are being preempted; it starts after that one"))
         if need.gpus > 1 and (why is None or "GPUs" in why):
             return PendingReason(POOL_CAPACITY, f"waiting for {need.gpus} GPUs to be free at "
                                  f"once in pool {name!r}")
@@ -638,10 +638,12 @@ class QueuePolicy:
     def _reclaim(self, job: PendingJob, pool_state: _PoolState, snapshot: Snapshot,
                  state: _Pass, claimant: bool) -> PendingReason | None:
         """A job within its team's nominal quota that does not fit because other teams
-        borrowed: preempt borrowers' jobs (newest first, past the minimum runtime, in
-        preemptible queues) until it would fit. None if that cannot make room. What is
-        taken back is for this job (`claimant`: it was, in an earlier pass): it is listed
-        in Decisions.reclaiming, and the next pass holds the room for it."""
+        borrowed: preempt borrowers' jobs (the most served first, with service levels,
+        then the newest; past the minimum runtime, in preemptible queues) until it would
+        fit. While any jobs of the pool are stopping, it waits for them instead. None if
+        that cannot make room. What is taken back is for this job (`claimant`: it was, in
+        an earlier pass): it is listed in Decisions.reclaiming, and the next pass holds the
+        room for it."""
         pool = pool_state.pool
         rules = pool_state.quotas
         quota = None if rules is None else rules.first.get(job.team)
@@ -652,9 +654,11 @@ class QueuePolicy:
         if pool_state.returning is not ZERO and pool_state.returning != ZERO:
             if claimant:
                 state.reclaiming[job.job_id] = pool_state.name
+            # Jobs stop there (taking quota back, or for service): what they free may be
+            # enough, so nothing more is taken back until they have.
             return _shared(state, ("returning", job.team, pool.name), lambda: PendingReason(
-                RECLAIMING, f"borrowed capacity in pool {pool.name!r} is being returned to "
-                f"team {job.team!r}; it starts then"))
+                RECLAIMING, f"jobs in pool {pool.name!r} are stopping, freeing capacity; it "
+                f"starts then, or takes back team {job.team!r}'s quota if it still must"))
         nominal = rules.quotas
         borrowing = {team for team, q in nominal.items()
                      if _beyond(state.team_use.get((team, pool.name), ZERO), q) != ZERO}
