@@ -17,6 +17,7 @@ from trainyard.scheduler.queues import RECLAIMING, TEAM_QUOTA, QueuePolicy
 from trainyard.scheduler.service import (
     FIRST_LEVEL_S,
     attained_by,
+    held_service,
     level,
     next_threshold_at,
     rate,
@@ -52,6 +53,9 @@ def test_levels_double_from_the_first_threshold() -> None:
     assert [level(x) for x in (0, HOUR - 1, HOUR, 2 * HOUR - 1, 2 * HOUR, 4 * HOUR)] == \
         [0, 0, 1, 1, 2, 3]
     assert rate(Resources(4.0, 0, 2)) == 2.0 and rate(Resources(4.0, 0, 0)) == 4.0
+    assert held_service(Resources(4.0, 0, 2), 10.0) == 20.0
+    run = RunningJob("r", "a", ONE, "p", ("0",), started_at=NOW - 2 * HOUR, attained=HOUR)
+    assert run.service_level(NOW) == 2 and run.service_level(NOW - 2 * HOUR) == 1
     assert attained_by(100.0, Resources(1.0, 0, 2), 10.0, 60.0) == 200.0
     assert attained_by(100.0, Resources(1.0, 0, 2), 60.0, 10.0) == 100.0  # clock behind
     # 2 GPUs from 0 GPU-s pass 3600 after 1800 s; from 3600, 7200 after another 1800 s.

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from trainyard.domain.pools import LOCAL_POOL, PoolCapacity
 from trainyard.domain.spec import Resources
-from trainyard.scheduler.service import level
+from trainyard.scheduler.service import attained_by, level
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,10 @@ class RunningJob:
     sweep: str = ""
     attained: float = 0.0  # service held before this run (scheduler.service)
     priority: int = 0  # the job's own, inside its queue
+
+    def service_level(self, now: float) -> int:
+        """Its level at `now`: the service of its earlier runs and of this one so far."""
+        return level(attained_by(self.attained, self.resources, self.started_at, now))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
-from trainyard.scheduler.service import attained_by, level, rate
+from trainyard.scheduler.service import rate
 from trainyard.scheduler.sweeps import SweepSlots
 
 QUEUE_ACCESS = "QUEUE_ACCESS"  # the queue no longer takes jobs from this job's owner
@@ -665,8 +665,7 @@ class QueuePolicy:
         if pool_state.newest_first is None:  # sorted once a pass: the order is the same
             now, served = snapshot.now, self.policy.service_levels
             pool_state.newest_first = sorted(pool_state.running, key=lambda run: (
-                -level(attained_by(run.attained, run.resources, run.started_at, now))
-                if served else 0, -run.started_at))
+                -run.service_level(now) if served else 0, -run.started_at))
         victims = [
             run for run in pool_state.newest_first
             if run.team != job.team and (run.team in borrowing or run.team not in nominal)
@@ -827,7 +826,7 @@ class QueuePolicy:
             if not queues.get(run.queue, _NEVER).may_preempt or \
                     now - run.started_at < self.policy.min_runtime_s:
                 continue
-            run_level = level(attained_by(run.attained, run.resources, run.started_at, now))
+            run_level = run.service_level(now)
             if run_level > 0:
                 found[service_group(run)].append((run_level, run.started_at, run))
         ranked: dict[str, tuple[list[tuple[int, RunningJob]], list[RunningJob]]] = {}
@@ -1059,7 +1058,7 @@ def _pool_quotas(policy: cfg.Policy, pool: str) -> _PoolQuotas | None:
 
 def _unpromised(quotas: _PoolQuotas, pool: cfg.Pool) -> Resources:
     """The pool's capacity that no team's quota promises."""
-    cpus, memory, gpus = 0.0, 0, 0  # added up as add(promised, _as_resources(quota)) would
+    cpus, memory, gpus = 0.0, 0, 0  # added up as add() would, a quota's None as 0
     for quota in quotas.quotas.values():
         cpus += quota.cpus or 0.0
         memory += quota.memory_mb or 0
@@ -1089,7 +1088,8 @@ def _beyond_borrowing(over: tuple[float, int, int], quota: cfg.Quota) -> bool:
 
 
 def _terms(quota: cfg.Quota, use: Resources) -> _Terms:
-    """_beyond(_as_resources(quota), use), then _beyond(use, quota), as one tuple."""
+    """What the team owns and leaves unused (the quota, a None as 0, beyond `use`), then
+    _beyond(use, quota), as one tuple."""
     return (max(0.0, (quota.cpus or 0.0) - use.cpus),
             max(0, (quota.memory_mb or 0) - use.memory_mb),
             max(0, (quota.gpus or 0) - use.gpus),
@@ -1105,10 +1105,6 @@ def _beyond(used: Resources, limit: Resources | cfg.Quota) -> Resources:
         max(0.0, used.cpus - limit.cpus) if limit.cpus is not None else 0.0,
         max(0, used.memory_mb - limit.memory_mb) if limit.memory_mb is not None else 0,
         max(0, used.gpus - limit.gpus) if limit.gpus is not None else 0)
-
-
-def _as_resources(quota: cfg.Quota) -> Resources:
-    return Resources(quota.cpus or 0.0, quota.memory_mb or 0, quota.gpus or 0)
 
 
 def _quota_sentence(team: str, pool: str, quota: cfg.Quota, why: str) -> str:

@@ -33,6 +33,11 @@ def level(attained: float) -> int:
     return bisect_right(THRESHOLDS, attained) if attained > 0 else 0
 
 
+def held_service(resources: Resources, held_s: float) -> float:
+    """The service of ended runs that together held these resources `held_s` seconds."""
+    return rate(resources) * held_s
+
+
 def attained_by(attained_before: float, resources: Resources, started_at: float,
                 now: float) -> float:
     """A running job's service: what it had when it started, plus this run's."""

@@ -27,7 +27,7 @@ from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
 from trainyard.scheduler.queues import decayed_usage, service_group
-from trainyard.scheduler.service import attained_by, level
+from trainyard.scheduler.service import attained_by
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -345,7 +345,7 @@ class Replay:
         levels = self._waiting_levels.get(service_group(run))
         if not levels:
             return False
-        now_level = level(attained_by(run.attained, run.resources, run.started_at, at))
+        now_level = run.service_level(at)
         return any(count > 0 and waiting < now_level for waiting, count in levels.items())
 
     def _release(self, run: RunningJob, state: JobState, now: float) -> None:
@@ -378,9 +378,9 @@ class Replay:
             arrival = jobs[index].submitted_at if index < count else None
             completion = self.next_completion()
             others = [t for t in (arrival, completion) if t is not None]
-            candidates = others + [t for t in (
-                self.next_wake(now, min(others, default=float("inf")))
-                if self.backlog else None,) if t is not None]
+            wake = self.next_wake(now, min(others, default=float("inf"))) \
+                if self.backlog else None
+            candidates = others if wake is None else [*others, wake]
             if not candidates:
                 break
             if events % 64 == 0 and time.perf_counter() > deadline:

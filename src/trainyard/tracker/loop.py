@@ -28,7 +28,7 @@ from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.scheduler.model import orders_by_service
 from trainyard.scheduler.queues import decayed_usage
-from trainyard.scheduler.service import rate
+from trainyard.scheduler.service import held_service
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
@@ -410,7 +410,7 @@ class Tracker:
         active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, self._pool_of(j),
                              j.gpu_ids, j.team, now if j.started_at is None else j.started_at,
                              j.preempt_requested, j.sweep_id,
-                             attained=rate(j.spec.total_resources) * j.held_s,
+                             attained=held_service(j.spec.total_resources, j.held_s),
                              priority=j.spec.priority)
                   for j in running]
         self._usage = decayed_usage(self._usage, active, max(0.0, now - self._usage_at),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from trainyard.scheduler import PendingJob
 from trainyard.scheduler.backlog import Backlog
-from trainyard.scheduler.service import rate
+from trainyard.scheduler.service import held_service
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import QueuedJob
 
@@ -84,7 +84,7 @@ class WaitingJobs:
         for row in rows:
             job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
                              row.owner, row.team, row.submitted_at, row.sweep_id,
-                             attained=rate(row.resources) * row.held_s
+                             attained=held_service(row.resources, row.held_s)
                              if self._by_service else 0.0)
             self.remove(row.id)
             self._backlog.add(job)
