@@ -66,9 +66,9 @@ from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import Resources
 from trainyard.executors.base import JobFiles, LaunchRequest
 from trainyard.executors.docker import LABEL_INSTANCE, DockerConfig, DockerExecutor
+from trainyard.metadata.workspace import Workspace
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
-from trainyard.workspace import Workspace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "launch.json"
 GOAL_START_RATIO_P50 = 1.15  # Trainyard submit->RUNNING p50 / raw `docker run -d` p50

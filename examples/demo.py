@@ -138,7 +138,7 @@ def cancel_unfinished(client: Client) -> None:
 def prepare_images() -> None:
     """The base image (cached by its inputs, as `trainyard images build-base`), then the
     trainer image from examples/ (as `trainyard images build examples --tag ...`)."""
-    from trainyard.images import BaseInputs, ImageError, build_base, build_image, engine
+    from trainyard.services.images import BaseInputs, ImageError, build_base, build_image, engine
 
     def say(line: str) -> None:
         console.print(f"  {line}", style="dim", markup=False, highlight=False)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.postgres import ThrowawayPostgres, find_bindir
 from trainyard.client import Client
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.tracker import TrackerConfig
 

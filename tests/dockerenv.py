@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import missing
 from trainyard.domain.states import JobState
-from trainyard.images import BASE_IMAGE, build_image
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
+from trainyard.services.images import BASE_IMAGE, build_image
 from trainyard.store.records import JobRecord
 from trainyard.tracker import TrackerConfig
 

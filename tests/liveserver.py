@@ -11,7 +11,7 @@ from typing import Any
 
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.tracker import TrackerConfig
 
 FAST = TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0)

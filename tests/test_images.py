@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, engine
-from trainyard.images import BASE_IMAGE, BaseInputs, ImageError, build_base, build_image
+from trainyard.services.images import BASE_IMAGE, BaseInputs, ImageError, build_base, build_image
 
 __all__ = ["engine"]
 

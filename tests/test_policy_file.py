@@ -4,7 +4,7 @@ import pytest
 
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity
-from trainyard.policy_file import PolicyError, load_policy, parse_policy
+from trainyard.services.policy_file import PolicyError, load_policy, parse_policy
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

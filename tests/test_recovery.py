@@ -10,7 +10,7 @@ from tests.serverproc import ServerProcess
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.db import AlreadyRunning
 
 

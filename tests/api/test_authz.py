@@ -16,7 +16,7 @@ import pytest
 from trainyard.auth.certs import generate_self_signed
 from trainyard.auth.policy import Identity
 from trainyard.domain.states import JobState
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.jobs import JobFilter
 from trainyard.tracker import TrackerConfig
 from trainyard.v1 import training_pb2 as pb

@@ -8,7 +8,7 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from trainyard.client import Client, TrainSpec, TrainyardError
-from trainyard.server import TrainyardServer, host_gpu_ids
+from trainyard.server.assembly import TrainyardServer, host_gpu_ids
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 

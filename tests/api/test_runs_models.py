@@ -15,7 +15,7 @@ from sklearn.datasets import load_digits
 
 from tests.liveserver import live_server
 from trainyard.client import Client, TrainSpec, TrainyardError
-from trainyard.server import TrainyardServer
+from trainyard.server.assembly import TrainyardServer
 from trainyard.v1 import training_pb2 as pb
 
 TRAINER = Path(__file__).resolve().parents[2] / "examples" / "trainer.py"

@@ -3,19 +3,14 @@ from dataclasses import replace
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.kinds import JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, check_submission
-from trainyard.domain.pools import (
-    DOCKER_POOL,
-    LOCAL_POOL,
-    PoolCapacity,
-    allocate_gpus,
-    check_placement,
-)
+from trainyard.domain.pools import PoolCapacity, allocate_gpus, check_placement
 from trainyard.domain.spec import JobSpec, Resources
 
 POOLS = {
-    LOCAL_POOL: PoolCapacity(LOCAL_POOL, max_jobs=4),
-    DOCKER_POOL: PoolCapacity(DOCKER_POOL, max_jobs=2, cpus=4, memory_mb=2048,
+    JobKind.LOCAL: PoolCapacity(JobKind.LOCAL, max_jobs=4),
+    JobKind.DOCKER: PoolCapacity(JobKind.DOCKER, max_jobs=2, cpus=4, memory_mb=2048,
                               gpu_ids=("0", "1")),
 }
 IMAGE_JOB = JobSpec(name="c", image="trainyard/demo-trainer")
@@ -26,9 +21,9 @@ def test_jobs_that_some_pool_can_hold_are_placed() -> None:
     check_placement(replace(IMAGE_JOB, resources=Resources(4, 2048, 2)), POOLS)
     check_placement(replace(IMAGE_JOB, command="train", workers=2,
                             resources=Resources(2, 1024, 1)), POOLS)  # exactly the pool
-    three = PoolCapacity(DOCKER_POOL, max_jobs=1, cpus=0.3)  # one job slot holds a gang
+    three = PoolCapacity(JobKind.DOCKER, max_jobs=1, cpus=0.3)  # one job slot holds a gang
     check_placement(replace(IMAGE_JOB, command="t", workers=3, resources=Resources(cpus=0.1)),
-                    {DOCKER_POOL: three})
+                    {JobKind.DOCKER: three})
 
 
 def test_under_a_policy_a_gang_no_pool_of_its_queue_holds_is_refused() -> None:
@@ -44,7 +39,7 @@ def test_under_a_policy_a_gang_no_pool_of_its_queue_holds_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("spec", "pools", "field", "words"), [
-    (IMAGE_JOB, {LOCAL_POOL: POOLS[LOCAL_POOL]}, "image", "--docker"),
+    (IMAGE_JOB, {JobKind.LOCAL: POOLS[JobKind.LOCAL]}, "image", "--docker"),
     (replace(IMAGE_JOB, resources=Resources(cpus=4.5)), POOLS, "resources.cpus",
      "4.5 is more than the 4 CPUs of pool 'docker'"),
     (replace(IMAGE_JOB, resources=Resources(memory_mb=4096)), POOLS, "resources.memory_mb",

@@ -153,7 +153,7 @@ def test_a_cut_log_stream_loses_no_output(engine: Engine, tmp_path: Path) -> Non
 
 def test_a_server_without_docker_refuses_to_strand_running_containers(
         engine: Engine, tmp_path: Path) -> None:
-    from trainyard.server import ServerConfig, TrainyardServer
+    from trainyard.server.assembly import ServerConfig, TrainyardServer
 
     with running(docker_server(tmp_path)) as srv:
         job_id, _ = srv.service.train(JobSpec(name="left", image=TRAINER_IMAGE,
@@ -168,7 +168,7 @@ def test_a_server_without_docker_refuses_to_strand_running_containers(
 def test_a_launch_cut_short_while_the_engine_was_away_runs_once(engine: Engine,
                                                                tmp_path: Path) -> None:
     from trainyard.executors.docker import DockerConfig
-    from trainyard.server import ServerConfig, TrainyardServer
+    from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.tracker import TrackerConfig
 
     proxy = SocketProxy(tmp_path / "engine.sock").start()

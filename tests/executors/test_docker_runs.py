@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
-from trainyard.run_service import RunQuery
+from trainyard.services.runs import RunQuery
 
 __all__ = ["engine"]
 

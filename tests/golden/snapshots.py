@@ -60,6 +60,15 @@ def policy_for(rng: random.Random) -> Policy:
                   service_levels=rng.random() < 0.7)
 
 
+def team_at_submit(policy: Policy, queue: str, owner: str) -> str:
+    """The team a submit gives the job: the first of the owner's teams the queue names, or
+    of all the owner's teams where the queue names none."""
+    teams = sorted(name for name, team in policy.teams.items() if owner in team.members)
+    named = policy.queues[queue].teams
+    candidates = [team for team in teams if team in named] if named else teams
+    return candidates[0] if candidates else ""
+
+
 def snapshot_for(rng: random.Random, policy: Policy) -> Snapshot:
     running: list[RunningJob] = []
     free = {name: list(pool.capacity.gpu_ids) for name, pool in policy.pools.items()}
@@ -86,7 +95,8 @@ def snapshot_for(rng: random.Random, policy: Policy) -> Snapshot:
             f"w{i}", queue, rng.choice((0, 0, 1, -1)), i,
             Resources(rng.choice((0.5, 1.0, 4.0)), rng.choice((512, 4096)),
                       rng.choice((0, 1, 1, 2, 4))),
-            kind, owner, rng.choice(TEAMS + ("",)), submitted_at=NOW - rng.uniform(0, 3600),
+            kind, owner, team_at_submit(policy, queue, owner),
+            submitted_at=NOW - rng.uniform(0, 3600),
             sweep=rng.choice(("", "", "", "s1", "p1")),
             attained=rng.choice((0.0, 0.0, 3 * HOUR))))
     claims = {job.job_id: rng.choice(("gpu", "cpu")) for job in pending

@@ -16,9 +16,9 @@ from trainyard.auth.policy import Identity
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.policy_file import load_policy
 from trainyard.scheduler import Decisions, Policy, Snapshot
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
+from trainyard.services.policy_file import load_policy
 from trainyard.sim.cluster import gpu_ids, submit
 from trainyard.sim.policies import replay_for
 from trainyard.sim.trace import TraceJob

@@ -15,7 +15,7 @@ from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import MIGRATIONS_DIR, Database, make_engine
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
-from trainyard.store.models import ModelStore
+from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import DatasetRecord, MetricPoint
 from trainyard.store.runs import RunFilter, RunStore
 from trainyard.store.schema import runs

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from tests.liveserver import make_server, wait_for
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.server import TrainyardServer
+from trainyard.server.assembly import TrainyardServer
 from trainyard.store.usage import UsageStore
 
 POLICY = """

@@ -16,7 +16,7 @@ from tests.gangprobe import ranks_seen, rendezvous_probe
 from tests.liveserver import live_server, wait_for
 from trainyard.client import Client, Resources, TrainSpec, TrainyardError
 from trainyard.domain.states import JobState
-from trainyard.server import TrainyardServer
+from trainyard.server.assembly import TrainyardServer
 
 # One pool of 4 CPUs and six (made-up) GPU ids: the devices are only handed out, not used.
 POLICY = """

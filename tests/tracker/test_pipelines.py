@@ -13,7 +13,7 @@ from trainyard.auth.policy import Identity
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
-from trainyard.server import TrainyardServer
+from trainyard.server.assembly import TrainyardServer
 
 ANN = Identity(user="ann", admin=True)
 BOB = Identity(user="bob", admin=True)

@@ -12,7 +12,7 @@ from tests.liveserver import live_server, wait_for
 from trainyard.auth.policy import Identity
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.server import TrainyardServer
+from trainyard.server.assembly import TrainyardServer
 
 POLICY = """
 max_running = 8

@@ -14,8 +14,8 @@ from trainyard.auth.policy import Identity
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.scheduler import Decisions, Policy, Snapshot
-from trainyard.scheduler.service import FIRST_LEVEL_S
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.scheduler.attained import FIRST_LEVEL_S
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.schema import jobs
 
 POLICY = """

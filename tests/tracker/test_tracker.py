@@ -11,7 +11,7 @@ from trainyard.domain.spec import DatasetRef, JobSpec
 from trainyard.domain.states import JobState
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
-from trainyard.server import ServerConfig, TrainyardServer
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.schema import dataset_versions
 from trainyard.tracker import TrackerConfig
 

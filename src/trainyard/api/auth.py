@@ -10,11 +10,11 @@ from typing import Any
 
 import grpc
 
-from trainyard.admin import AccessService
 from trainyard.api.errors import status_for
 from trainyard.api.permissions import access_for
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied, TrainyardError, Unauthenticated
+from trainyard.services.admin import AccessService
 
 log = logging.getLogger(__name__)
 _identity: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("identity",

@@ -11,8 +11,8 @@ from trainyard.api import convert_runs as conv
 from trainyard.api.auth import current_identity
 from trainyard.api.convert import dataset_to_pb, model_to_pb, spec_to_pb, state_from_pb
 from trainyard.api.errors import grpc_errors
-from trainyard.model_service import ModelService
-from trainyard.run_service import RunQuery, RunService
+from trainyard.services.models import ModelService
+from trainyard.services.runs import RunQuery, RunService
 from trainyard.v1 import training_pb2 as pb
 
 

@@ -11,7 +11,7 @@ from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.pools import add
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
-from trainyard.service import JobStatus, QueuesOverview
+from trainyard.services.jobs import JobStatus, QueuesOverview
 from trainyard.store.access import AuditRecord, TeamRecord, TokenRecord, UserRecord
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
 from trainyard.v1 import training_pb2 as pb

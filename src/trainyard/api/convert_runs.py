@@ -13,9 +13,9 @@ from trainyard.api.convert import (
 )
 from trainyard.domain.runs import MetricThreshold, ModelRef, algorithm_of, model_ref, threshold
 from trainyard.metadata.runs import Comparison
-from trainyard.model_service import DatasetLineage, ModelDetail, ModelLineage
-from trainyard.run_service import RunView
-from trainyard.store.models import ModelSummary
+from trainyard.services.models import DatasetLineage, ModelDetail, ModelLineage
+from trainyard.services.runs import RunView
+from trainyard.store.model_registry import ModelSummary
 from trainyard.store.records import RunRecord
 from trainyard.v1 import training_pb2 as pb
 

@@ -11,10 +11,10 @@ from trainyard.api.auth import current_identity
 from trainyard.api.catalog_servicer import CatalogServicer
 from trainyard.api.errors import grpc_errors
 from trainyard.domain.sweep import Parameter
-from trainyard.model_service import ModelService
-from trainyard.policy_source import PolicySource
-from trainyard.run_service import RunService
-from trainyard.service import TrainingService
+from trainyard.services.jobs import TrainingService
+from trainyard.services.models import ModelService
+from trainyard.services.policy_source import PolicySource
+from trainyard.services.runs import RunService
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import PermissionDenied
 
 LOCAL_USER = "local"  # the identity of single-user mode
@@ -38,16 +38,8 @@ class Identity:
 LOCAL = Identity(user=LOCAL_USER, admin=True, single_user=True)
 
 
-@dataclass(frozen=True)
-class QueueAcl:
-    """Who may submit to a queue. Empty users and teams: everyone."""
-
-    users: frozenset[str] = field(default_factory=frozenset)
-    teams: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def open(self) -> bool:
-        return not self.users and not self.teams
+# The store's queue rules are the domain's: one rule at submit and at admission.
+QueueAcl = QueueAccess
 
 
 def check_access(identity: Identity, access: Access, action: str) -> None:
@@ -82,15 +74,8 @@ def visible_owners(identity: Identity, share_team_jobs: bool) -> frozenset[str] 
     return frozenset({identity.user} | (identity.teammates if share_team_jobs else set()))
 
 
-def check_queue(identity: Identity, queue: str, acl: QueueAcl | None) -> None:
-    if identity.admin or acl is None or acl.open:
-        return
-    if identity.user in acl.users or identity.teams & acl.teams:
+def check_queue(identity: Identity, queue: str, acl: QueueAccess | None) -> None:
+    if identity.admin or acl is None or acl.admits(identity.user, identity.teams):
         return
     raise PermissionDenied(f"queue {queue!r} is not open to {identity.user!r}: it takes jobs "
-                           f"from {_principals(acl.users, acl.teams)}")
-
-
-def _principals(users: Collection[str], teams: Collection[str]) -> str:
-    parts = [f"user {u!r}" for u in sorted(users)] + [f"team {t!r}" for t in sorted(teams)]
-    return ", ".join(parts)
+                           f"from {acl.principals()}")

@@ -76,9 +76,9 @@ def bootstrap(
 ) -> None:
     """Create the first admin directly in the store and print their token (shown once).
     From then on the server asks every call for a token."""
-    from trainyard.admin import AccessService
     from trainyard.auth.authenticator import Authenticator
     from trainyard.domain.errors import TrainyardError
+    from trainyard.services.admin import AccessService
     from trainyard.store.access import AccessStore
     from trainyard.store.db import open_database, sqlite_url
 

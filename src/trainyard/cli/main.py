@@ -37,7 +37,7 @@ from trainyard.client import Resources, TrainSpec
 
 if TYPE_CHECKING:
     from trainyard.executors.docker import DockerConfig
-    from trainyard.server import TrainyardServer
+    from trainyard.server.assembly import TrainyardServer
 
 app = typer.Typer(help="Trainyard: submit, queue, run and track training jobs.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -93,7 +93,7 @@ def server(
         "it [default: FIFO with one open queue].")] = None,
 ) -> None:
     """Run the training service (gRPC) until interrupted."""
-    from trainyard.server import ServerConfig, TrainyardServer
+    from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.tracker import TrackerConfig
 
     if max_concurrent < 1:
@@ -145,7 +145,7 @@ def server(
 
 
 def _reload_policy(srv: TrainyardServer) -> None:
-    from trainyard.policy_file import PolicyError
+    from trainyard.services.policy_file import PolicyError
 
     try:
         srv.policy.reload()
@@ -159,7 +159,7 @@ def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
     """The Docker pool from the server's options, checked; the host's size by default."""
     from dataclasses import replace
 
-    from trainyard.server import docker_pool_defaults
+    from trainyard.server.assembly import docker_pool_defaults
 
     pool = docker_pool_defaults(instance="")
     if cpus < 0 or cpus != cpus:
@@ -503,7 +503,7 @@ def _image_errors() -> Iterator[None]:
     import docker.errors
     import requests.exceptions
 
-    from trainyard.images import ImageError
+    from trainyard.services.images import ImageError
 
     try:
         yield
@@ -533,7 +533,7 @@ def images_build_base(
 ) -> None:
     """Build the base image (Debian with python3, numpy, scikit-learn and trainyard.runtime)
     with debootstrap, tagged trainyard/base:latest. Cached by its inputs."""
-    from trainyard.images import BaseInputs, build_base, engine
+    from trainyard.services.images import BaseInputs, build_base, engine
 
     with _image_errors():
         built = build_base(engine(), BaseInputs(suite=suite, mirror=mirror),
@@ -555,7 +555,7 @@ def images_build(
     """Build a trainer image from DIR/Dockerfile, offline (FROM a local image)."""
     from trainyard.domain.errors import InvalidArgument
     from trainyard.domain.spec import JobSpec, validate_spec
-    from trainyard.images import build_image, engine
+    from trainyard.services.images import build_image, engine
 
     try:
         validate_spec(JobSpec(name="image", image=tag))
@@ -577,7 +577,7 @@ def images_list(output: OutputOpt = Output.text) -> None:
     """List the images in the local Docker engine."""
     from dataclasses import asdict
 
-    from trainyard.images import engine, list_images
+    from trainyard.services.images import engine, list_images
 
     with _image_errors():
         images = list_images(engine())

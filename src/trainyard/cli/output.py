@@ -13,7 +13,7 @@ from rich.table import Table
 from trainyard.client import Dataset, JobStatus, JobSummary
 
 if TYPE_CHECKING:  # the Docker SDK is imported only by the commands that need it
-    from trainyard.images import ImageInfo
+    from trainyard.services.images import ImageInfo
 
 console = Console()
 errors = Console(stderr=True)

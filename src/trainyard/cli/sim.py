@@ -143,7 +143,7 @@ def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
 def _read_config(path: Path) -> tuple[Any, dict[str, Any]]:
     """The policy and the [sim] options of a config file."""
     from trainyard.domain.spec import NAME_RE
-    from trainyard.policy_file import PolicyError, load_policy_document
+    from trainyard.services.policy_file import PolicyError, load_policy_document
 
     try:
         document = load_policy_document(path, sections=("sim",))

@@ -1,5 +1,5 @@
 """The queueing policy an administrator declares: pools, queues, teams and their quotas, and
-global limits. Pure data; `trainyard.policy_file` reads it from TOML or YAML, and the
+global limits. Pure data; `trainyard.services.policy_file` reads it from TOML or YAML, and the
 scheduler decides by it."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
-from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity, never_fits, pool_for
+from trainyard.domain.kinds import JobKind, kind_for
+from trainyard.domain.pools import PoolCapacity, never_fits
 from trainyard.domain.spec import JobSpec
-
-EXECUTORS = (LOCAL_POOL, DOCKER_POOL)
 
 
 @dataclass(frozen=True)
 class Pool:
     capacity: PoolCapacity  # its name, CPUs, memory, GPU ids and maximum jobs
-    executor: str = LOCAL_POOL  # "local" or "docker": which jobs it can run
+    executor: str = JobKind.LOCAL  # "local" or "docker": which jobs it can run
 
     @property
     def name(self) -> str:
@@ -35,6 +35,10 @@ class Queue:
     weight: float = 1.0  # share among queues of equal priority
     # Whether its jobs may be preempted to return borrowed quota; None: when priority <= 0.
     preemptible: bool | None = None
+
+    @property
+    def access(self) -> QueueAccess:
+        return QueueAccess(self.users, self.teams)
 
     @property
     def may_preempt(self) -> bool:
@@ -74,8 +78,12 @@ class Policy:
     # A job that has run for less than this is not preempted: no thrash.
     min_runtime_s: float = 300.0
     # Inside a queue and priority, jobs that attained less service go first, and a team's
-    # more-served running jobs are preempted for its less-served ones (scheduler.service).
+    # more-served running jobs are preempted for its less-served ones (scheduler.attained).
     service_levels: bool = True
+
+    def teams_of(self, user: str) -> frozenset[str]:
+        """Every team that lists the user."""
+        return frozenset(name for name, team in self.teams.items() if user in team.members)
 
     def team_of(self, user: str) -> str:
         """The first team (by name) that lists the user; empty if none."""
@@ -102,14 +110,11 @@ def check_submission(policy: Policy, spec: JobSpec, user: str, user_teams: froze
     if queue is None:
         raise InvalidArgument("queue", f"{spec.queue!r} is not a queue of this server; its "
                               f"queues are {', '.join(sorted(policy.queues))}")
-    teams = user_teams | {t.name for t in policy.teams.values() if user in t.members}
-    restricted = bool(queue.users or queue.teams)
-    if restricted and not admin and user not in queue.users and not teams & queue.teams:
-        who = [f"user {u!r}" for u in sorted(queue.users)] + \
-            [f"team {t!r}" for t in sorted(queue.teams)]
+    teams = user_teams | policy.teams_of(user)
+    if not admin and not queue.access.admits(user, teams):
         raise PermissionDenied(f"queue {queue.name!r} is not open to {user!r}: it takes jobs "
-                               f"from {', '.join(who)}")
-    kind = pool_for(spec.image)
+                               f"from {queue.access.principals()}")
+    kind = kind_for(spec.image)
     pools = [policy.pools[p] for p in queue.pools
              if p in policy.pools and policy.pools[p].executor == kind]
     if not pools:

@@ -6,10 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.kinds import JobKind, kind_for
 from trainyard.domain.spec import JobSpec, Resources, total_resources
-
-LOCAL_POOL = "local"
-DOCKER_POOL = "docker"
 
 
 @dataclass(frozen=True)
@@ -27,17 +25,12 @@ class PoolCapacity:
         return len(self.gpu_ids)
 
 
-def pool_for(image: str) -> str:
-    """A job with an image runs as a container; a bare command as a local process."""
-    return DOCKER_POOL if image else LOCAL_POOL
-
-
 def check_placement(spec: JobSpec, pools: Mapping[str, PoolCapacity]) -> None:
     """Reject at submit a job that no pool of this server could ever run."""
-    name = pool_for(spec.image)
+    name = kind_for(spec.image)
     pool = pools.get(name)
     if pool is None:
-        if name == DOCKER_POOL:
+        if name == JobKind.DOCKER:
             raise InvalidArgument("image", "container images need the Docker executor, which "
                                   "this server does not run (start it with --docker); give a "
                                   "command instead")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Reasons that mean "the jobs ahead go first": for these, how many are ahead is the news.
-BEHIND_OTHERS = frozenset({"GLOBAL_CONCURRENCY_LIMIT", "QUEUE_LIMIT"})
+from trainyard.domain.reasons import BEHIND_OTHERS
 
 
 @dataclass(frozen=True)

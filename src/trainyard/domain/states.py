@@ -21,10 +21,13 @@ class JobState(StrEnum):
 
     def is_active(self) -> bool:
         """Holds (or is about to hold) an executor resource."""
-        return self in (JobState.LAUNCHING, JobState.RUNNING)
+        return self in ACTIVE_STATES
 
 
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+# The states of a job that holds, or is about to hold, an executor resource, in the order a
+# job passes them.
+ACTIVE_STATES: tuple[JobState, ...] = (JobState.LAUNCHING, JobState.RUNNING)
 
 # The single source of truth for which transitions exist (DESIGN.md, "Job states").
 ALLOWED_TRANSITIONS: dict[JobState, frozenset[JobState]] = {

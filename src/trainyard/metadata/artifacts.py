@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainyard.metadata.hashing import store_tree
-from trainyard.store.models import ModelStore
+from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import JobRecord, ModelRecord
 
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from trainyard.domain.pools import LOCAL_POOL, PoolCapacity
+from trainyard.domain.kinds import JobKind
+from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
-from trainyard.scheduler.service import attained_by, level
+from trainyard.scheduler.attained import attained_by, level
 
 
 @dataclass(frozen=True)
@@ -19,12 +20,12 @@ class PendingJob:
     priority: int
     seq: int  # submit order: lower was submitted first
     resources: Resources = field(default_factory=Resources)
-    pool: str = LOCAL_POOL  # the executor it needs: "local" or "docker"
+    pool: str = JobKind.LOCAL  # the executor it needs: "local" or "docker"
     owner: str = ""
     team: str = ""  # whose quota it draws on; empty for none
     submitted_at: float = 0.0
     sweep: str = ""  # the sweep or pipeline it belongs to
-    attained: float = 0.0  # service held in earlier runs (scheduler.service), for its level
+    attained: float = 0.0  # service held in earlier runs (scheduler.attained), for its level
 
     @property
     def service_level(self) -> int:
@@ -46,13 +47,13 @@ class RunningJob:
     job_id: str
     queue: str
     resources: Resources = field(default_factory=Resources)
-    pool: str = LOCAL_POOL
+    pool: str = JobKind.LOCAL
     gpu_ids: tuple[str, ...] = ()
     team: str = ""
     started_at: float = 0.0
     preempting: bool = False  # already asked to stop: its capacity is on its way back
     sweep: str = ""
-    attained: float = 0.0  # service held before this run (scheduler.service)
+    attained: float = 0.0  # service held before this run (scheduler.attained)
     priority: int = 0  # the job's own, inside its queue
 
     def service_level(self, now: float) -> int:

@@ -21,6 +21,7 @@ from typing import cast
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
 from trainyard.domain.spec import Resources
+from trainyard.scheduler.attained import rate
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT, POOL_CAPACITY, POOL_UNAVAILABLE
 from trainyard.scheduler.model import (
@@ -31,7 +32,6 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
-from trainyard.scheduler.service import rate
 from trainyard.scheduler.sweeps import SweepSlots
 
 QUEUE_ACCESS = "QUEUE_ACCESS"  # the queue no longer takes jobs from this job's owner

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.errors import TrainyardError
-from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
+from trainyard.domain.kinds import JobKind
+from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import JobSpec
 from trainyard.scheduler.model import PendingJob
 from trainyard.sim.trace import TraceJob
@@ -129,7 +130,7 @@ def submit(jobs: Iterable[TraceJob], policy: cfg.Policy) -> Submitted:
             continue
         pending.append(PendingJob(
             job_id=job.job_id, queue=job.queue, priority=job.priority, seq=len(pending),
-            resources=job.resources, pool=DOCKER_POOL if spec.image else LOCAL_POOL,
+            resources=job.resources, pool=JobKind.DOCKER if spec.image else JobKind.LOCAL,
             owner=job.user, team=team, submitted_at=job.submit_time))
         accepted.append(job)
     return Submitted(tuple(accepted), tuple(pending), refused, examples)
@@ -139,4 +140,4 @@ def _image(policy: cfg.Policy, job: TraceJob) -> str:
     queue = policy.queues.get(job.queue)
     if queue is None or not queue.pools or queue.pools[0] not in policy.pools:
         return ""
-    return SIM_IMAGE if policy.pools[queue.pools[0]].executor == DOCKER_POOL else ""
+    return SIM_IMAGE if policy.pools[queue.pools[0]].executor == JobKind.DOCKER else ""

@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from trainyard.domain.pools import PoolCapacity
+from trainyard.scheduler.attained import attained_by
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
 from trainyard.scheduler.queues import decayed_usage, service_group
-from trainyard.scheduler.service import attained_by
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -79,7 +79,7 @@ class JobState:
     pending: PendingJob  # as it waits: requeued the same after a preemption
     duration: float
     remaining: float  # seconds of running left, as of when it last stopped (or arrived)
-    attained: float = 0.0  # service held before the current run (scheduler.service.rate)
+    attained: float = 0.0  # service held before the current run (scheduler.attained.rate)
     first_start: float | None = None
     run_start: float = 0.0
     finish: float | None = None

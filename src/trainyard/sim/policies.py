@@ -18,6 +18,7 @@ from typing import overload
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity, allocate_gpus, shortfall
 from trainyard.domain.spec import Resources
+from trainyard.scheduler.attained import THRESHOLDS, next_threshold_at
 from trainyard.scheduler.fifo import FifoPolicy
 from trainyard.scheduler.model import (
     Decisions,
@@ -30,7 +31,6 @@ from trainyard.scheduler.model import (
     orders_by_service,
 )
 from trainyard.scheduler.queues import QueuePolicy
-from trainyard.scheduler.service import THRESHOLDS, next_threshold_at
 from trainyard.sim.cluster import executor_pools, without_quotas
 from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from trainyard.auth.policy import QueueAcl
 from trainyard.auth.tokens import NewToken
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import AlreadyExists, NotFound
 from trainyard.store.db import Database
 from trainyard.store.schema import (
@@ -190,7 +190,7 @@ class AccessStore:
 
     # --- queue access --------------------------------------------------------------------
 
-    def set_queue_access(self, queue: str, acl: QueueAcl) -> None:
+    def set_queue_access(self, queue: str, acl: QueueAccess) -> None:
         rows = [{"queue": queue, "kind": "user", "principal": u} for u in sorted(acl.users)]
         rows += [{"queue": queue, "kind": "team", "principal": t} for t in sorted(acl.teams)]
         with self.db.write() as conn:
@@ -198,14 +198,14 @@ class AccessStore:
             if rows:
                 conn.execute(insert(queue_access), rows)
 
-    def queue_acls(self) -> dict[str, QueueAcl]:
+    def queue_acls(self) -> dict[str, QueueAccess]:
         with self.db.read() as conn:
             rows = conn.execute(select(queue_access)).all()
         grouped: dict[str, tuple[set[str], set[str]]] = {}
         for r in rows:
             users_, teams_ = grouped.setdefault(r.queue, (set(), set()))
             (users_ if r.kind == "user" else teams_).add(r.principal)
-        return {q: QueueAcl(frozenset(u), frozenset(t)) for q, (u, t) in grouped.items()}
+        return {q: QueueAccess(frozenset(u), frozenset(t)) for q, (u, t) in grouped.items()}
 
     # --- audit ---------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
+from trainyard.domain.kinds import kind_for
 from trainyard.domain.pipeline import PIPELINE, group_title, pipeline_id
-from trainyard.domain.pools import pool_for
 from trainyard.domain.position import QueuePlace
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import JobState, check_transition
@@ -294,7 +294,7 @@ class JobStore:
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
-                          pool_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id,
+                          kind_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id,
                           r.held_s)
                 for r in rows]
 

@@ -23,12 +23,11 @@ from sqlalchemy import (
 )
 
 from trainyard.domain.runs import ALGORITHM_LABEL, MetricThreshold, Op
-from trainyard.domain.states import JobState
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.store.db import Database
 from trainyard.store.records import JobRecord, RunRecord
 from trainyard.store.schema import job_labels, jobs, metrics, runs
 
-ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
 # An attempt ends when its process does: PREEMPTED ends it too (the job waits again).
 ENDS_ATTEMPT = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED,
                           JobState.PREEMPTED})
@@ -59,7 +58,7 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
             pool=job.pool, handle=job.handle, gpu_ids=job.gpu_ids, image_id="",
             exit_code=None, message="", launched_at=now, started_at=None, ended_at=None))
         return
-    if expected not in ACTIVE:
+    if expected not in ACTIVE_STATES:
         return  # a waiting or preempted job's move: its last run ended already
     values: dict[str, Any] = {"state": target.value}
     if target is JobState.RUNNING:

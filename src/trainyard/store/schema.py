@@ -63,7 +63,7 @@ jobs = Table(
            server_default=sa_false()),
     Column("started_at", Float, nullable=True),  # when the current attempt began running
     # Seconds it held its resources in attempts that ended: the service it attained, with
-    # its rate (scheduler.service), orders it among the waiting jobs of its priority.
+    # its rate (scheduler.attained), orders it among the waiting jobs of its priority.
     Column("held_s", Float, nullable=False, default=0.0, server_default="0"),
     Column("sweep_id", String(32), nullable=False, default="", server_default=""),
     Column("metrics_offset", BigInteger, nullable=False, default=0),

@@ -12,8 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from trainyard.domain.errors import StaleState, TrainyardError
-from trainyard.domain.pools import PoolCapacity, pool_for
-from trainyard.domain.states import JobState
+from trainyard.domain.kinds import kind_for
+from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.reasons import ReasonCode
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import (
     Executor,
     JobFiles,
@@ -25,21 +27,20 @@ from trainyard.executors.base import (
 )
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
+from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
+from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.model import orders_by_service
 from trainyard.scheduler.queues import decayed_usage
-from trainyard.scheduler.service import held_service
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord, join_ids
 from trainyard.store.usage import UsageStore
 from trainyard.tracker.waiting import WaitingJobs
-from trainyard.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-ACTIVE = (JobState.LAUNCHING, JobState.RUNNING)
 REST_FACTOR = 4.0
 MAX_TRACKING_FAILURES = 5
 
@@ -184,7 +185,7 @@ class Tracker:
     def recover(self) -> None:
         """Before admitting new work, re-attach to what the store says is running, then
         remove what the executors hold for no active job."""
-        active = self.jobs.in_states(ACTIVE)
+        active = self.jobs.in_states(ACTIVE_STATES)
         for job in active:
             self._guarded(job, self._recover_one)
         for pool, executor in self.executors.items():
@@ -198,7 +199,7 @@ class Tracker:
     def _kind(self, job: JobRecord) -> str:
         """The executor: launched jobs keep the one they were launched by; others go by their
         spec (an image runs as a container)."""
-        return job.executor or pool_for(job.spec.image)
+        return job.executor or kind_for(job.spec.image)
 
     def _pool_of(self, job: JobRecord) -> str:
         """The pool whose capacity a launched job holds."""
@@ -225,7 +226,7 @@ class Tracker:
         """One pass: follow the active jobs (if reconcile), then admit. True while jobs are
         active."""
         if reconcile:
-            for job in self.jobs.in_states(ACTIVE):
+            for job in self.jobs.in_states(ACTIVE_STATES):
                 self._guarded(job, self._track)
         elif self._saturated is not None and self._explain_new_jobs(self._saturated):
             return True  # saturation means jobs are active
@@ -266,7 +267,7 @@ class Tracker:
         """A sentence if active jobs need an executor this server does not run: starting
         would leave them unfollowed and holding their slots."""
         needed: dict[str, int] = {}
-        for job in self.jobs.in_states(ACTIVE):
+        for job in self.jobs.in_states(ACTIVE_STATES):
             pool = self._kind(job)
             if pool not in self.executors:
                 needed[pool] = needed.get(pool, 0) + 1
@@ -362,7 +363,7 @@ class Tracker:
                              now=self.clock(), message=reason, preempt_requested=False)
         self.jobs.transition(job.id, JobState.PREEMPTED, JobState.WAITING, now=self.clock(),
                              reason="requeued after preemption; resumes from its checkpoint",
-                             pending_code="PREEMPTED",
+                             pending_code=ReasonCode.PREEMPTED,
                              pending_message="preempted; it resumes from its checkpoint when "
                              "admitted again")
         self._signalled.discard(job.handle)
@@ -403,7 +404,7 @@ class Tracker:
     def _schedule(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
-        running = self.jobs.in_states(ACTIVE)
+        running = self.jobs.in_states(ACTIVE_STATES)
         now = self.clock()
         # A job still LAUNCHING has not run yet: it starts now, as far as its minimum
         # runtime and the service it has attained go.
@@ -471,7 +472,7 @@ class Tracker:
         """Record LAUNCHING with the handle about to be created, the pool and the devices
         allocated, then create it."""
         attempt = job.attempt + 1
-        kind = pool_for(job.spec.image)
+        kind = kind_for(job.spec.image)
         # The policy admits only jobs of the pools in its snapshot, which are the executors'.
         handle = self.executors[kind].handle_for(job.id, attempt)
         pool = pool or kind

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from trainyard.scheduler import PendingJob
+from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.backlog import Backlog
-from trainyard.scheduler.service import held_service
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import QueuedJob
 

@@ -20,8 +20,8 @@ from trainyard.domain.runs import (
 from trainyard.domain.spec import LABEL_KEY_RE, NAME_RE, JobSpec, check_text
 from trainyard.domain.states import JobState
 from trainyard.metadata.runs import Comparison, attempt_events, compare
-from trainyard.service import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TrainingService
-from trainyard.store.models import ModelStore
+from trainyard.services.jobs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TrainingService
+from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import EventRecord, ModelRecord, RunRecord
 from trainyard.store.runs import RunFilter, RunStore
 

@@ -15,32 +15,33 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from trainyard.admin import AccessService
 from trainyard.api.admin_service import AdminServicer
 from trainyard.api.auth import AuthInterceptor
 from trainyard.api.grpc_service import TrainingServicer
 from trainyard.auth.authenticator import Authenticator
-from trainyard.domain.pools import DOCKER_POOL, LOCAL_POOL, PoolCapacity
+from trainyard.domain.kinds import JobKind
+from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor
 from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
-from trainyard.model_service import ModelService
-from trainyard.policy_source import ActivePolicy, PolicySource
-from trainyard.run_service import RunService
-from trainyard.service import TrainingService
+from trainyard.metadata.workspace import Workspace
+from trainyard.services.admin import AccessService
+from trainyard.services.jobs import TrainingService
+from trainyard.services.models import ModelService
+from trainyard.services.policy_source import ActivePolicy, PolicySource
+from trainyard.services.runs import RunService
 from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
-from trainyard.store.models import ModelStore
+from trainyard.store.model_registry import ModelStore
 from trainyard.store.runs import RunStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker, TrackerConfig
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
-from trainyard.workspace import Workspace
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
     from trainyard.executors.docker import DockerConfig
@@ -118,20 +119,20 @@ class TrainyardServer:
         metrics = MetricStore(self.db)
         models = ModelStore(self.db)
         dataset_store = DatasetStore(self.db)
-        self.pools: dict[str, PoolCapacity] = {LOCAL_POOL: PoolCapacity(
-            LOCAL_POOL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
+        self.pools: dict[str, PoolCapacity] = {JobKind.LOCAL: PoolCapacity(
+            JobKind.LOCAL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
         self.executors: dict[str, Executor] = {
-            LOCAL_POOL: LocalExecutor(self.workspace.executor_dir)}
+            JobKind.LOCAL: LocalExecutor(self.workspace.executor_dir)}
         if config.docker is not None:
             from trainyard.executors.docker import DockerExecutor
 
             docker = config.docker
             if not docker.instance:
                 docker = replace(docker, instance=instance_id(data_dir))
-            self.pools[DOCKER_POOL] = PoolCapacity(
-                DOCKER_POOL, max_jobs=docker.max_containers, cpus=docker.cpus,
+            self.pools[JobKind.DOCKER] = PoolCapacity(
+                JobKind.DOCKER, max_jobs=docker.max_containers, cpus=docker.cpus,
                 memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
-            self.executors[DOCKER_POOL] = DockerExecutor(docker)
+            self.executors[JobKind.DOCKER] = DockerExecutor(docker)
         self.policy = PolicySource(config.policy_file, self.executors)
         tracker_config = config.tracker
         if self.policy.current is not None:

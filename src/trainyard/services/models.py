@@ -20,8 +20,8 @@ from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_i
 from trainyard.domain.spec import HASH_RE, check_text
 from trainyard.metadata.datasets import DatasetRegistry, check_ref
 from trainyard.metadata.hashing import open_stored_file, read_manifest
-from trainyard.run_service import RunService, RunView
-from trainyard.store.models import ModelStore, ModelSummary
+from trainyard.services.runs import RunService, RunView
+from trainyard.store.model_registry import ModelStore, ModelSummary
 from trainyard.store.records import AliasChange, DatasetRecord, ModelRecord, RunRecord
 
 CHUNK = 256 * 1024  # under gRPC's 4 MiB message limit with room to spare

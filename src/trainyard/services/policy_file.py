@@ -59,8 +59,9 @@ from typing import TypeVar
 
 import yaml
 
-from trainyard.domain.policy import EXECUTORS, Policy, Pool, Queue, Quota, Team
-from trainyard.domain.pools import LOCAL_POOL, PoolCapacity
+from trainyard.domain.kinds import KINDS, JobKind
+from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
+from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import NAME_RE
 
 KeyPath = tuple[str | int, ...]  # keys, and indexes into lists
@@ -456,11 +457,11 @@ class _Checker:
             if table is None:
                 continue
             self.keys(path, table, _POOL_KEYS)
-            executor = table.get("executor", LOCAL_POOL)
-            if executor not in EXECUTORS:
-                self.fail((*path, "executor"), f"must be one of {', '.join(EXECUTORS)}, "
+            executor = table.get("executor", JobKind.LOCAL)
+            if executor not in KINDS:
+                self.fail((*path, "executor"), f"must be one of {', '.join(KINDS)}, "
                           f"got {self.show(executor)}")
-                executor = LOCAL_POOL
+                executor = JobKind.LOCAL
             self.require(path, table, "max_jobs")
             capacity = PoolCapacity(
                 name,

@@ -10,9 +10,9 @@ from collections.abc import Collection
 from pathlib import Path
 
 from trainyard.domain import policy as cfg
-from trainyard.policy_file import PolicyError, load_policy
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
+from trainyard.services.policy_file import PolicyError, load_policy
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,7 @@ from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
 from trainyard.scheduler import queues as queue_module
-from trainyard.scheduler.backlog import Backlog
-from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
-from trainyard.scheduler.queues import RECLAIMING, TEAM_QUOTA, QueuePolicy
-from trainyard.scheduler.service import (
+from trainyard.scheduler.attained import (
     FIRST_LEVEL_S,
     attained_by,
     held_service,
@@ -22,6 +19,9 @@ from trainyard.scheduler.service import (
     next_threshold_at,
     rate,
 )
+from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
+from trainyard.scheduler.queues import RECLAIMING, TEAM_QUOTA, QueuePolicy
 
 HOUR = FIRST_LEVEL_S
 ONE = Resources(1.0, 0, 1)

@@ -16,19 +16,20 @@ from trainyard.domain.errors import (
     PermissionDenied,
     StaleState,
 )
+from trainyard.domain.kinds import JobKind
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy, check_submission, default_policy
-from trainyard.domain.pools import LOCAL_POOL, PoolCapacity, check_placement
+from trainyard.domain.pools import PoolCapacity, check_placement
 from trainyard.domain.position import QueuePlace, explained
 from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
-from trainyard.domain.states import JobState
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.domain.sweep import Parameter, expand
 from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.metadata.workspace import Workspace
 from trainyard.store.jobs import JobFilter, JobStore, new_job_id
 from trainyard.store.metrics import MetricStore
-from trainyard.store.models import ModelStore
+from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
-from trainyard.workspace import Workspace
 
 T = TypeVar("T")
 _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
@@ -76,7 +77,7 @@ class TrainingService:
     limits: SpecLimits = field(default_factory=SpecLimits)
     # The pools jobs can be placed in; a job no pool could ever hold is refused at submit.
     pools: Mapping[str, PoolCapacity] = field(
-        default_factory=lambda: {LOCAL_POOL: PoolCapacity(LOCAL_POOL, max_jobs=1)})
+        default_factory=lambda: {JobKind.LOCAL: PoolCapacity(JobKind.LOCAL, max_jobs=1)})
     # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
     on_submit: Callable[[], None] = lambda: None
     on_cancel: Callable[[], None] = lambda: None
@@ -286,7 +287,7 @@ class TrainingService:
                max_running: int = 0) -> QueuesOverview:
         """The policy in force with what waits and runs in it, for `trainyard queues`."""
         declared = self.policy() or default_policy(self.pools, max_running)
-        running = self.jobs.in_states((JobState.LAUNCHING, JobState.RUNNING))
+        running = self.jobs.in_states(ACTIVE_STATES)
         return QueuesOverview(declared, source, loaded_at, self.jobs.waiting_by_queue(),
                               running)
 

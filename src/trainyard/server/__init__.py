@@ -1,0 +1,5 @@
+"""The server: the one place that wires stores, tracker, executors and adapters."""
+
+from trainyard.server.assembly import ServerConfig, TrainyardServer
+
+__all__ = ["ServerConfig", "TrainyardServer"]
