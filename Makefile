@@ -28,6 +28,7 @@ proto: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard bench examples)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	MYPYPATH=bench $(VENV)/bin/mypy -p peers
 
 # The peer benchmark (bench/peers, bench/README.md): Slurm and Ray Jobs are set up here,

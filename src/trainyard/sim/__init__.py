@@ -1,0 +1,1 @@
+"""Trace replay: the live scheduler under a simulated clock and executor."""
