@@ -14,7 +14,7 @@ from trainyard.api.errors import status_for
 from trainyard.api.permissions import access_for
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied, TrainyardError, Unauthenticated
-from trainyard.services.admin import AccessService
+from trainyard.services.access import AccessService
 
 log = logging.getLogger(__name__)
 _identity: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("identity",
