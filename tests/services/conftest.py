@@ -28,7 +28,7 @@ class World:
 
 
 def identity_of(server: TrainyardServer, token: str) -> Identity:
-    return server.access.authenticator.identify([("authorization", f"Bearer {token}")])
+    return server.access.identify([("authorization", f"Bearer {token}")])
 
 
 def assemble(tmp_path: Path, policy: str | None = None) -> TrainyardServer:

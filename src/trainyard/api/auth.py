@@ -46,7 +46,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         try:
             if needed is None:
                 raise PermissionDenied(f"{method} is not an RPC this server offers")
-            identity = self.access.authenticator.identify(details.invocation_metadata or ())
+            identity = self.access.identify(details.invocation_metadata or ())
             check_access(identity, needed, action)
         except (Unauthenticated, PermissionDenied) as exc:
             self.access.audit(identity, action, "", False, str(exc))

@@ -7,10 +7,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity
@@ -18,11 +17,9 @@ from trainyard.auth.tokens import new_token
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from trainyard.domain.spec import NAME_RE
+from trainyard.services.policy import PolicyService
 from trainyard.store.access import AccessStore, AuditRecord, TeamRecord, TokenRecord, UserRecord
 from trainyard.store.db import open_database, sqlite_url
-
-if TYPE_CHECKING:
-    from trainyard.services.policy import PolicyService
 
 log = logging.getLogger("trainyard.audit")
 
@@ -45,6 +42,11 @@ class AccessService:
     # The policy view, which merges this store's queue rules and teams; None offline. With
     # a policy file, queue access is the file's and this store's rules do not apply.
     policy: PolicyService | None = None
+
+    def identify(self, headers: Iterable[tuple[str, str | bytes]]) -> Identity:
+        """The caller a request's headers name ('authorization: Bearer <token>'), or
+        Unauthenticated; with no users yet and loopback only, the single local user."""
+        return self.authenticator.identify(headers)
 
     # --- audit ---------------------------------------------------------------------------
 
