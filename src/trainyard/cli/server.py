@@ -114,7 +114,7 @@ def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
     """The Docker pool from the server's options, checked; the host's size by default."""
     from dataclasses import replace
 
-    from trainyard.server.assembly import docker_pool_defaults
+    from trainyard.server.config import docker_pool_defaults
 
     pool = docker_pool_defaults(instance="")
     if cpus < 0 or cpus != cpus:
