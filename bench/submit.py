@@ -149,7 +149,7 @@ def bootstrap_admin(data_dir: Path, database_url: str) -> str:
     bootstrap` does, before the server opens it. A shared database that already has users
     needs an admin's token in TRAINYARD_TOKEN instead."""
     from trainyard.auth.authenticator import Authenticator
-    from trainyard.services.admin import AccessService
+    from trainyard.services.access import AccessService
     from trainyard.store.access import AccessStore
     from trainyard.store.db import open_database, sqlite_url
 

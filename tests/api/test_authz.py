@@ -164,7 +164,7 @@ def mia_model(world: World) -> pb.ModelRef:
 
 def dataset_version(world: World) -> str:
     if "dataset" not in world.made:
-        world.made["dataset"] = world.server.service.register_dataset(
+        world.made["dataset"] = world.server.datasets.register(
             "lineage-ds", str(world.dataset_dir))[0].version
     return world.made["dataset"]
 
@@ -174,7 +174,7 @@ def fresh_dataset(world: World) -> pb.DeleteDatasetRequest:
     path = world.dataset_dir.parent / fresh(world, "del-ds")
     path.mkdir()
     (path / "x.txt").write_text(path.name)
-    record, _ = world.server.service.register_dataset("doomed", str(path))
+    record, _ = world.server.datasets.register("doomed", str(path))
     return pb.DeleteDatasetRequest(name="doomed", version=record.version)
 
 
@@ -280,21 +280,6 @@ def _job_count(world: World) -> int:
     return len(records)
 
 
-def test_members_list_only_what_they_may_see(world: World) -> None:
-    mine = world.mia_job(final=True)
-    stub = pb_grpc.TrainingServiceStub(world.channel)
-
-    def listed(caller: str) -> set[str]:
-        reply = stub.ListJobs(pb.ListJobsRequest(page_size=1000),
-                              metadata=world.metadata(caller), timeout=10)
-        return {j.job_id for j in reply.jobs}
-
-    assert mine in listed("member") and mine in listed("admin")
-    assert mine not in listed("other_team")
-    owners = {world.server.jobs.get(j).owner for j in listed("other_team")}
-    assert owners <= {"otto"}
-
-
 def test_the_owner_comes_from_the_token(world: World) -> None:
     job_id = world.mia_job(final=True)
     assert world.server.jobs.get(job_id).owner == "mia"
@@ -359,32 +344,6 @@ def test_tokens_never_leak(world: World, monkeypatch: pytest.MonkeyPatch) -> Non
         secret = token.split("_", 2)[2]
         for where, text in texts.items():
             assert secret not in text, f"a token's secret appears in the {where}"
-
-
-def test_teammates_see_and_cancel_each_others_jobs(world: World) -> None:
-    stub = pb_grpc.TrainingServiceStub(world.channel)
-    job_id = world.mia_job()
-    status = stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
-                                    metadata=world.metadata("teammate"), timeout=10)
-    assert status.owner == "mia"
-    stub.CancelJob(pb.CancelJobRequest(job_id=job_id), metadata=world.metadata("teammate"),
-                   timeout=10)
-    assert world.server.jobs.get(job_id).cancel_requested or \
-        world.server.jobs.get(job_id).state is JobState.CANCELLED
-
-
-def test_a_request_id_does_not_reach_another_users_job(world: World) -> None:
-    stub = pb_grpc.TrainingServiceStub(world.channel)
-    first = stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
-                       metadata=world.metadata("member"), timeout=10)
-    with pytest.raises(grpc.RpcError) as info:
-        stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
-                   metadata=world.metadata("other_team"), timeout=10)
-    assert info.value.code() is grpc.StatusCode.FAILED_PRECONDITION
-    assert first.job_id not in (info.value.details() or "")
-    again = stub.Train(pb.TrainRequest(name="r", command="true", client_request_id="shared-1"),
-                       metadata=world.metadata("member"), timeout=10)
-    assert again.existing and again.job_id == first.job_id
 
 
 def test_members_see_only_the_runs_they_may_see(world: World) -> None:

@@ -7,10 +7,8 @@ import pytest
 from trainyard.auth.policy import (
     Access,
     Identity,
-    QueueAcl,
     check_access,
     check_job,
-    check_queue,
     may_see_job,
     visible_owners,
 )
@@ -48,16 +46,6 @@ def test_team_visibility_is_a_setting() -> None:
     assert visible_owners(ADMIN, False) is None
     with pytest.raises(PermissionDenied, match="may not cancel job j1"):
         check_job(BOB, "j1", "dan", True, "cancel")
-
-
-def test_queues_open_to_users_or_their_teams() -> None:
-    check_queue(BOB, "any", None)
-    check_queue(BOB, "gpu", QueueAcl(teams=frozenset({"vision"})))
-    check_queue(BOB, "gpu", QueueAcl(users=frozenset({"bob"})))
-    check_queue(ADMIN, "gpu", QueueAcl(users=frozenset({"zed"})))
-    with pytest.raises(PermissionDenied, match="not open to 'bob': it takes jobs from "
-                                               "user 'zed', team 'nlp'"):
-        check_queue(BOB, "gpu", QueueAcl(frozenset({"zed"}), frozenset({"nlp"})))
 
 
 def test_tokens_parse_from_bearer_headers_only() -> None:

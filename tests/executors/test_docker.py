@@ -67,7 +67,7 @@ def test_contract_mounts_and_isolation_as_seen_inside(engine: Engine, tmp_path: 
     data.mkdir()
     (data / "train.csv").write_text("1,2,3\n")
     with running(docker_server(tmp_path)) as srv:
-        version = srv.service.register_dataset("digits", str(data))[0].version
+        version = srv.datasets.register("digits", str(data))[0].version
         job_id, _ = srv.service.train(JobSpec(
             name="probe", image=TRAINER_IMAGE, command=probe_command(),
             dataset=DatasetRef("digits", version), hyperparameters={"LR": "0.1"}))

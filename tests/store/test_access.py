@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainyard.auth.policy import QueueAcl
 from trainyard.auth.tokens import new_token
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import AlreadyExists, NotFound
 from trainyard.store.access import AccessStore, AuditRecord
 from trainyard.store.db import Database
@@ -33,27 +33,33 @@ def test_users_teams_and_teammates(db: Database) -> None:
         ("ann", True, ()), ("bob", False, ("vision",)), ("cat", False, ("vision",))]
     bob = store.principal("bob")
     assert bob.teams == {"vision"} and bob.teammates == {"cat"} and not bob.admin
+    store.create_team("empty")
+    assert store.team_members() == {"vision": {"bob", "cat"}, "empty": frozenset()}
 
 
 def test_tokens_are_stored_as_hashes_and_revoked(db: Database) -> None:
     store = AccessStore(db)
     store.create_user("ann", admin=False)
     new = new_token()
-    record = store.add_token("ann", new, read_only=True, expires_at=123.0, now=100.0)
+    record = store.add_token("ann", new.id, new.secret_hash, read_only=True, expires_at=123.0,
+                             now=100.0)
     stored = store.token(new.id)
     assert stored == record and stored.secret_hash != new.token.split("_", 2)[2]
     assert new.token.split("_", 2)[2] not in repr(store.list_tokens("ann"))
     assert store.revoke_token(new.id, now=200.0).revoked_at == 200.0
     assert store.revoke_token(new.id, now=300.0).revoked_at == 200.0  # first revocation kept
+    other = new_token()
     with pytest.raises(NotFound):
-        store.add_token("nobody", new_token(), read_only=False, expires_at=None)
+        store.add_token("nobody", other.id, other.secret_hash, read_only=False,
+                        expires_at=None)
 
 
 def test_queue_access_replaces_and_opens(db: Database) -> None:
     store = AccessStore(db)
-    store.set_queue_access("gpu", QueueAcl(frozenset({"ann"}), frozenset({"vision"})))
-    assert store.queue_acls() == {"gpu": QueueAcl(frozenset({"ann"}), frozenset({"vision"}))}
-    store.set_queue_access("gpu", QueueAcl())  # no users, no teams: open again
+    store.set_queue_access("gpu", QueueAccess(frozenset({"ann"}), frozenset({"vision"})))
+    assert store.queue_acls() == {"gpu": QueueAccess(frozenset({"ann"}),
+                                                     frozenset({"vision"}))}
+    store.set_queue_access("gpu", QueueAccess())  # no users, no teams: open again
     assert store.queue_acls() == {}
 
 

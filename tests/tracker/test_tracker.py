@@ -99,7 +99,7 @@ def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
     data = tmp_path / "ds"
     data.mkdir()
     (data / "x.csv").write_text("1,2\n")
-    record, _ = stack.service.register_dataset("toy", str(data))
+    record, _ = stack.datasets.register("toy", str(data))
     command = ('cat "$TRAINING_DATA_PATH/x.csv" > "$MODEL_SAVE_PATH/seen"; env > '
                '"$MODEL_SAVE_PATH/env"')
     spec = JobSpec(name="env", command=command, hyperparameters={"LR": "0.1", "EPOCHS": "2"},
@@ -140,7 +140,7 @@ def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServ
     data = tmp_path / "ds"
     data.mkdir()
     (data / "a").write_text("a")
-    record, _ = stack.service.register_dataset("gone", str(data))
+    record, _ = stack.datasets.register("gone", str(data))
     job_id, _ = stack.service.train(JobSpec(name="j", command="true",
                                             dataset=DatasetRef("gone", record.version)))
     with stack.db.write() as conn:

@@ -1,1 +1,2 @@
-"""Interfaces to the service layer: gRPC now."""
+"""Adapters over the use cases (trainyard.services): gRPC now. Each converts the wire
+format, makes one service call and maps its errors."""

@@ -7,7 +7,7 @@ import grpc
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
 from trainyard.api.errors import grpc_errors
-from trainyard.services.admin import AccessService
+from trainyard.services.access import AccessService
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 

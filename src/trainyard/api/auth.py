@@ -14,7 +14,7 @@ from trainyard.api.errors import status_for
 from trainyard.api.permissions import access_for
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied, TrainyardError, Unauthenticated
-from trainyard.services.admin import AccessService
+from trainyard.services.access import AccessService
 
 log = logging.getLogger(__name__)
 _identity: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("identity",
@@ -46,7 +46,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         try:
             if needed is None:
                 raise PermissionDenied(f"{method} is not an RPC this server offers")
-            identity = self.access.authenticator.identify(details.invocation_metadata or ())
+            identity = self.access.identify(details.invocation_metadata or ())
             check_access(identity, needed, action)
         except (Unauthenticated, PermissionDenied) as exc:
             self.access.audit(identity, action, "", False, str(exc))

@@ -11,6 +11,7 @@ from trainyard.api import convert_runs as conv
 from trainyard.api.auth import current_identity
 from trainyard.api.convert import dataset_to_pb, model_to_pb, spec_to_pb, state_from_pb
 from trainyard.api.errors import grpc_errors
+from trainyard.services.datasets import DatasetService
 from trainyard.services.models import ModelService
 from trainyard.services.runs import RunQuery, RunService
 from trainyard.v1 import training_pb2 as pb
@@ -19,6 +20,7 @@ from trainyard.v1 import training_pb2 as pb
 class CatalogServicer:
     runs: RunService
     models: ModelService
+    datasets: DatasetService
 
     @grpc_errors
     def ListRuns(self, request: pb.ListRunsRequest,
@@ -95,11 +97,11 @@ class CatalogServicer:
     @grpc_errors
     def GetDatasetLineage(self, request: pb.GetDatasetLineageRequest,
                           context: grpc.ServicerContext) -> pb.DatasetLineage:
-        return conv.dataset_lineage_to_pb(self.models.dataset_lineage(
+        return conv.dataset_lineage_to_pb(self.datasets.lineage(
             request.name, request.version, current_identity()))
 
     @grpc_errors
     def DeleteDataset(self, request: pb.DeleteDatasetRequest,
                       context: grpc.ServicerContext) -> pb.DeleteDatasetResponse:
-        record = self.models.delete_dataset(request.name, request.version)
+        record = self.datasets.delete(request.name, request.version)
         return pb.DeleteDatasetResponse(dataset=dataset_to_pb(record))

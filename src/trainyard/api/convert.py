@@ -6,14 +6,23 @@ from typing import cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from trainyard.auth.policy import QueueAcl
+from trainyard.auth.policy import Identity
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.pools import add
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.domain.sweep import Parameter
 from trainyard.services.jobs import JobStatus, QueuesOverview
-from trainyard.store.access import AuditRecord, TeamRecord, TokenRecord, UserRecord
-from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
+from trainyard.services.records import (
+    AuditRecord,
+    DatasetRecord,
+    EventRecord,
+    JobRecord,
+    ModelRecord,
+    TeamRecord,
+    TokenRecord,
+    UserRecord,
+)
 from trainyard.v1 import training_pb2 as pb
 
 _TO_PB = {state: cast(pb.JobState, pb.JobState.Value(state.value)) for state in JobState}
@@ -77,6 +86,10 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
     return msg
+
+
+def parameters_from_pb(items: list[pb.SweepParameter]) -> list[Parameter]:
+    return [Parameter(p.name, tuple(p.values), p.min, p.max, p.log, p.integer) for p in items]
 
 
 def transition_to_pb(event: EventRecord) -> pb.StateTransition:
@@ -158,7 +171,13 @@ def token_to_pb(token: TokenRecord) -> pb.TokenInfo:
     return info
 
 
-def queue_access_to_pb(queue: str, acl: QueueAcl) -> pb.QueueAccess:
+def identity_to_pb(who: Identity) -> pb.Identity:
+    return pb.Identity(user=who.user, admin=who.admin, read_only=who.read_only,
+                       teams=sorted(who.teams), single_user=who.single_user,
+                       token_id=who.token_id)
+
+
+def queue_access_to_pb(queue: str, acl: QueueAccess) -> pb.QueueAccess:
     return pb.QueueAccess(queue=queue, users=sorted(acl.users), teams=sorted(acl.teams))
 
 
@@ -173,31 +192,20 @@ def _usage(res: Resources) -> pb.Usage:
 
 def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
     policy = view.policy
-    by_queue: dict[str, int] = {}
-    by_pool: dict[str, Resources] = {}
-    jobs_in_pool: dict[str, int] = {}
-    by_team_pool: dict[tuple[str, str], Resources] = {}
-    for job in view.running:
-        pool = job.pool or job.executor
-        by_queue[job.spec.queue] = by_queue.get(job.spec.queue, 0) + 1
-        by_pool[pool] = add(by_pool.get(pool, Resources(0.0, 0, 0)), job.spec.total_resources)
-        jobs_in_pool[pool] = jobs_in_pool.get(pool, 0) + 1
-        key = (job.team, pool)
-        by_team_pool[key] = add(by_team_pool.get(key, Resources(0.0, 0, 0)),
-                                job.spec.total_resources)
-    out = pb.QueuesOverview(max_running=policy.max_running, running=len(view.running),
+    none = Resources(0.0, 0, 0)
+    out = pb.QueuesOverview(max_running=policy.max_running, running=view.total_running,
                             source=view.source, loaded_at=timestamp(view.loaded_at))
     for q in sorted(policy.queues.values(), key=lambda q: (-q.priority, q.name)):
         out.queues.add(name=q.name, priority=q.priority, max_running=q.max_running or 0,
                        pools=list(q.pools), weight=q.weight, users=sorted(q.users),
                        teams=sorted(q.teams), waiting=view.waiting.get(q.name, 0),
-                       running=by_queue.get(q.name, 0))
+                       running=view.running.get(q.name, 0))
     for pool in policy.pools.values():
         cap = pool.capacity
+        use = view.pools.get(pool.name)
         entry = out.pools.add(name=pool.name, executor=pool.executor, gpus=cap.gpus,
-                              max_jobs=cap.max_jobs,
-                              used=_usage(by_pool.get(pool.name, Resources(0.0, 0, 0))),
-                              jobs=jobs_in_pool.get(pool.name, 0))
+                              max_jobs=cap.max_jobs, used=_usage(use.used if use else none),
+                              jobs=use.jobs if use else 0)
         if cap.cpus is not None:
             entry.cpus = cap.cpus
         if cap.memory_mb is not None:
@@ -211,5 +219,5 @@ def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
                                        quota.gpus or 0)),
                 borrow_limit=_usage(Resources(quota.borrow_cpus, quota.borrow_memory_mb,
                                               quota.borrow_gpus)),
-                used=_usage(by_team_pool.get((team.name, pool_name), Resources(0.0, 0, 0))))
+                used=_usage(view.teams.get((team.name, pool_name), none)))
     return out

@@ -12,11 +12,10 @@ from trainyard.api.convert import (
     transition_to_pb,
 )
 from trainyard.domain.runs import MetricThreshold, ModelRef, algorithm_of, model_ref, threshold
-from trainyard.metadata.runs import Comparison
-from trainyard.services.models import DatasetLineage, ModelDetail, ModelLineage
+from trainyard.services.datasets import DatasetLineage
+from trainyard.services.models import ModelDetail, ModelLineage
+from trainyard.services.records import Comparison, ModelSummary, RunRecord
 from trainyard.services.runs import RunView
-from trainyard.store.model_registry import ModelSummary
-from trainyard.store.records import RunRecord
 from trainyard.v1 import training_pb2 as pb
 
 

@@ -1,4 +1,4 @@
-"""The TrainingService servicer: wire format in, service layer call, wire format out."""
+"""The TrainingService servicer: wire format in, one use case call, wire format out."""
 
 from __future__ import annotations
 
@@ -10,43 +10,38 @@ from trainyard.api import convert
 from trainyard.api.auth import current_identity
 from trainyard.api.catalog_servicer import CatalogServicer
 from trainyard.api.errors import grpc_errors
-from trainyard.domain.sweep import Parameter
-from trainyard.services.jobs import TrainingService
-from trainyard.services.models import ModelService
-from trainyard.services.policy_source import PolicySource
-from trainyard.services.runs import RunService
+from trainyard.services.bundle import Services
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 
 class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
-    def __init__(self, service: TrainingService, runs: RunService, models: ModelService,
-                 policy: PolicySource | None = None, max_running: int = 0) -> None:
-        self.service = service
-        self.runs = runs  # runs, compare, reproduce: api/catalog_servicer.py
-        self.models = models  # models, aliases, download, lineage, dataset delete
-        self.policy = policy
-        self.max_running = max_running
+    def __init__(self, services: Services) -> None:
+        self.jobs = services.jobs
+        self.sweeps = services.sweeps
+        self.runs = services.runs  # runs, compare, reproduce: api/catalog_servicer.py
+        self.models = services.models  # models, aliases, download, lineage
+        self.datasets = services.datasets
 
     @grpc_errors
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
-        job_id, existing = self.service.train(convert.spec_from_request(request),
-                                              client_request_id=request.client_request_id,
-                                              identity=current_identity(),
-                                              pipeline=request.pipeline,
-                                              pipeline_max_parallel=request.pipeline_max_parallel)
+        job_id, existing = self.jobs.train(convert.spec_from_request(request),
+                                           client_request_id=request.client_request_id,
+                                           identity=current_identity(),
+                                           pipeline=request.pipeline,
+                                           pipeline_max_parallel=request.pipeline_max_parallel)
         return pb.TrainResponse(job_id=job_id, existing=existing)
 
     @grpc_errors
     def GetTrainingStatus(self, request: pb.GetTrainingStatusRequest,
                           context: grpc.ServicerContext) -> pb.TrainingStatus:
-        return convert.status_to_pb(self.service.status(request.job_id, current_identity()))
+        return convert.status_to_pb(self.jobs.status(request.job_id, current_identity()))
 
     @grpc_errors
     def ListJobs(self, request: pb.ListJobsRequest,
                  context: grpc.ServicerContext) -> pb.ListJobsResponse:
         states = [convert.state_from_pb(s, "states") for s in request.states]
-        records, token = self.service.list_jobs(
+        records, token = self.jobs.list_jobs(
             states=states, queue=request.queue, labels=dict(request.labels),
             page_size=request.page_size, page_token=request.page_token,
             identity=current_identity(),
@@ -57,14 +52,14 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def CancelJob(self, request: pb.CancelJobRequest,
                   context: grpc.ServicerContext) -> pb.CancelJobResponse:
-        state = self.service.cancel(request.job_id, current_identity())
+        state = self.jobs.cancel(request.job_id, current_identity())
         return pb.CancelJobResponse(state=convert.state_to_pb(state))
 
     @grpc_errors
     def WatchJob(self, request: pb.WatchJobRequest,
                  context: grpc.ServicerContext) -> Iterator[pb.JobEvent]:
-        for event in self.service.watch(request.job_id, is_active=context.is_active,
-                                        identity=current_identity()):
+        for event in self.jobs.watch(request.job_id, is_active=context.is_active,
+                                     identity=current_identity()):
             yield pb.JobEvent(job_id=request.job_id,
                               transition=convert.transition_to_pb(event),
                               final=event.to_state.is_final())
@@ -72,47 +67,40 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def StreamLogs(self, request: pb.StreamLogsRequest,
                    context: grpc.ServicerContext) -> Iterator[pb.LogChunk]:
-        for offset, data in self.service.logs(request.job_id, follow=request.follow,
-                                              offset=request.offset,
-                                              is_active=context.is_active,
-                                              identity=current_identity()):
+        for offset, data in self.jobs.logs(request.job_id, follow=request.follow,
+                                           offset=request.offset,
+                                           is_active=context.is_active,
+                                           identity=current_identity()):
             yield pb.LogChunk(data=data, offset=offset)
 
     @grpc_errors
     def RegisterDataset(self, request: pb.RegisterDatasetRequest,
                         context: grpc.ServicerContext) -> pb.DatasetVersion:
-        record, created = self.service.register_dataset(request.name, request.path)
+        record, created = self.datasets.register(request.name, request.path)
         return convert.dataset_to_pb(record, created)
 
     @grpc_errors
     def ListDatasets(self, request: pb.ListDatasetsRequest,
                      context: grpc.ServicerContext) -> pb.ListDatasetsResponse:
-        found = self.models.list_datasets(request.name, current_identity())
+        found = self.datasets.list(request.name, current_identity())
         return pb.ListDatasetsResponse(
             datasets=[convert.dataset_to_pb(d.record, run_ids=d.run_ids) for d in found])
 
     @grpc_errors
     def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.ServicerContext) -> pb.Identity:
-        who = current_identity()
-        return pb.Identity(user=who.user, admin=who.admin, read_only=who.read_only,
-                           teams=sorted(who.teams), single_user=who.single_user,
-                           token_id=who.token_id)
+        return convert.identity_to_pb(current_identity())
 
     @grpc_errors
     def GetQueues(self, request: pb.GetQueuesRequest,
                   context: grpc.ServicerContext) -> pb.QueuesOverview:
-        source = self.policy
-        path = str(source.path) if source is not None and source.path else ""
-        loaded = source.loaded_at if source is not None else 0.0
-        return convert.queues_to_pb(self.service.queues(path, loaded, self.max_running))
+        return convert.queues_to_pb(self.jobs.queues())
 
     @grpc_errors
     def SubmitSweep(self, request: pb.SweepRequest,
                     context: grpc.ServicerContext) -> pb.SweepResponse:
-        parameters = [Parameter(p.name, tuple(p.values), p.min, p.max, p.log, p.integer)
-                      for p in request.parameters]
-        sweep_id, job_ids = self.service.submit_sweep(
-            convert.spec_from_request(request.template), parameters, search=request.search,
+        sweep_id, job_ids = self.sweeps.submit(
+            convert.spec_from_request(request.template),
+            convert.parameters_from_pb(list(request.parameters)), search=request.search,
             trials=request.trials, seed=request.seed, max_parallel=request.max_parallel,
             identity=current_identity())
         return pb.SweepResponse(sweep_id=sweep_id, job_ids=job_ids)

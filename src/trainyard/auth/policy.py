@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import PermissionDenied
 
 LOCAL_USER = "local"  # the identity of single-user mode
@@ -38,9 +37,6 @@ class Identity:
 LOCAL = Identity(user=LOCAL_USER, admin=True, single_user=True)
 
 
-# The store's queue rules are the domain's: one rule at submit and at admission.
-QueueAcl = QueueAccess
-
 
 def check_access(identity: Identity, access: Access, action: str) -> None:
     """Raise PermissionDenied unless the identity may call an RPC needing `access`."""
@@ -72,10 +68,3 @@ def visible_owners(identity: Identity, share_team_jobs: bool) -> frozenset[str] 
     if identity.admin:
         return None
     return frozenset({identity.user} | (identity.teammates if share_team_jobs else set()))
-
-
-def check_queue(identity: Identity, queue: str, acl: QueueAccess | None) -> None:
-    if identity.admin or acl is None or acl.admits(identity.user, identity.teams):
-        return
-    raise PermissionDenied(f"queue {queue!r} is not open to {identity.user!r}: it takes jobs "
-                           f"from {acl.principals()}")

@@ -76,22 +76,14 @@ def bootstrap(
 ) -> None:
     """Create the first admin directly in the store and print their token (shown once).
     From then on the server asks every call for a token."""
-    from trainyard.auth.authenticator import Authenticator
     from trainyard.domain.errors import TrainyardError
-    from trainyard.services.admin import AccessService
-    from trainyard.store.access import AccessStore
-    from trainyard.store.db import open_database, sqlite_url
+    from trainyard.services.access import bootstrap_admin
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    db = open_database(database_url or sqlite_url(data_dir.resolve()))
     try:
-        store = AccessStore(db)
-        created = AccessService(store, Authenticator(store, loopback_only=True)).bootstrap(name)
+        created = bootstrap_admin(data_dir, database_url, name)
     except TrainyardError as exc:
         errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
-    finally:
-        db.close()
     if output is Output.json:
         print_json({"user": name, "token_id": created.record.id, "token": created.token})
         return

@@ -1,5 +1,6 @@
 """The server: the one place that wires stores, tracker, executors and adapters."""
 
-from trainyard.server.assembly import ServerConfig, TrainyardServer
+from trainyard.server.assembly import TrainyardServer
+from trainyard.server.config import ServerConfig
 
 __all__ = ["ServerConfig", "TrainyardServer"]

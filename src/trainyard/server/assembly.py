@@ -1,23 +1,13 @@
-"""Assembles store, tracker, service and gRPC server from one configuration."""
+"""The one place that wires a server together: stores, executors, tracker, the use cases
+and the gRPC adapter, from one configuration."""
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import os
-import secrets
-from concurrent import futures
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
-from trainyard.api.admin_service import AdminServicer
-from trainyard.api.auth import AuthInterceptor
-from trainyard.api.grpc_service import TrainingServicer
 from trainyard.auth.authenticator import Authenticator
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity
@@ -26,11 +16,25 @@ from trainyard.executors.local import LocalExecutor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.metadata.workspace import Workspace
-from trainyard.services.admin import AccessService
-from trainyard.services.jobs import TrainingService
+from trainyard.server.config import (
+    ServerConfig,
+    docker_pool_defaults,
+    host_gpu_ids,
+    instance_id,
+    is_loopback,
+)
+from trainyard.server.grpc_server import GrpcServer
+from trainyard.server.scheduling import ActivePolicy
+from trainyard.services.access import AccessService
+from trainyard.services.bundle import Services
+from trainyard.services.datasets import DatasetService
+from trainyard.services.guard import Guard
+from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
-from trainyard.services.policy_source import ActivePolicy, PolicySource
+from trainyard.services.policy import PolicyService
 from trainyard.services.runs import RunService
+from trainyard.services.submission import SubmitCheck
+from trainyard.services.sweeps import SweepService
 from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
@@ -39,73 +43,11 @@ from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.runs import RunStore
 from trainyard.store.usage import UsageStore
-from trainyard.tracker import Tracker, TrackerConfig
-from trainyard.v1 import training_pb2 as pb
-from trainyard.v1 import training_pb2_grpc as pb_grpc
+from trainyard.tracker import Tracker
 
-if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
-    from trainyard.executors.docker import DockerConfig
+__all__ = ["ServerConfig", "TrainyardServer", "docker_pool_defaults", "host_gpu_ids"]
 
 log = logging.getLogger(__name__)
-
-
-def host_gpu_ids() -> tuple[str, ...]:
-    """The NVIDIA devices of this host, by index: what a pool can hand out by default."""
-    ids = [dev.name[6:] for dev in Path("/dev").glob("nvidia*") if dev.name[6:].isdigit()]
-    return tuple(sorted(ids, key=int))
-
-
-def host_memory_mb() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
-
-
-def docker_pool_defaults(instance: str) -> DockerConfig:
-    """A Docker pool as large as this host, for a service that names no capacity."""
-    from trainyard.executors.docker import DockerConfig
-
-    return DockerConfig(instance=instance, cpus=float(os.cpu_count() or 1),
-                        memory_mb=host_memory_mb(), gpu_ids=host_gpu_ids())
-
-
-def instance_id(data_dir: Path) -> str:
-    """A name for this service's store, kept in its data dir; labels its containers."""
-    path = data_dir / "instance-id"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        value = secrets.token_hex(6)
-        path.write_text(value + "\n")
-        return value
-
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
-ADMIN_SERVICE_NAME = pb.DESCRIPTOR.services_by_name["AdminService"].full_name
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    data_dir: Path = Path(".trainyard")
-    database_url: str = ""  # empty: SQLite in data_dir
-    host: str = "127.0.0.1"
-    port: int = 50051  # 0 picks a free port
-    tracker: TrackerConfig = field(default_factory=TrackerConfig)
-    grpc_workers: int = 256  # streams (watch, logs) each hold a thread while open
-    # The Docker pool; None runs no containers. Its instance, when empty, is the store's.
-    docker: DockerConfig | None = None
-    # TLS from PEM files; both or neither.
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    share_team_jobs: bool = True  # members see and cancel their teams' jobs too
-    # The declared queueing policy (TOML or YAML); None: FIFO with one open queue.
-    policy_file: Path | None = None
 
 
 class TrainyardServer:
@@ -117,8 +59,9 @@ class TrainyardServer:
         self.db: Database = open_database(config.database_url or sqlite_url(data_dir))
         self.jobs = JobStore(self.db)
         metrics = MetricStore(self.db)
-        models = ModelStore(self.db)
+        model_store = ModelStore(self.db)
         dataset_store = DatasetStore(self.db)
+        access_store = AccessStore(self.db)
         self.pools: dict[str, PoolCapacity] = {JobKind.LOCAL: PoolCapacity(
             JobKind.LOCAL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
         self.executors: dict[str, Executor] = {
@@ -133,62 +76,61 @@ class TrainyardServer:
                 JobKind.DOCKER, max_jobs=docker.max_containers, cpus=docker.cpus,
                 memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
             self.executors[JobKind.DOCKER] = DockerExecutor(docker)
-        self.policy = PolicySource(config.policy_file, self.executors)
+        self.policy = PolicyService(config.policy_file, self.executors, access_store,
+                                    self.pools, config.tracker.max_concurrent)
         tracker_config = config.tracker
-        if self.policy.current is not None:
+        declared = self.policy.declared
+        if declared is not None:
             tracker_config = replace(
-                tracker_config, max_concurrent=self.policy.current.max_running,
-                fair_share_half_life=self.policy.current.fair_share_half_life_s)
+                tracker_config, max_concurrent=declared.max_running,
+                fair_share_half_life=declared.fair_share_half_life_s)
         self.access = AccessService(
-            AccessStore(self.db),
-            Authenticator(AccessStore(self.db), loopback_only=is_loopback(config.host)),
-            policy_file=lambda: str(config.policy_file or ""))
+            access_store, Authenticator(access_store, loopback_only=is_loopback(config.host)),
+            policy=self.policy)
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
-            artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
+            artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
             executors=self.executors, pools=self.pools, policy=ActivePolicy(self.policy),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life,
         )
-        datasets = DatasetRegistry(dataset_store, self.workspace.datasets_dir, data_dir)
-        self.service = TrainingService(
-            jobs=self.jobs, metrics=metrics, models=models, datasets=datasets,
-            workspace=self.workspace, pools=self.pools,
-            on_submit=self.tracker.wake,
-            on_cancel=self.tracker.job_cancelled,
-            queue_acl=self.access.queue_acl,
-            share_team_jobs=config.share_team_jobs,
-            on_denied=lambda who, action, target, why: self.access.audit(
-                who, action, target, False, why),
-            policy=lambda: self.policy.current,
-        )
-        self.runs = RunService(self.service, RunStore(self.db), models)
-        self.models = ModelService(self.runs, models, datasets, self.workspace.artifacts_dir)
-        self.health = health.HealthServicer()
-        self.grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=config.grpc_workers,
-                                       thread_name_prefix="grpc"),
-            options=[("grpc.so_reuseport", 0)],
-            interceptors=[AuthInterceptor(self.access)],
-        )
-        pb_grpc.add_TrainingServiceServicer_to_server(
-            TrainingServicer(self.service, self.runs, self.models, self.policy,
-                             config.tracker.max_concurrent),
-            self.grpc)
-        pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.access), self.grpc)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
-            self.grpc
-        )
+        self.services = self._services(config, metrics, model_store, dataset_store)
+        self.service = self.services.jobs  # the job use cases, as tests and tools drive them
+        self.runs = self.services.runs
+        self.models = self.services.models
+        self.datasets = self.services.datasets
+        self.grpc = GrpcServer(self.services, config.grpc_workers)
         self.port = 0
+
+    def _services(self, config: ServerConfig, metrics: MetricStore, model_store: ModelStore,
+                  dataset_store: DatasetStore) -> Services:
+        guard = Guard(config.share_team_jobs, on_denied=lambda who, action, target, why:
+                      self.access.audit(who, action, target, False, why))
+        registry = DatasetRegistry(dataset_store, self.workspace.datasets_dir,
+                                   self.workspace.data_dir)
+        check = SubmitCheck(self.policy, registry, guard)
+        jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
+                          guard, on_submit=self.tracker.wake,
+                          on_cancel=self.tracker.job_cancelled)
+        run_store = RunStore(self.db)
+        runs = RunService(self.jobs, run_store, model_store, self.workspace, guard, jobs)
+        return Services(
+            jobs=jobs,
+            sweeps=SweepService(self.jobs, check, on_submit=self.tracker.wake),
+            runs=runs,
+            models=ModelService(model_store, runs, dataset_store, guard,
+                                self.workspace.artifacts_dir),
+            datasets=DatasetService(registry, run_store, model_store, guard),
+            access=self.access,
+            policy=self.policy,
+        )
 
     def fair_share_half_life(self) -> float:
         """Fair share's half-life under the policy in force, which a reload may change."""
-        current = self.policy.current
-        if current is None:
+        declared = self.policy.declared
+        if declared is None:
             return self.config.tracker.fair_share_half_life
-        return current.fair_share_half_life_s
+        return declared.fair_share_half_life_s
 
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""
@@ -200,15 +142,11 @@ class TrainyardServer:
             self.db.close()
             raise RuntimeError(refusal)
         address = f"{self.config.host}:{self.config.port}"
-        credentials = self._tls()
-        self.port = self.grpc.add_insecure_port(address) if credentials is None else \
-            self.grpc.add_secure_port(address, credentials)
+        self.port = self.grpc.bind(address, self._tls())
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
         self.tracker.start()
         self.grpc.start()
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
@@ -236,13 +174,23 @@ class TrainyardServer:
             raise ValueError("TLS needs both --tls-cert and --tls-key")
         return grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
 
+    def reload_policy(self) -> None:
+        """Read the policy file again (SIGHUP); on a problem, log it and keep the policy in
+        force."""
+        from trainyard.services.policy_file import PolicyError
+
+        try:
+            self.policy.reload()
+        except PolicyError as exc:
+            logging.getLogger("trainyard.policy").error(
+                "policy not reloaded; the one in force stays:\n%s", exc)
+
     def stop(self, grace: float = 2.0) -> None:
-        self.health.enter_graceful_shutdown()
-        self.grpc.stop(grace).wait()
+        self.grpc.stop(grace)
         self.tracker.stop()
         for executor in self.executors.values():
             executor.close()
         self.db.close()
 
     def wait(self) -> None:
-        self.grpc.wait_for_termination()
+        self.grpc.wait()

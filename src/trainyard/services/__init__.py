@@ -1,2 +1,4 @@
-"""The use cases of the service: jobs, runs, models, datasets, access and policy. Each
-takes its stores and a caller; the gRPC servicers (and any other adapter) sit on top."""
+"""The use cases of the service: jobs, sweeps, runs, models, datasets, access, policy and
+images. Each takes its stores and a caller and decides visibility and authorization itself;
+the gRPC servicers (and any other adapter) only convert and call. The server's assembly
+(trainyard.server) builds them."""

@@ -1,37 +1,31 @@
-"""The service layer: what every interface (gRPC now, HTTP later) calls. It validates,
-persists and reads; it knows nothing of executors or wire formats."""
+"""Jobs for every interface (gRPC now, HTTP later): submit, status, list, cancel, watch,
+logs, and the queues overview. It validates, persists and reads; it knows nothing of
+executors or wire formats."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
 
-from trainyard.auth.policy import LOCAL, Identity, QueueAcl, check_job, check_queue, visible_owners
-from trainyard.domain.errors import (
-    FailedPrecondition,
-    InvalidArgument,
-    PermissionDenied,
-    StaleState,
-)
-from trainyard.domain.kinds import JobKind
+from trainyard.auth.policy import LOCAL, Identity
+from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
-from trainyard.domain.policy import Policy, check_submission, default_policy
-from trainyard.domain.pools import PoolCapacity, check_placement
+from trainyard.domain.policy import Policy
 from trainyard.domain.position import QueuePlace, explained
-from trainyard.domain.spec import JobSpec, SpecLimits, check_text, validate_spec
+from trainyard.domain.spec import JobSpec, Resources, check_text
 from trainyard.domain.states import ACTIVE_STATES, JobState
-from trainyard.domain.sweep import Parameter, expand
-from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.metadata.workspace import Workspace
-from trainyard.store.jobs import JobFilter, JobStore, new_job_id
+from trainyard.scheduler.usage import Held, PoolUse, pool_use, team_use
+from trainyard.services.guard import Guard
+from trainyard.services.policy import PolicyService
+from trainyard.services.submission import SubmitCheck
+from trainyard.store.jobs import JobFilter, JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
-from trainyard.store.records import DatasetRecord, EventRecord, JobRecord, ModelRecord
+from trainyard.store.records import EventRecord, JobRecord, ModelRecord
 
-T = TypeVar("T")
 _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
           "StreamLogs": "read the logs of"}
 MAX_PAGE_SIZE = 1000
@@ -60,36 +54,32 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class QueuesOverview:
-    policy: Policy
+    policy: Policy  # the one view in force: the file's or FIFO's, with the store's rules
     source: str  # the policy file, or "" for the built-in one
     loaded_at: float
     waiting: dict[str, int]  # by queue
-    running: list[JobRecord]
+    running: dict[str, int]  # active jobs by queue
+    total_running: int
+    pools: dict[str, PoolUse]  # what active jobs hold of each pool
+    teams: dict[tuple[str, str], Resources]  # (team, pool) -> what the team's jobs hold
+
+
+def _ignore() -> None:
+    return None
 
 
 @dataclass
-class TrainingService:
+class JobService:
     jobs: JobStore
     metrics: MetricStore
     models: ModelStore
-    datasets: DatasetRegistry
     workspace: Workspace
-    limits: SpecLimits = field(default_factory=SpecLimits)
-    # The pools jobs can be placed in; a job no pool could ever hold is refused at submit.
-    pools: Mapping[str, PoolCapacity] = field(
-        default_factory=lambda: {JobKind.LOCAL: PoolCapacity(JobKind.LOCAL, max_jobs=1)})
+    policy: PolicyService
+    check: SubmitCheck
+    guard: Guard
     # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
-    on_submit: Callable[[], None] = lambda: None
-    on_cancel: Callable[[], None] = lambda: None
-    # Who may submit to a queue (None: everyone), and whether members see their teams' jobs.
-    queue_acl: Callable[[str], QueueAcl | None] = lambda queue: None
-    share_team_jobs: bool = True
-    # Refusals are audited: (identity, action, target, sentence).
-    on_denied: Callable[[Identity, str, str, str], None] = lambda *args: None
-    # The declared queueing policy, when the server runs one (it may be reloaded).
-    policy: Callable[[], Policy | None] = lambda: None
-
-    # --- jobs ----------------------------------------------------------------------------
+    on_submit: Callable[[], None] = _ignore
+    on_cancel: Callable[[], None] = _ignore
 
     def train(self, spec: JobSpec, *, client_request_id: str = "",
               identity: Identity = LOCAL, pipeline: str = "",
@@ -99,7 +89,7 @@ class TrainingService:
         `reproduced_from` links it to the run whose pinned spec it repeats."""
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
-        team = self._check_submit(spec, identity)
+        team = self.check.team_for(spec, identity)
         group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
         job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
@@ -117,62 +107,8 @@ class TrainingService:
             self.on_submit()
         return job_id, existing
 
-    def submit_sweep(self, template: JobSpec, parameters: list[Parameter], *, search: str,
-                     trials: int, seed: int, max_parallel: int,
-                     identity: Identity = LOCAL) -> tuple[str, list[str]]:
-        """Expand the search into jobs sharing one sweep id and its running limit. Every trial
-        is checked before any is stored, so a bad one stores nothing."""
-        if max_parallel < 0:
-            raise InvalidArgument("max_parallel", "must not be negative")
-        specs = expand(template, parameters, search=search, trials=trials, seed=seed)
-        teams = [self._check_submit(spec, identity) for spec in specs]
-        sweep_id = f"sw{new_job_id()}"[:32]
-        self.jobs.add_sweep(sweep_id, template.name, identity.user, max_parallel, time.time())
-        job_ids = [self.jobs.create(spec, owner=identity.user, team=team, sweep_id=sweep_id)[0]
-                   for spec, team in zip(specs, teams, strict=True)]
-        self.on_submit()
-        return sweep_id, job_ids
-
-    def _check_submit(self, spec: JobSpec, identity: Identity) -> str:
-        """Everything a submit must pass; returns the team whose quota the job draws on."""
-        validate_spec(spec, self.limits)
-        declared = self.policy()
-        team = ""
-        if declared is None:
-            check_placement(spec, self.pools)
-            if not identity.admin:
-                self._denied(identity, "Train", spec.queue, lambda: check_queue(
-                    identity, spec.queue, self.queue_acl(spec.queue)))
-        else:
-            team = self._denied(identity, "Train", spec.queue, lambda: check_submission(
-                declared, spec, identity.user, identity.teams, identity.admin))
-        if spec.dataset is not None:
-            self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        return team
-
-    def _denied(self, identity: Identity, action: str, target: str,
-                check: Callable[[], T]) -> T:
-        try:
-            return check()
-        except PermissionDenied as exc:
-            self.on_denied(identity, action, target, str(exc))
-            raise
-
     def _visible(self, identity: Identity, job: JobRecord, action: str) -> JobRecord:
-        return self.check_visible(identity, job, action, _VERBS[action])
-
-    def check_visible(self, identity: Identity, job: JobRecord, action: str,
-                      verb: str) -> JobRecord:
-        """The job, if the identity may see it (its own, a teammate's, or any for admins);
-        otherwise PermissionDenied, audited, saying it may not `verb` it."""
-        if not identity.admin:
-            self._denied(identity, action, job.id, lambda: check_job(
-                identity, job.id, job.owner, self.share_team_jobs, verb))
-        return job
-
-    def visible_owners(self, identity: Identity) -> frozenset[str] | None:
-        """Whose jobs (and runs) the identity sees; None: everyone's."""
-        return visible_owners(identity, self.share_team_jobs)
+        return self.guard.job(identity, job, action, _VERBS[action])
 
     def status(self, job_id: str, identity: Identity = LOCAL) -> JobStatus:
         with self.jobs.db.read() as conn:  # one pooled connection for all five reads
@@ -181,8 +117,8 @@ class TrainingService:
             return JobStatus(
                 job=job,
                 # Under a policy file queues admit by job priority, and FIFO by submit order.
-                place=self.jobs.queue_place(job, by_priority=self.policy() is not None,
-                                            conn=conn),
+                place=self.jobs.queue_place(
+                    job, by_priority=self.policy.declared is not None, conn=conn),
                 events=self.jobs.events(job_id, conn=conn),
                 latest_metrics=self.metrics.latest(job_id, conn),
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,
@@ -203,7 +139,7 @@ class TrainingService:
             if after is None:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
                                       "ListJobs response")
-        owners = visible_owners(identity, self.share_team_jobs)
+        owners = self.guard.owners(identity)
         records, next_seq = self.jobs.list(JobFilter(states, queue, labels, owners),
                                            page_size=page_size or DEFAULT_PAGE_SIZE,
                                            after_seq=after)
@@ -281,21 +217,15 @@ class TrainingService:
                 path, offset = self.workspace.attempt(job_id, job.attempt).log_path, 0
             time.sleep(poll_seconds)
 
-    # --- queues --------------------------------------------------------------------------
-
-    def queues(self, source: str = "", loaded_at: float = 0.0,
-               max_running: int = 0) -> QueuesOverview:
+    def queues(self) -> QueuesOverview:
         """The policy in force with what waits and runs in it, for `trainyard queues`."""
-        declared = self.policy() or default_policy(self.pools, max_running)
-        running = self.jobs.in_states(ACTIVE_STATES)
-        return QueuesOverview(declared, source, loaded_at, self.jobs.waiting_by_queue(),
-                              running)
-
-    # --- datasets ------------------------------------------------------------------------
-
-    def register_dataset(self, name: str, path: str) -> tuple[DatasetRecord, bool]:
-        return self.datasets.register(name, path)
-
-    def list_datasets(self, name: str = "") -> list[DatasetRecord]:
-        check_text("name", name)
-        return self.datasets.store.list(name)
+        view = self.policy.effective()
+        active = self.jobs.in_states(ACTIVE_STATES)
+        running: dict[str, int] = {}
+        for job in active:
+            running[job.spec.queue] = running.get(job.spec.queue, 0) + 1
+        held = [Held(job.team, job.pool or job.executor, job.spec.total_resources)
+                for job in active]
+        return QueuesOverview(view.policy, view.source, view.loaded_at,
+                              self.jobs.waiting_by_queue(), running, len(active),
+                              pool_use(held), team_use(held))

@@ -1,8 +1,8 @@
-"""Models and datasets for every interface: versions, aliases, download, lineage both ways,
-and the dataset versions with the runs that used them.
+"""Models for every interface: versions, aliases, download, and lineage back to the run,
+dataset version and code.
 
-Models and datasets are shared catalogues: any valid token reads them, as other services
-select a model by its alias. The runs behind them keep their job's visibility: lineage names
+Models are a shared catalogue: any valid token reads them, as other services select a
+model by its alias. The runs behind them keep their job's visibility: lineage names
 a model's run and its provenance (dataset, code, hyperparameters, which the version records),
 and the run's full record only for a caller who may see that run.
 """
@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainyard.auth.policy import LOCAL, Identity, may_see_job
+from trainyard.auth.policy import LOCAL, Identity
 from trainyard.domain.errors import FailedPrecondition, NotFound
 from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
-from trainyard.domain.spec import HASH_RE, check_text
-from trainyard.metadata.datasets import DatasetRegistry, check_ref
+from trainyard.domain.spec import HASH_RE
 from trainyard.metadata.hashing import open_stored_file, read_manifest
+from trainyard.services.guard import Guard
 from trainyard.services.runs import RunService, RunView
+from trainyard.store.datasets import DatasetStore
 from trainyard.store.model_registry import ModelStore, ModelSummary
 from trainyard.store.records import AliasChange, DatasetRecord, ModelRecord, RunRecord
 
@@ -44,18 +45,6 @@ class ModelLineage:
 
 
 @dataclass(frozen=True)
-class DatasetUse:
-    record: DatasetRecord
-    run_ids: list[str]  # the runs, of those the caller may see, that used it
-
-
-@dataclass(frozen=True)
-class DatasetLineage:
-    dataset: DatasetUse
-    models: list[ModelRecord]  # every model version trained on it
-
-
-@dataclass(frozen=True)
 class FileChunk:
     path: str
     size: int
@@ -66,12 +55,11 @@ class FileChunk:
 
 @dataclass
 class ModelService:
-    runs: RunService
     models: ModelStore
-    datasets: DatasetRegistry
+    runs: RunService
+    datasets: DatasetStore
+    guard: Guard
     artifacts_dir: Path
-
-    # --- models ---------------------------------------------------------------------------
 
     def list_models(self) -> list[ModelSummary]:
         return self.models.list_models()
@@ -95,9 +83,8 @@ class ModelService:
         check_model_name(name, "name")
         check_alias(alias)
         target = self.models.resolve(ModelRef(name, version))
-        job = self.runs.training.jobs.get(target.job_id)
-        self.runs.training.check_visible(identity, job, "SetModelAlias",
-                                         "point an alias at the model of")
+        self.guard.job(identity, self.runs.jobs.get(target.job_id), "SetModelAlias",
+                       "point an alias at the model of")
         previous = self.models.set_alias(name, alias, target.version, identity.user)
         return target.version, previous
 
@@ -139,34 +126,10 @@ class ModelService:
         run = self.runs.runs.get(model.job_id, model.attempt)
         if run is None:  # a version recorded before runs were kept, of an earlier attempt
             raise NotFound("run", run_id(model.job_id, model.attempt))
-        training = self.runs.training
         # Not a refusal: the lineage is shown either way, the run's record only to those
         # who may see it (so nothing is audited as refused).
-        view = self.runs.get(run.id, identity) if may_see_job(
-            identity, run.job.owner, training.share_team_jobs) else None
+        view = self.runs.get(run.id, identity) if self.guard.may_see(
+            identity, run.job.owner) else None
         dataset = model.dataset or run.spec.dataset
-        record = self.datasets.store.get(dataset.name, dataset.version) if dataset else None
+        record = self.datasets.get(dataset.name, dataset.version) if dataset else None
         return ModelLineage(model, run, view, record)
-
-    # --- datasets -------------------------------------------------------------------------
-
-    def list_datasets(self, name: str = "", identity: Identity = LOCAL) -> list[DatasetUse]:
-        check_text("name", name)
-        usage = self.runs.runs.dataset_usage(self.runs.training.visible_owners(identity), name)
-        return [DatasetUse(r, usage.get((r.name, r.version), []))
-                for r in self.datasets.store.list(name)]
-
-    def dataset_lineage(self, name: str, version: str,
-                        identity: Identity = LOCAL) -> DatasetLineage:
-        """From a dataset version to every model trained on it, and the runs that used it."""
-        check_ref(name, version)
-        record = self.datasets.store.get(name, version)
-        if record is None:
-            raise NotFound("dataset version", f"{name}:{version}")
-        owners = self.runs.training.visible_owners(identity)
-        used = [run_id(j, a) for j, a in self.runs.runs.using_dataset(name, version, owners)
-                if a]
-        return DatasetLineage(DatasetUse(record, used), self.models.trained_on(name, version))
-
-    def delete_dataset(self, name: str, version: str) -> DatasetRecord:
-        return self.datasets.delete(name, version)

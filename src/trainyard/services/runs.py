@@ -1,6 +1,6 @@
 """Runs for every interface: find, filter and sort them, show one, compare several, and
 reproduce one as a new job with its pinned spec. Members see only the runs of jobs they
-may see (auth/policy.py's job rules)."""
+may see (services/guard.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from trainyard.domain.runs import (
 from trainyard.domain.spec import LABEL_KEY_RE, NAME_RE, JobSpec, check_text
 from trainyard.domain.states import JobState
 from trainyard.metadata.runs import Comparison, attempt_events, compare
-from trainyard.services.jobs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TrainingService
+from trainyard.metadata.workspace import Workspace
+from trainyard.services.guard import Guard
+from trainyard.services.jobs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, JobService
+from trainyard.store.jobs import JobStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import EventRecord, ModelRecord, RunRecord
 from trainyard.store.runs import RunFilter, RunStore
@@ -61,16 +64,18 @@ class RunQuery:
 
 @dataclass
 class RunService:
-    training: TrainingService
+    jobs: JobStore
     runs: RunStore
     models: ModelStore
+    workspace: Workspace
+    guard: Guard
+    submitter: JobService  # a reproduced run is submitted as any job is
 
     def find(self, run_id: str, identity: Identity, action: str = "GetRun",
              verb: str = "see the runs of") -> RunRecord:
         job_id, attempt = parse_run_id(run_id)
         # The job first: a job the caller may not see is refused, not reported missing.
-        job = self.training.jobs.get(job_id)
-        self.training.check_visible(identity, job, action, verb)
+        self.guard.job(identity, self.jobs.get(job_id), action, verb)
         run = self.runs.get(job_id, attempt)
         if run is None:
             if attempt is None:
@@ -82,7 +87,7 @@ class RunService:
         run = self.find(run_id, identity)
         series, truncated = self.runs.series(run.job.id, run.attempt)
         view = self._views([run])[0]
-        events = attempt_events(self.training.jobs.events(run.job.id), run.attempt)
+        events = attempt_events(self.jobs.events(run.job.id), run.attempt)
         return replace(view, events=events, series=series, series_truncated=truncated,
                        reproductions=self.runs.reproductions(run.id))
 
@@ -124,13 +129,13 @@ class RunService:
         return RunFilter(job_id=q.job_id, dataset_name=name, dataset_version=version,
                          algorithm=q.algorithm, image=q.image, labels=dict(q.labels),
                          states=tuple(q.states), thresholds=tuple(q.thresholds),
-                         owners=self.training.visible_owners(identity))
+                         owners=self.guard.owners(identity))
 
     def _views(self, records: Sequence[RunRecord]) -> list[RunView]:
         keys = [(r.job.id, r.attempt) for r in records]
         final = self.runs.final_metrics(keys)
         models = self.models.for_runs(keys)
-        workspace = self.training.workspace
+        workspace = self.workspace
         views = []
         for r in records:
             log = workspace.attempt(r.job.id, r.attempt).log_path
@@ -167,8 +172,8 @@ class RunService:
         the run it reproduces."""
         run = self.find(run_id, identity, "ReproduceRun", "reproduce the runs of")
         spec = pinned_spec(run)
-        job_id, existing = self.training.train(spec, client_request_id=client_request_id,
-                                               identity=identity, reproduced_from=run.id)
+        job_id, existing = self.submitter.train(spec, client_request_id=client_request_id,
+                                                identity=identity, reproduced_from=run.id)
         return job_id, existing, spec, run
 
 

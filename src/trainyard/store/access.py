@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from trainyard.auth.tokens import NewToken
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import AlreadyExists, NotFound
 from trainyard.store.db import Database
@@ -142,6 +141,16 @@ class AccessStore:
             names = conn.execute(select(teams.c.name).order_by(teams.c.name)).scalars().all()
         return [self.team(name) for name in names]
 
+    def team_members(self) -> dict[str, frozenset[str]]:
+        """Every team with its members, in one read."""
+        with self.db.read() as conn:
+            names = conn.execute(select(teams.c.name)).scalars().all()
+            rows = conn.execute(select(team_members)).all()
+        members: dict[str, set[str]] = {name: set() for name in names}
+        for row in rows:
+            members.setdefault(row.team, set()).add(row.user_name)
+        return {name: frozenset(users_) for name, users_ in members.items()}
+
     def principal(self, user: str) -> Principal:
         with self.db.read() as conn:
             record = self.user(user, conn)
@@ -154,16 +163,18 @@ class AccessStore:
 
     # --- tokens --------------------------------------------------------------------------
 
-    def add_token(self, user: str, new: NewToken, *, read_only: bool,
+    def add_token(self, user: str, token_id: str, secret_hash: str, *, read_only: bool,
                   expires_at: float | None, now: float | None = None) -> TokenRecord:
+        """Record a token by its id and its secret's hash; the secret itself is never
+        stored."""
         created = time.time() if now is None else now
         with self.db.write() as conn:
             if conn.execute(select(users.c.name).where(users.c.name == user)).first() is None:
                 raise NotFound("user", user)
             conn.execute(insert(api_tokens).values(
-                id=new.id, user_name=user, secret_hash=new.secret_hash, read_only=read_only,
+                id=token_id, user_name=user, secret_hash=secret_hash, read_only=read_only,
                 created_at=created, expires_at=expires_at, revoked_at=None))
-        return TokenRecord(new.id, user, read_only, created, expires_at, None, new.secret_hash)
+        return TokenRecord(token_id, user, read_only, created, expires_at, None, secret_hash)
 
     def token(self, token_id: str) -> TokenRecord | None:
         with self.db.read() as conn:

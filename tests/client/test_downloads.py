@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainyard.downloads import DownloadError, Receiver, check_relative, manifest_of
+from trainyard.client.downloads import DownloadError, Receiver, check_relative, manifest_of
 from trainyard.metadata import hashing
 
 FILES = {"a.txt": b"alpha\n", "sub/b.bin": b"\x00\x01" * 1000, "empty": b""}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainyard.credentials import CONFIG_PATH_ENV, Credentials, CredentialsError, load, save
+from trainyard.client.credentials import CONFIG_PATH_ENV, Credentials, CredentialsError, load, save
 
 TOKEN = "ty_secret_4f9a0c"
 

@@ -1,28 +1,31 @@
-"""The administrative service layer: users, teams, tokens, queue access and the audit log.
+"""Users, teams, tokens, queue rules and the audit log, and the offline first admin.
 Interfaces check that the caller is an admin (api/permissions.py); this validates, writes,
-audits and tells the authenticator its cache is stale."""
+audits, and tells the authenticator and the policy view that what they cached is stale."""
 
 from __future__ import annotations
 
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from trainyard.auth.authenticator import Authenticator
-from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity, QueueAcl
+from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity
 from trainyard.auth.tokens import new_token
+from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from trainyard.domain.spec import NAME_RE
+from trainyard.services.policy import PolicyService
 from trainyard.store.access import AccessStore, AuditRecord, TeamRecord, TokenRecord, UserRecord
+from trainyard.store.db import open_database, sqlite_url
 
 log = logging.getLogger("trainyard.audit")
 
 PRINCIPAL_RE = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
 MAX_TOKEN_LIFETIME = 10 * 365 * 86400.0
 MAX_AUDIT_PAGE = 1000
-ACL_TTL = 5.0
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,14 @@ class AccessService:
     store: AccessStore
     authenticator: Authenticator
     clock: Callable[[], float] = time.time
-    # With a policy file, queue access is the file's; this store's rules do not apply.
-    policy_file: Callable[[], str] = lambda: ""
-    _acls: tuple[dict[str, QueueAcl], float] | None = field(default=None, init=False)
+    # The policy view, which merges this store's queue rules and teams; None offline. With
+    # a policy file, queue access is the file's and this store's rules do not apply.
+    policy: PolicyService | None = None
+
+    def identify(self, headers: Iterable[tuple[str, str | bytes]]) -> Identity:
+        """The caller a request's headers name ('authorization: Bearer <token>'), or
+        Unauthenticated; with no users yet and loopback only, the single local user."""
+        return self.authenticator.identify(headers)
 
     # --- audit ---------------------------------------------------------------------------
 
@@ -95,6 +103,7 @@ class AccessService:
     def create_team(self, actor: Identity, name: str) -> TeamRecord:
         _check_principal("name", name)
         team = self.store.create_team(name, now=self.clock())
+        self._rules_changed()
         self.audit(actor, "CreateTeam", name, True)
         return team
 
@@ -106,6 +115,7 @@ class AccessService:
         _check_principal("user", user)
         record = self.store.add_member(team, user)
         self.authenticator.invalidate()  # teammates changed
+        self._rules_changed()  # and the teams queues admit by
         self.audit(actor, "AddTeamMember", f"{team}/{user}", True)
         return record
 
@@ -119,7 +129,7 @@ class AccessService:
                                   f"and {MAX_TOKEN_LIFETIME:.0f} (ten years)")
         now = self.clock()
         new = new_token()
-        record = self.store.add_token(user, new, read_only=read_only,
+        record = self.store.add_token(user, new.id, new.secret_hash, read_only=read_only,
                                       expires_at=now + expires_in if expires_in else None,
                                       now=now)
         self.audit(actor, "CreateToken", f"{user}/{record.id}", True,
@@ -143,10 +153,11 @@ class AccessService:
     # --- queues --------------------------------------------------------------------------
 
     def set_queue_access(self, actor: Identity, queue: str, users: Sequence[str],
-                         teams: Sequence[str]) -> QueueAcl:
-        if self.policy_file():
+                         teams: Sequence[str]) -> QueueAccess:
+        policy_file = self.policy.path if self.policy is not None else None
+        if policy_file is not None:
             raise FailedPrecondition(f"queue access comes from the policy file "
-                                     f"{self.policy_file()}: edit its users and teams, then "
+                                     f"{policy_file}: edit its users and teams, then "
                                      "send the server SIGHUP")
         if not NAME_RE.match(queue):
             raise InvalidArgument("queue", f"{queue!r} is not a valid queue name")
@@ -158,26 +169,35 @@ class AccessService:
         for team in teams:
             if team not in known_teams:
                 raise NotFound("team", team)
-        acl = QueueAcl(frozenset(users), frozenset(teams))
+        acl = QueueAccess(frozenset(users), frozenset(teams))
         self.store.set_queue_access(queue, acl)
-        self._acls = None
+        self._rules_changed()
         self.audit(actor, "SetQueueAccess", queue, True,
                    "open to everyone" if acl.open else
                    f"users {sorted(acl.users)}, teams {sorted(acl.teams)}")
         return acl
 
-    def queue_acls(self) -> dict[str, QueueAcl]:
+    def queue_acls(self) -> dict[str, QueueAccess]:
+        """The store's queue rules (`admin queues set`); queues not listed are open."""
         return self.store.queue_acls()
 
-    def queue_acl(self, queue: str) -> QueueAcl | None:
-        """Who may submit to `queue` (None: everyone), cached for a few seconds: it is read
-        on every member's submit."""
-        now = time.monotonic()
-        cached = self._acls
-        if cached is None or now - cached[1] > ACL_TTL:
-            cached = (self.store.queue_acls(), now)
-            self._acls = cached
-        return cached[0].get(queue)
+    def _rules_changed(self) -> None:
+        if self.policy is not None:
+            self.policy.changed()
+
+
+def bootstrap_admin(data_dir: Path, database_url: str, name: str,
+                    expires_in: float = 0.0) -> CreatedToken:
+    """`trainyard admin bootstrap`, with no server running: the first admin and their token,
+    made in the store under data_dir (or at database_url)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db = open_database(database_url or sqlite_url(data_dir.resolve()))
+    try:
+        store = AccessStore(db)
+        service = AccessService(store, Authenticator(store, loopback_only=True))
+        return service.bootstrap(name, expires_in=expires_in)
+    finally:
+        db.close()
 
 
 def _check_principal(field: str, name: str) -> None:

@@ -1,0 +1,150 @@
+"""`trainyard server`: the training service in this process until interrupted. The server
+side is imported inside the command, so that client commands never load it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from trainyard.cli.output import errors
+
+if TYPE_CHECKING:
+    from trainyard.executors.docker import DockerConfig
+
+
+def server(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 50051,
+    data_dir: Annotated[Path, typer.Option(help="Where the SQLite store, datasets, logs and "
+                                                "artifacts live.")] = Path(".trainyard"),
+    database_url: Annotated[str, typer.Option(
+        envvar="TRAINYARD_DATABASE_URL",
+        help="postgresql://... to use PostgreSQL instead of SQLite.")] = "",
+    max_concurrent: Annotated[int, typer.Option(help="Jobs that may run at once.")] = 4,
+    port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
+                                                        "serving.")] = None,
+    docker: Annotated[bool, typer.Option(
+        "--docker/--no-docker", help="Run jobs submitted with --image as containers in the "
+        "local Docker engine.")] = False,
+    docker_cpus: Annotated[float, typer.Option(
+        help="CPUs of the Docker pool [default: this host's].")] = 0.0,
+    docker_memory: Annotated[int, typer.Option(
+        help="Memory of the Docker pool in MiB [default: this host's].")] = 0,
+    docker_max_containers: Annotated[int, typer.Option(
+        help="Containers that may run at once.")] = 8,
+    docker_gpu_ids: Annotated[str, typer.Option(
+        help="Comma-separated device ids the Docker pool hands out [default: this host's "
+        "NVIDIA devices]; 'none' for no GPUs.")] = "",
+    docker_user: Annotated[str, typer.Option(
+        help="UID:GID jobs run as in containers [default: the server's own user, or 65534 "
+        "(nobody) when it runs as root].")] = "",
+    tls_cert: Annotated[Path | None, typer.Option(
+        help="PEM certificate: serve gRPC over TLS (with --tls-key).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] =
+        None,
+    share_team_jobs: Annotated[bool, typer.Option(
+        "--share-team-jobs/--no-share-team-jobs",
+        help="Members see and cancel their teams' jobs, not only their own.")] = True,
+    policy: Annotated[Path | None, typer.Option(
+        help="Queueing policy (TOML or YAML): pools, queues, teams, quotas. SIGHUP re-reads "
+        "it [default: FIFO with one open queue].")] = None,
+) -> None:
+    """Run the training service (gRPC) until interrupted."""
+    from trainyard.server.assembly import ServerConfig, TrainyardServer
+    from trainyard.tracker import TrackerConfig
+
+    if max_concurrent < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
+    docker_config = _docker_pool(docker_cpus, docker_memory, docker_max_containers,
+                                 docker_gpu_ids, docker_user) if docker else None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+    if (tls_cert is None) != (tls_key is None):
+        raise typer.BadParameter("give both --tls-cert and --tls-key, or neither",
+                                 param_hint="--tls-cert")
+    for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
+        if path is not None and not path.is_file():
+            raise typer.BadParameter(f"{path} is not a readable file", param_hint=option)
+    config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
+                          tracker=TrackerConfig(max_concurrent=max_concurrent),
+                          docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
+                          share_team_jobs=share_team_jobs, policy_file=policy)
+    try:
+        srv = TrainyardServer(config)
+        bound = srv.start()
+    except Exception as exc:  # a start-up failure is a sentence, not a traceback
+        errors.print(f"[red]error[/]: cannot start the server: {escape(str(exc))}",
+                     highlight=False)
+        raise typer.Exit(1) from None
+    if port_file is not None:
+        tmp = port_file.with_suffix(".tmp")
+        tmp.write_text(str(bound))
+        tmp.replace(port_file)
+    stop = {"now": False}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["now"] = True
+
+    reload = {"asked": False}
+
+    def on_hangup(signum: int, _frame: object) -> None:
+        reload["asked"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)  # re-read --policy without a restart
+    while not stop["now"]:
+        time.sleep(0.2)
+        if reload["asked"]:
+            reload["asked"] = False
+            srv.reload_policy()
+    srv.stop()
+
+
+def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
+                 user: str) -> DockerConfig:
+    """The Docker pool from the server's options, checked; the host's size by default."""
+    from dataclasses import replace
+
+    from trainyard.server.config import docker_pool_defaults
+
+    pool = docker_pool_defaults(instance="")
+    if cpus < 0 or cpus != cpus:
+        raise typer.BadParameter("must be positive", param_hint="--docker-cpus")
+    if memory < 0:
+        raise typer.BadParameter("must be positive", param_hint="--docker-memory")
+    if max_containers < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--docker-max-containers")
+    ids = pool.gpu_ids
+    if gpu_ids:
+        ids = () if gpu_ids == "none" else tuple(i.strip() for i in gpu_ids.split(","))
+        if any(not i or not i.replace("-", "").isalnum() for i in ids) or \
+                len(set(ids)) != len(ids):
+            raise typer.BadParameter("expected distinct device ids like 0,1,2 or GPU-UUIDs",
+                                     param_hint="--docker-gpu-ids")
+    if user:
+        _check_container_user(user)
+    return replace(pool, cpus=cpus or pool.cpus, memory_mb=memory or pool.memory_mb,
+                   max_containers=max_containers, gpu_ids=ids, user=user)
+
+
+def _check_container_user(user: str) -> None:
+    """Jobs run as a non-root user who can write the directories the server made."""
+    if not re.fullmatch(r"[0-9]+:[0-9]+", user):
+        raise typer.BadParameter("expected UID:GID, e.g. 1000:1000", param_hint="--docker-user")
+    uid = int(user.split(":")[0])
+    if uid == 0:
+        raise typer.BadParameter("jobs may not run as root", param_hint="--docker-user")
+    own = os.geteuid()
+    if own != 0 and uid != own:
+        raise typer.BadParameter(
+            f"a server running as uid {own} can only give its own directories to uid {own}; "
+            "run it as root to choose another user", param_hint="--docker-user")

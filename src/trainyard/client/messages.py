@@ -1,0 +1,182 @@
+"""Responses as plain Python: the typed records of jobs and datasets, and any other message
+as JSON-ready data. Built from the protocol alone."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from trainyard.v1 import training_pb2 as pb
+
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+def as_dict(message: Any) -> dict[str, Any]:
+    """A response as plain data: field names as in the proto, every field present."""
+    return dict(json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                          always_print_fields_with_no_presence=True))
+
+
+def plain(message: Message) -> dict[str, Any]:
+    """A response as JSON-ready data: proto field names, every field present, 64-bit
+    integers as numbers, enums by name (None for UNSPECIFIED), times as ISO 8601 (None
+    when unset), and message fields that are unset as None."""
+    out: dict[str, Any] = {}
+    for fd in message.DESCRIPTOR.fields:
+        value = getattr(message, fd.name)
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            value_fd = fd.message_type.fields_by_name["value"]
+            out[fd.name] = {k: _value(value_fd, v) for k, v in value.items()}
+        elif fd.is_repeated:
+            out[fd.name] = [_value(fd, v) for v in value]
+        elif fd.message_type is not None and not message.HasField(fd.name):
+            out[fd.name] = None
+        else:
+            out[fd.name] = _value(fd, value)
+    return out
+
+
+def _value(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.message_type is not None:
+        if fd.message_type.full_name == "google.protobuf.Timestamp":
+            return iso(value)
+        return plain(value)
+    if fd.enum_type is not None:
+        name = fd.enum_type.values_by_number[value].name
+        return None if name.endswith("_UNSPECIFIED") else name
+    return value
+
+
+def iso(ts: Timestamp) -> str | None:
+    if not ts.seconds and not ts.nanos:
+        return None
+    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, UTC).isoformat()
+
+
+def state_name(value: int) -> str:
+    return str(pb.JobState.Name(value))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Transition:
+    from_state: str | None
+    to_state: str
+    time: str | None
+    reason: str
+
+    @classmethod
+    def from_pb(cls, t: pb.StateTransition) -> Transition:
+        return cls(state_name(t.from_state) if t.from_state else None, state_name(t.to_state),
+                   iso(t.time), t.reason)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job_id: str
+    name: str
+    state: str
+    queue: str
+    queue_position: int
+    pending_reason: dict[str, str] | None
+    message: str
+    exit_code: int | None
+    attempt: int
+    submitted_at: str | None
+    transitions: list[Transition]
+    spec: dict[str, Any]
+    metrics: dict[str, dict[str, float | int]]
+    model: dict[str, Any] | None
+    malformed_metric_lines: int
+    cancel_requested: bool
+    executor: str = ""
+    gpu_ids: tuple[str, ...] = ()
+    sweep_id: str = ""
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_pb(cls, s: pb.TrainingStatus) -> JobStatus:
+        spec = s.spec
+        return cls(
+            job_id=s.job_id, name=spec.name, state=state_name(s.state), queue=spec.queue,
+            queue_position=s.queue_position,
+            pending_reason=({"code": s.pending_reason.code, "message": s.pending_reason.message}
+                            if s.HasField("pending_reason") else None),
+            message=s.message, exit_code=s.exit_code if s.has_exit_code else None,
+            attempt=s.attempt, submitted_at=iso(s.submitted_at),
+            transitions=[Transition.from_pb(t) for t in s.transitions],
+            spec={
+                "name": spec.name, "command": spec.command, "image": spec.image,
+                "dataset": ({"name": spec.dataset.name, "version": spec.dataset.version}
+                            if spec.HasField("dataset") else None),
+                "hyperparameters": dict(spec.hyperparameters),
+                "resources": {"cpus": spec.resources.cpus,
+                              "memory_mb": spec.resources.memory_mb,
+                              "gpus": spec.resources.gpus},
+                "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
+                "workers": spec.workers or 1, "git_commit": spec.git_commit,
+                "model_name": spec.model_name,
+            },
+            metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
+            model=({"model_name": s.model.model_name, "version": s.model.version,
+                    "content_hash": s.model.content_hash, "uri": s.model.uri,
+                    "size_bytes": s.model.size_bytes, "file_count": s.model.file_count}
+                   if s.HasField("model") else None),
+            malformed_metric_lines=s.malformed_metric_lines,
+            cancel_requested=s.cancel_requested, executor=s.executor,
+            gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id,
+        )
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    job_id: str
+    name: str
+    state: str
+    queue: str
+    priority: int
+    submitted_at: str | None
+    updated_at: str | None
+    labels: dict[str, str]
+    message: str
+
+    @classmethod
+    def from_pb(cls, j: pb.JobSummary) -> JobSummary:
+        return cls(j.job_id, j.name, state_name(j.state), j.queue, j.priority,
+                   iso(j.submitted_at), iso(j.updated_at), dict(j.labels), j.message)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    version: str
+    size_bytes: int
+    file_count: int
+    created_at: str | None
+    created: bool = False
+    run_count: int = 0  # the runs that used it, of those you may see
+    run_ids: tuple[str, ...] = ()
+
+    @classmethod
+    def from_pb(cls, d: pb.DatasetVersion) -> Dataset:
+        return cls(d.name, d.version, d.size_bytes, d.file_count, iso(d.created_at), d.created,
+                   d.run_count, tuple(d.run_ids))
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: str
+    existing: bool = False
+
+

@@ -1,0 +1,87 @@
+"""What a job asks for, as the SDK and the CLI build it, and model references."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainyard.client.errors import TrainyardError
+from trainyard.v1 import training_pb2 as pb
+
+DEFAULT_QUEUE = "default"
+
+
+@dataclass
+class Resources:
+    """Each worker's share. The defaults are the server's (trainyard.domain.spec.Resources);
+    a test holds them equal."""
+
+    cpus: float = 1.0
+    memory_mb: int = 1024
+    gpus: int = 0
+
+
+@dataclass
+class TrainSpec:
+    """A job to submit. The defaults are the server's (trainyard.domain.spec.JobSpec); a test
+    holds them equal."""
+
+    name: str
+    command: str = ""  # with an image, empty runs the image's own command
+    image: str = ""
+    dataset: str = ""  # NAME:VERSION
+    hyperparameters: Mapping[str, str] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    client_request_id: str = ""
+    workers: int = 1  # started together, all or none; resources are each worker's
+    pipeline: str = ""  # the caller's pipeline this job joins (made on its first job)
+    pipeline_max_parallel: int = 0  # its running limit from now on; 0 keeps the limit it has
+    git_commit: str = ""  # the code's version, recorded on each run
+    model_name: str = ""  # the model its files become a version of; empty: the name
+
+    def to_pb(self) -> pb.TrainRequest:
+        req = pb.TrainRequest(
+            name=self.name, command=self.command, image=self.image,
+            hyperparameters={k: str(v) for k, v in self.hyperparameters.items()},
+            resources=pb.Resources(cpus=self.resources.cpus,
+                                   memory_mb=self.resources.memory_mb,
+                                   gpus=self.resources.gpus),
+            queue=self.queue, priority=self.priority, labels=dict(self.labels),
+            client_request_id=self.client_request_id, workers=self.workers,
+            pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
+            git_commit=self.git_commit, model_name=self.model_name,
+        )
+        if self.dataset:
+            name, _, version = self.dataset.partition(":")
+            req.dataset.CopyFrom(pb.DatasetRef(name=name, version=version))
+        return req
+
+
+def model_ref(text: str) -> pb.ModelRef:
+    """NAME, NAME:VERSION or NAME@ALIAS; the server checks the parts."""
+    name, at, alias = text.partition("@")
+    if at:
+        if not alias:
+            raise TrainyardError("INVALID_ARGUMENT", "model: name the alias after '@' "
+                                 "(NAME@ALIAS)")
+        return pb.ModelRef(name=name, alias=alias)
+    name, colon, version = text.partition(":")
+    if colon:
+        if not version.isdigit() or not 0 < int(version) < 2**31:
+            raise TrainyardError("INVALID_ARGUMENT", f"model: {version[:20]!r} is not a "
+                                 "version number (NAME:VERSION)")
+        return pb.ModelRef(name=name, version=int(version))
+    return pb.ModelRef(name=name)
+
+
+def states_to_pb(states: list[str] | None) -> list[Any]:
+    try:
+        return [pb.JobState.Value(s.upper()) for s in states or []]
+    except ValueError as exc:
+        raise TrainyardError("INVALID_ARGUMENT", f"states: {exc}") from None
+
+

@@ -1,0 +1,54 @@
+"""The gRPC server: the interceptor that authenticates every call, the two servicers over
+the use cases, health checking and reflection."""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from trainyard.api.admin_service import AdminServicer
+from trainyard.api.auth import AuthInterceptor
+from trainyard.api.grpc_service import TrainingServicer
+from trainyard.services.bundle import Services
+from trainyard.v1 import training_pb2 as pb
+from trainyard.v1 import training_pb2_grpc as pb_grpc
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
+ADMIN_SERVICE_NAME = pb.DESCRIPTOR.services_by_name["AdminService"].full_name
+
+
+class GrpcServer:
+    def __init__(self, services: Services, workers: int) -> None:
+        self.health = health.HealthServicer()
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+            options=[("grpc.so_reuseport", 0)],
+            interceptors=[AuthInterceptor(services.access)],
+        )
+        pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(services), self.server)
+        pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.access), self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            self.server)
+
+    def bind(self, address: str, credentials: grpc.ServerCredentials | None) -> int:
+        """Listen on address (TLS with credentials); the bound port, 0 if it could not."""
+        if credentials is None:
+            return int(self.server.add_insecure_port(address))
+        return int(self.server.add_secure_port(address, credentials))
+
+    def start(self) -> None:
+        self.server.start()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def stop(self, grace: float) -> None:
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait()
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()

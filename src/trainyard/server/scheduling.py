@@ -1,0 +1,31 @@
+"""The tracker's scheduler: FIFO without a policy file, the queue policy under one, deciding
+each pass by the policy view in force then (a reload, or a change of the store's teams,
+takes effect at the next pass)."""
+
+from __future__ import annotations
+
+from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
+from trainyard.scheduler.queues import QueuePolicy
+from trainyard.services.policy import PolicyService
+
+
+class ActivePolicy:
+    """A scheduler.Policy that decides by whatever the policy service holds at each pass."""
+
+    def __init__(self, source: PolicyService) -> None:
+        self.source = source
+        self._fifo = FifoPolicy()
+        self._queues: QueuePolicy | None = None  # built once per policy: it indexes quotas
+
+    @property
+    def orders_by_service(self) -> bool:
+        declared = self.source.declared
+        return declared is not None and declared.service_levels
+
+    def schedule(self, snapshot: Snapshot) -> Decisions:
+        current = self.source.for_scheduler()
+        if current is None:
+            return self._fifo.schedule(snapshot)
+        if self._queues is None or self._queues.policy is not current:
+            self._queues = QueuePolicy(current)
+        return self._queues.schedule(snapshot)

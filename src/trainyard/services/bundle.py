@@ -1,0 +1,24 @@
+"""Every use case of one server, as the adapters (gRPC now, HTTP later) receive them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainyard.services.access import AccessService
+from trainyard.services.datasets import DatasetService
+from trainyard.services.jobs import JobService
+from trainyard.services.models import ModelService
+from trainyard.services.policy import PolicyService
+from trainyard.services.runs import RunService
+from trainyard.services.sweeps import SweepService
+
+
+@dataclass(frozen=True)
+class Services:
+    jobs: JobService
+    sweeps: SweepService
+    runs: RunService
+    models: ModelService
+    datasets: DatasetService
+    access: AccessService
+    policy: PolicyService

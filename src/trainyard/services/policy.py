@@ -1,0 +1,175 @@
+"""The policy in force as one view: the declared file (reloadable without a restart) or,
+without one, FIFO's open queues; merged with the store's queue rules and teams.
+
+Submit and admission read this same view, so one rule answers both: a queue takes a job
+from `user` when `queue.access.admits(user, policy.teams_of(user))`.
+- Under a policy file its queues' users and teams are the rules; the store's (`admin queues
+  set`) do not apply, and setting them is refused.
+- Without a file the store's rules are the queues' users and teams, and any other queue
+  name is open.
+- A team's members are the file's and the store's together. Under a file, a team only the
+  store knows plays no part: no queue of the file names it and it holds no quota.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from trainyard.domain.access import QueueAccess
+from trainyard.domain.errors import PermissionDenied
+from trainyard.domain.policy import Policy, Queue, Team, default_policy
+from trainyard.domain.pools import PoolCapacity
+from trainyard.services.policy_file import PolicyError, load_policy
+from trainyard.store.access import AccessStore
+
+log = logging.getLogger(__name__)
+
+# The store's rules and teams are read again after this many seconds, and at once after a
+# change made through this server.
+STORE_TTL = 5.0
+
+
+@dataclass(frozen=True)
+class PolicyView:
+    policy: Policy  # merged: what submit, admission and the queues overview read
+    from_file: bool  # declared in a file (the queue policy decides), or FIFO's
+    source: str  # the policy file, or "" for the built-in one
+    loaded_at: float
+
+
+def merged_policy(declared: Policy | None, rules: Mapping[str, QueueAccess],
+                  teams: Mapping[str, frozenset[str]], pools: Mapping[str, PoolCapacity],
+                  max_running: int) -> Policy:
+    """The one view of the policy in force and the store's queue rules and teams. A policy
+    the store adds nothing to is returned as it is."""
+    if declared is not None:
+        grown = {name: members for name, members in teams.items()
+                 if name in declared.teams and not members <= declared.teams[name].members}
+        if not grown:
+            return declared
+        merged = dict(declared.teams)
+        for name, members in grown.items():
+            merged[name] = replace(merged[name], members=merged[name].members | members)
+        return replace(declared, teams=merged)
+    base = default_policy(pools, max_running)
+    queues = dict(base.queues)
+    for name, access in rules.items():
+        queue = queues.get(name) or Queue(name, pools=tuple(pools))
+        queues[name] = replace(queue, users=access.users, teams=access.teams)
+    return replace(base, queues=queues,
+                   teams={name: Team(name, members) for name, members in teams.items()})
+
+
+def check_queue_access(policy: Policy, queue: str, user: str, admin: bool) -> None:
+    """PermissionDenied unless `user` may submit to `queue`, by the rule admission asks too.
+    A queue the view does not list is open (without a policy file any name is a queue)."""
+    declared = policy.queues.get(queue)
+    if admin or declared is None or declared.access.admits(user, policy.teams_of(user)):
+        return
+    raise PermissionDenied(f"queue {queue!r} is not open to {user!r}: it takes jobs from "
+                           f"{declared.access.principals()}")
+
+
+@dataclass(frozen=True)
+class _Read:
+    declared: Policy | None
+    rules: dict[str, QueueAccess]
+    teams: dict[str, frozenset[str]]
+    view: PolicyView
+    read_at: float
+
+
+class PolicyService:
+    """The policy source of a server. `effective()` is cheap: the store is read at most
+    every STORE_TTL seconds, and an unchanged read keeps the very same Policy object (the
+    queue policy indexes it once)."""
+
+    def __init__(self, path: Path | None, executors: Collection[str], store: AccessStore,
+                 pools: Mapping[str, PoolCapacity], max_running: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = path
+        self.executors = frozenset(executors)
+        self.store = store
+        self.pools = pools  # without a file: the pools of FIFO's queues
+        self.max_running = max_running
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._declared: Policy | None = None
+        self._read: _Read | None = None
+        self._generation = 0  # counts changes made here, so a read in flight is not kept
+        self.loaded_at = time.time()
+        if path is not None:
+            self._declared = self._load(path)
+
+    @property
+    def declared(self) -> Policy | None:
+        """The policy file as read; None without one."""
+        return self._declared
+
+    def reload(self) -> Policy | None:
+        """Read the file again; on any problem keep the policy in force and raise."""
+        if self.path is None:
+            return None
+        fresh = self._load(self.path)
+        with self._lock:
+            self._declared = fresh
+            self.loaded_at = time.time()
+        log.info("policy reloaded from %s: %d queues, %d pools, %d teams", self.path,
+                 len(fresh.queues), len(fresh.pools), len(fresh.teams))
+        return fresh
+
+    def changed(self) -> None:
+        """The store's queue rules or teams changed: the next look reads them again."""
+        with self._lock:
+            self._generation += 1
+            if self._read is not None:  # kept: an equal read keeps the same view
+                self._read = replace(self._read, read_at=-math.inf)
+
+    def effective(self) -> PolicyView:
+        """The one view submit, admission and the queues overview read."""
+        now = self.clock()
+        with self._lock:
+            last, declared, generation = self._read, self._declared, self._generation
+        if last is not None and last.declared is declared and now - last.read_at < STORE_TTL:
+            return last.view
+        try:
+            rules, teams = self.store.queue_acls(), self.store.team_members()
+        except Exception:
+            if last is None:
+                raise
+            # The store is away for a moment: the rules last read stay in force.
+            log.warning("could not read the queue rules and teams; keeping the last ones",
+                        exc_info=True)
+            return last.view
+        if last is not None and last.declared is declared and last.rules == rules and \
+                last.teams == teams:
+            view = last.view
+        else:
+            view = PolicyView(merged_policy(declared, rules, teams, self.pools,
+                                            self.max_running),
+                              declared is not None, str(self.path or ""), self.loaded_at)
+        with self._lock:
+            # A change or a reload since the read began: the next look reads again.
+            if self._generation == generation and self._declared is declared:
+                self._read = _Read(declared, rules, teams, view, now)
+        return view
+
+    def for_scheduler(self) -> Policy | None:
+        """What the queue policy decides by: the merged view under a policy file; None
+        without one (FIFO, which admits by submit order alone)."""
+        view = self.effective()
+        return view.policy if view.from_file else None
+
+    def _load(self, path: Path) -> Policy:
+        policy = load_policy(path)
+        missing = sorted({p.executor for p in policy.pools.values()} - self.executors)
+        if missing:
+            raise PolicyError([f"{path}: pools use the {', '.join(missing)} executor, "
+                               "which this server does not run (start it with --docker)"])
+        return policy

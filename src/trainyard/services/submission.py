@@ -1,0 +1,42 @@
+"""Everything a job must pass before it is stored, for a submit, a sweep's trials and a
+reproduced run alike: a sound spec, a queue that takes it from its caller, a pool that
+could ever hold it, and a dataset version that exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainyard.auth.policy import Identity
+from trainyard.domain.policy import check_submission
+from trainyard.domain.pools import check_placement
+from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
+from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.services.guard import Guard
+from trainyard.services.policy import PolicyService, check_queue_access
+
+
+@dataclass(frozen=True)
+class SubmitCheck:
+    policy: PolicyService
+    datasets: DatasetRegistry
+    guard: Guard
+    limits: SpecLimits = field(default_factory=SpecLimits)
+
+    def team_for(self, spec: JobSpec, identity: Identity) -> str:
+        """Check the job; return the team whose quota it draws on ("" for none). A refusal
+        of the queue is audited."""
+        validate_spec(spec, self.limits)
+        view = self.policy.effective()
+        user, admin = identity.user, identity.admin
+        team = ""
+        if view.from_file:
+            # The view's teams hold the store's members too: no second source of teams.
+            team = self.guard.audited(identity, "Train", spec.queue, lambda: check_submission(
+                view.policy, spec, user, frozenset(), admin))
+        else:
+            check_placement(spec, self.policy.pools)
+            self.guard.audited(identity, "Train", spec.queue, lambda: check_queue_access(
+                view.policy, spec.queue, user, admin))
+        if spec.dataset is not None:
+            self.datasets.resolve(spec.dataset.name, spec.dataset.version)
+        return team
