@@ -8,7 +8,7 @@ which is what it defaults to."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -31,6 +31,8 @@ from trainyard.services.policy_file.schema import (
     declared,
     keys_at,
 )
+
+Table = TypeVar("Table", PoolModel, QuotaModel)
 
 
 def check(data: object, table_word: str, sections: Collection[str] = ()
@@ -114,31 +116,29 @@ def _accepted(body: dict[Any, Any], errors: Sequence[ErrorDetails]
         refused.add(error["loc"])
         if error["type"] == "gpus_twice":
             refused.add((*error["loc"][:-1], "gpus"))
-    data = _without(body, (), refused)
 
-    def entries(table: object) -> dict[str, dict[Any, Any]]:
-        if not isinstance(table, dict):
+    def kept(path: KeyPath, table: object) -> dict[str, Any]:
+        if path in refused or not isinstance(table, dict):
             return {}
-        return {name: value for name, value in table.items()
-                if isinstance(name, str) and isinstance(value, dict)}
+        return {key: value for key, value in table.items()
+                if isinstance(key, str) and (*path, key) not in refused}
 
-    def fields(model: type[PoolModel | QuotaModel], value: dict[Any, Any]) -> dict[str, Any]:
-        return {key: value[key] for key in model.model_fields if key in value}
+    def tables(path: KeyPath, section: object) -> dict[str, dict[Any, Any]]:
+        return {name: value for name, value in kept(path, section).items()
+                if isinstance(value, dict)}
 
-    pools = {name: PoolModel.model_construct(**fields(PoolModel, value))
-             for name, value in entries(data.get("pools")).items()}
+    def built(model: type[Table], path: KeyPath, table: dict[Any, Any]) -> Table:
+        values = {key: value for key, value in kept(path, table).items()
+                  if key in model.model_fields}
+        if isinstance(values.get("gpu_ids"), list):
+            values["gpu_ids"] = [gpu for index, gpu in enumerate(values["gpu_ids"])
+                                 if (*path, "gpu_ids", index) not in refused]
+        return model.model_construct(**values)
+
+    pools = {name: built(PoolModel, ("pools", name), pool)
+             for name, pool in tables(("pools",), body.get("pools")).items()}
     teams = {name: TeamModel.model_construct(quota={
-        pool: QuotaModel.model_construct(**fields(QuotaModel, quota))
-        for pool, quota in entries(value.get("quota")).items()})
-        for name, value in entries(data.get("teams")).items()}
+        pool: built(QuotaModel, ("teams", name, "quota", pool), quota)
+        for pool, quota in tables(("teams", name, "quota"), team.get("quota")).items()})
+        for name, team in tables(("teams",), body.get("teams")).items()}
     return pools, teams
-
-
-def _without(value: Any, path: KeyPath, refused: Collection[KeyPath]) -> Any:
-    if isinstance(value, dict):
-        return {key: _without(item, (*path, key), refused) for key, item in value.items()
-                if (*path, key) not in refused}
-    if isinstance(value, list):
-        return [_without(item, (*path, index), refused) for index, item in enumerate(value)
-                if (*path, index) not in refused]
-    return value

@@ -191,7 +191,7 @@ class _Table(BaseModel):
     KEYS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def keys(cls) -> tuple[str, ...]:
+    def documented_keys(cls) -> tuple[str, ...]:
         return cls.KEYS or tuple(cls.model_fields)
 
 
@@ -329,5 +329,5 @@ def keys_at(table: KeyPath) -> tuple[str, ...]:
             model = QuotaModel
         case _:
             return ()
-    return model.keys()
+    return model.documented_keys()
 
