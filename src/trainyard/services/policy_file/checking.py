@@ -1,9 +1,9 @@
 """Checks parsed policy data against the schema and reports every problem at once.
 
 pydantic reports every value it refuses, but a model with a refused value is not built, so
-the rule that needs the whole document (quotas fit their pools) would wait for the next try.
-It is checked instead on what pydantic accepted: each refused value counts as left out,
-which is what it defaults to."""
+the rule that needs the whole document (quotas fit their pools) would go unchecked until
+every other problem is fixed. It is checked instead on what pydantic accepted: each refused
+value counts as left out, which is what it defaults to."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def show(value: object, table_word: str = "table") -> str:
 
 def describe(error: ErrorDetails, table_word: str,
              keys_at: Callable[[KeyPath], Iterable[str]]) -> Problem:
-    """A pydantic error as the problem it reports: the key path and today's sentence."""
+    """A pydantic error as the problem it reports: its key path, and the sentence of its kind."""
     loc = tuple(part for part in error["loc"] if part != KEY)
     kind, context = error["type"], dict(error.get("ctx") or {})
     if kind == "invalid_key":  # a key that is not a string, named as the parser read it
