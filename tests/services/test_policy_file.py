@@ -6,7 +6,7 @@ from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity
 from trainyard.services.policy_file import PolicyError, load_policy, parse_policy
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # Small valid policies, the same in both formats; the tests break them one line at a time.
 TOML = """\

@@ -1,0 +1,126 @@
+"""Reads the queueing policy (`trainyard.domain.policy.Policy`) from a TOML or YAML file.
+
+Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml and .yaml):
+
+    max_running = 8               # jobs running at once over all pools, int >= 1; default 4
+    fair_share_half_life = "1h"   # duration ("90s", "10m", "1h", "2d", "1h30m") or a
+                                  # number of seconds, > 0; default 1h
+    reserve_after = "10m"         # duration, >= 0; default 10m
+    min_runtime = "5m"            # a job that ran less than this is not preempted; default 5m
+    service_levels = true         # order each queue's jobs of a priority by the service
+                                  # they attained, and preempt a team's more-served jobs
+                                  # for its less-served ones; default true
+
+    [pools.<name>]                # at least one
+    executor = "local"            # "local" or "docker"; default "local"
+    cpus = 16                     # number > 0; absent: CPUs are not counted
+    memory_mb = 65536             # int >= 1; absent: memory is not counted
+    gpus = 2                      # int >= 0, device ids "0".."n-1"; default 0
+    # gpu_ids = ["0", "1"]        # or the device ids themselves; not both
+    max_jobs = 8                  # int >= 1, required
+
+    [queues.<name>]               # at least one
+    pools = ["cpu"]               # declared pools, in order of preference; required
+    priority = 0                  # int, higher runs first; default 0
+    max_running = 4               # int >= 1; absent: only the global limit
+    users = ["ann"]               # who may submit, with teams; both absent: everyone
+    teams = ["vision"]            # declared teams
+    weight = 1.0                  # number > 0, share among equal priorities; default 1
+    preemptible = true            # its jobs may be preempted to give borrowed quota back;
+                                  # default: true when priority <= 0
+
+    [teams.<name>]
+    members = ["ann", "bob"]
+    [teams.<name>.quota.<pool>]   # the team's share of a declared pool
+    cpus = 1                      # number >= 0; absent: not counted
+    memory_mb = 4096              # int >= 0; absent: not counted
+    gpus = 0                      # int >= 0; absent: not counted
+    borrow_cpus = 1               # how much more it may borrow from idle quota, likewise
+                                  # borrow_memory_mb and borrow_gpus; default 0
+
+Names of pools, queues, teams, users and members follow the job name rule (NAME_RE). Unknown
+keys are errors. A team's quota in a pool must fit in the pool, and so must all the teams'
+quotas added up, for each resource the pool counts.
+
+The schema is `schema.PolicyModel`. Every problem found is reported in one `PolicyError`,
+each naming the file, the line when known, and the key path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainyard.domain.policy import Policy
+from trainyard.services.policy_file.checking import check
+from trainyard.services.policy_file.problems import (
+    KeyPath,
+    PolicyError,
+    dotted,
+    line_of,
+    report,
+)
+from trainyard.services.policy_file.reader import read_toml, read_yaml
+
+__all__ = ["KeyPath", "PolicyDocument", "PolicyError", "load_policy", "load_policy_document",
+           "parse_policy", "parse_policy_document"]
+
+
+@dataclass(frozen=True)
+class PolicyDocument:
+    """A policy file read with extra top-level sections that other tools keep in it (the
+    trace simulator's `sim`), which the policy itself ignores."""
+
+    policy: Policy
+    sections: Mapping[str, object]  # the extra sections present, as parsed
+    source: str
+    lines: Mapping[KeyPath, int]  # where each key path is written, for messages
+
+    def where(self, path: KeyPath) -> str:
+        """"FILE, line N: a.b.c" for a key path, as policy problems are reported."""
+        line = line_of(self.lines, path)
+        place = f"{self.source}, line {line}" if line else self.source
+        return f"{place}: {dotted(path)}"
+
+
+def load_policy(path: Path) -> Policy:
+    return load_policy_document(path).policy
+
+
+def load_policy_document(path: Path, sections: Collection[str] = ()) -> PolicyDocument:
+    """The policy, and those of `sections` the file has as top-level keys."""
+    fmt = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}.get(path.suffix.lower())
+    if fmt is None:
+        raise PolicyError([f"{path}: unsupported policy file type {path.suffix!r}; "
+                           "use .toml, .yaml or .yml"])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([f"{path}: cannot read: {exc}"]) from exc
+    return parse_policy_document(text, fmt, source=str(path), sections=sections)
+
+
+def parse_policy(text: str, fmt: str, source: str = "<policy>") -> Policy:
+    """`fmt` is "toml" or "yaml"; `source` names the text in messages."""
+    return parse_policy_document(text, fmt, source).policy
+
+
+def parse_policy_document(text: str, fmt: str, source: str = "<policy>",
+                          sections: Collection[str] = ()) -> PolicyDocument:
+    fmt = fmt.lower().lstrip(".")
+    if fmt == "toml":
+        reading = read_toml(text, source)
+    elif fmt in ("yaml", "yml"):
+        reading = read_yaml(text, source)
+    else:
+        raise PolicyError([f"{source}: unsupported policy format {fmt!r}; use toml or yaml"])
+    checked = check(reading.data, reading.table_word, sections)
+    if isinstance(checked, list) or reading.problems:
+        found = reading.problems + ([] if isinstance(checked, Policy) else checked)
+        # A document that is not a mapping has one problem of its own, after the reader's.
+        raise PolicyError(report(found, source, reading.lines,
+                                 in_file_order=isinstance(reading.data, dict)))
+    assert isinstance(reading.data, dict)
+    extra = {key: reading.data[key] for key in sections if key in reading.data}
+    return PolicyDocument(checked, extra, source, reading.lines)

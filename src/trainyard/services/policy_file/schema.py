@@ -1,0 +1,333 @@
+"""The policy file's schema as pydantic models, strict on input: an unknown key is an error, and
+each value has exactly the type it is documented with (true is not a number, 1.5 is not an
+integer). What a type cannot say (names, references to declared pools and teams, durations,
+device ids, quotas that must fit their pools) is said by validators that raise the problems
+of `problems`.
+
+A reference is checked against every name the file declares, even one whose entry is itself
+broken, so that one mistake is not also reported wherever the name is used: validate with
+`context=declared(data)`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
+from pydantic_core.core_schema import ErrorType
+
+from trainyard.domain.kinds import KINDS, JobKind
+from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
+from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.spec import NAME_RE
+from trainyard.services.policy_file.capacity import quota_problems
+from trainyard.services.policy_file.problems import (
+    KeyPath,
+    problem,
+    problem_at,
+    problems_of,
+    raise_all,
+)
+
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])")
+_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Device ids go into CUDA_VISIBLE_DEVICES and Docker requests: numbers, UUIDs, MIG ids.
+_GPU_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:./_-]{0,127}$")
+
+
+def declared(data: object) -> dict[str, frozenset[str]]:
+    """The names of the pools and teams a parsed file declares, by kind: the context that
+    validating a `PolicyModel` needs."""
+    def names(section: str) -> frozenset[str]:
+        entries = data.get(section) if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            return frozenset()
+        return frozenset(name for name in entries if isinstance(name, str))
+    return {"pool": names("pools"), "team": names("teams")}
+
+
+def _declared(info: ValidationInfo, kind: str) -> frozenset[str]:
+    if not isinstance(info.context, dict) or kind not in info.context:
+        raise TypeError("validate a policy with context=declared(data)")
+    names: frozenset[str] = info.context[kind]
+    return names
+
+
+def _undeclared(loc: KeyPath, name: str, kind: str, known: frozenset[str]) -> InitErrorDetails:
+    return problem_at(loc, "undeclared", name, kind=kind,
+                      declared=", ".join(sorted(known)) or "none")
+
+
+def _not_null(error: ErrorType) -> BeforeValidator:
+    """Left out, an optional value is None; written as null (YAML's `~`, or nothing at all),
+    it is a value of the wrong type."""
+    def refuse(value: object) -> object:
+        if value is None:
+            raise PydanticKnownError(error)
+        return value
+    return BeforeValidator(refuse)
+
+
+def _seconds(positive: bool) -> BeforeValidator:
+    """A duration string ("90s", "1h30m") as seconds; a number is already seconds, and is
+    checked as a number."""
+    def parse(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if not _DURATION.fullmatch(value):
+            raise problem("not_a_duration")
+        seconds = sum(float(amount) * _UNIT_S[unit]
+                      for amount, unit in _DURATION_PART.findall(value))
+        if positive and seconds == 0:
+            raise problem("zero_duration")
+        return seconds
+    return BeforeValidator(parse)
+
+
+def _names(kind: str | None = None, at_least_one: bool = False) -> BeforeValidator:
+    """A list of names, each of a declared `kind` when given. A name listed twice, or one that
+    is not declared, is reported where it is written, and left out."""
+    def check(value: object, info: ValidationInfo) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise PydanticKnownError("list_type")
+        known = _declared(info, kind) if kind else frozenset()
+        names: list[str] = []
+        found: list[InitErrorDetails] = []
+        for index, name in enumerate(value):
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                found.append(problem_at((index,), "not_a_name", name))
+            elif name in names:
+                found.append(problem_at((index,), "listed_twice", name))
+            elif kind and name not in known:
+                found.append(_undeclared((index,), name, kind, known))
+            else:
+                names.append(name)
+        if at_least_one and not value:
+            raise problem("no_pool_named")
+        raise_all(found)
+        return tuple(names)
+    return BeforeValidator(check)
+
+
+def _device_ids(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise PydanticKnownError("list_type")
+    ids: list[str] = []
+    found: list[InitErrorDetails] = []
+    for index, item in enumerate(value):
+        # YAML users write [0, 1]; the ids are strings either way.
+        gpu = str(item) if isinstance(item, int) and not isinstance(item, bool) else item
+        if not isinstance(gpu, str) or not _GPU_ID.match(gpu):
+            found.append(problem_at((index,), "not_a_device_id", item))
+        elif gpu in ids:
+            found.append(problem_at((index,), "listed_twice", gpu))
+        else:
+            ids.append(gpu)
+    raise_all(found)
+    return tuple(ids)
+
+
+def _kind(value: object) -> str:
+    if value not in KINDS:
+        raise problem("not_a_kind", kinds=", ".join(KINDS))
+    return str(value)
+
+
+def _entries(kind: str, at_least_one: bool = False, declared_only: bool = False
+             ) -> WrapValidator:
+    """A table of named entries: pools, queues, teams, a team's quotas by pool. Each key must
+    be a name (an entry is still checked when its name is not one, unless its key is not
+    even a string), and with `declared_only` a declared one of `kind`."""
+    def check(value: object, handler: ValidatorFunctionWrapHandler,
+              info: ValidationInfo) -> object:
+        if not isinstance(value, dict):
+            return handler(value)
+        known = _declared(info, kind) if declared_only else None
+        found: list[InitErrorDetails | ErrorDetails] = []
+        if at_least_one and not value:
+            found.append(problem_at((), "none_declared", value, kind=kind))
+        for name in value:
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                found.append(problem_at((str(name),), "not_a_name", name))
+            if known is not None and isinstance(name, str) and name not in known:
+                found.append(_undeclared((name,), name, kind, known))
+        entries = None
+        try:
+            entries = handler({name: v for name, v in value.items() if isinstance(name, str)})
+        except ValidationError as exc:
+            found.extend(problems_of(exc))
+        # Entry by entry, as written: an entry's name before what is inside it.
+        order = {str(name): index for index, name in enumerate(value)}
+        found.sort(key=lambda error: order.get(str(error["loc"][0]), -1) if error["loc"] else -1)
+        raise_all(found)
+        return entries
+    return WrapValidator(check)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Names = Annotated[tuple[str, ...], _names()]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # The keys as the documentation lists them, for "unknown key" messages; fields are
+    # declared in the order they are checked.
+    KEYS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def documented_keys(cls) -> tuple[str, ...]:
+        return cls.KEYS or tuple(cls.model_fields)
+
+
+class QuotaModel(_Table):
+    """A team's share of one pool; a resource left out is not counted."""
+
+    cpus: Annotated[NonNegativeNumber | None, _not_null("float_type")] = None
+    memory_mb: Annotated[NonNegativeInt | None, _not_null("int_type")] = None
+    gpus: Annotated[NonNegativeInt | None, _not_null("int_type")] = None
+    borrow_cpus: NonNegativeNumber = 0.0
+    borrow_memory_mb: NonNegativeInt = 0
+    borrow_gpus: NonNegativeInt = 0
+
+    def quota(self) -> Quota:
+        return Quota(self.cpus, self.memory_mb, self.gpus, self.borrow_cpus,
+                     self.borrow_memory_mb, self.borrow_gpus)
+
+
+class TeamModel(_Table):
+    members: Names = ()
+    quota: Annotated[dict[str, QuotaModel], _entries("pool", declared_only=True)] = Field(
+        default_factory=dict)
+
+    def team(self, name: str) -> Team:
+        return Team(name, members=frozenset(self.members),
+                    quotas={pool: quota.quota() for pool, quota in self.quota.items()})
+
+
+class PoolModel(_Table):
+    KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs")
+
+    executor: Annotated[str, BeforeValidator(_kind)] = JobKind.LOCAL
+    max_jobs: PositiveInt
+    cpus: Annotated[PositiveNumber | None, _not_null("float_type")] = None
+    memory_mb: Annotated[PositiveInt | None, _not_null("int_type")] = None
+    gpus: NonNegativeInt = 0  # device ids "0".."n-1"
+    gpu_ids: Annotated[tuple[str, ...] | None, BeforeValidator(_device_ids)] = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_gpu_declaration(cls, data: Any, handler: Callable[[Any], PoolModel]
+                             ) -> PoolModel:
+        """gpus or gpu_ids: given both, the pool has no GPUs, and neither value is read."""
+        if not (isinstance(data, dict) and "gpus" in data and "gpu_ids" in data):
+            return handler(data)
+        found: list[InitErrorDetails | ErrorDetails] = []
+        try:
+            handler({key: value for key, value in data.items() if key not in ("gpus", "gpu_ids")})
+        except ValidationError as exc:
+            found.extend(problems_of(exc))
+        found.append(problem_at(("gpu_ids",), "gpus_twice", data["gpu_ids"]))
+        raise_all(found)
+        raise AssertionError("unreachable")
+
+    @property
+    def gpu_key(self) -> str:
+        """The key that declares its GPUs."""
+        return "gpu_ids" if self.gpu_ids is not None else "gpus"
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.gpu_ids) if self.gpu_ids is not None else self.gpus
+
+    def pool(self, name: str) -> Pool:
+        gpu_ids = self.gpu_ids if self.gpu_ids is not None else tuple(
+            str(i) for i in range(self.gpus))
+        return Pool(PoolCapacity(name, max_jobs=self.max_jobs, cpus=self.cpus,
+                                 memory_mb=self.memory_mb, gpu_ids=gpu_ids),
+                    executor=self.executor)
+
+
+class QueueModel(_Table):
+    pools: Annotated[tuple[str, ...], _names("pool", at_least_one=True)]  # by preference
+    priority: int = 0
+    max_running: Annotated[PositiveInt | None, _not_null("int_type")] = None
+    users: Names = ()
+    teams: Annotated[tuple[str, ...], _names("team")] = ()
+    weight: PositiveNumber = 1.0
+    preemptible: Annotated[bool | None, _not_null("bool_type")] = None
+
+    def queue(self, name: str) -> Queue:
+        return Queue(name, pools=self.pools, priority=self.priority,
+                     max_running=self.max_running, users=frozenset(self.users),
+                     teams=frozenset(self.teams), weight=self.weight,
+                     preemptible=self.preemptible)
+
+
+Duration = Annotated[NonNegativeNumber, _seconds(positive=False)]
+PositiveDuration = Annotated[PositiveNumber, _seconds(positive=True)]
+
+
+class PolicyModel(_Table):
+    KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime",
+            "service_levels", "pools", "queues", "teams")
+
+    max_running: PositiveInt = 4  # over all pools
+    fair_share_half_life: PositiveDuration = 3600.0
+    reserve_after: Duration = 600.0
+    min_runtime: Duration = 300.0
+    service_levels: bool = True
+    pools: Annotated[dict[str, PoolModel], _entries("pool", at_least_one=True)] = Field(
+        default_factory=dict, validate_default=True)
+    teams: Annotated[dict[str, TeamModel], _entries("team")] = Field(default_factory=dict)
+    queues: Annotated[dict[str, QueueModel], _entries("queue", at_least_one=True)] = Field(
+        default_factory=dict, validate_default=True)
+
+    @model_validator(mode="after")
+    def _quotas_fit(self) -> Self:
+        raise_all(quota_problems(self.pools, self.teams))
+        return self
+
+    def policy(self) -> Policy:
+        return Policy(
+            pools={name: pool.pool(name) for name, pool in self.pools.items()},
+            queues={name: queue.queue(name) for name, queue in self.queues.items()},
+            teams={name: team.team(name) for name, team in self.teams.items()},
+            max_running=self.max_running, fair_share_half_life_s=self.fair_share_half_life,
+            reserve_after_s=self.reserve_after, min_runtime_s=self.min_runtime,
+            service_levels=self.service_levels)
+
+
+def keys_at(table: KeyPath) -> tuple[str, ...]:
+    """The keys the table at a key path takes."""
+    model: type[_Table]
+    match table:
+        case ():
+            model = PolicyModel
+        case ("pools", _):
+            model = PoolModel
+        case ("queues", _):
+            model = QueueModel
+        case ("teams", _):
+            model = TeamModel
+        case ("teams", _, "quota", _):
+            model = QuotaModel
+        case _:
+            return ()
+    return model.documented_keys()
+
