@@ -130,7 +130,7 @@ def test_a_relaunched_job_has_not_started_its_new_attempt(tmp_path: Path) -> Non
         srv.jobs.transition(job_id, JobState.RUNNING, JobState.PREEMPTED, reason="stopped",
                             now=160.0, preempt_requested=False)
         srv.jobs.transition(job_id, JobState.PREEMPTED, JobState.WAITING, reason="requeued")
-        assert srv.tracker._launch(srv.jobs.get(job_id), (), "cpu")
+        assert srv.tracker.admission.launch(srv.jobs.get(job_id), (), "cpu")
         # LAUNCHING again: its old attempt's start would count that attempt twice.
         relaunched = srv.jobs.get(job_id)
         assert relaunched.attempt == 2 and relaunched.held_s == 60.0
