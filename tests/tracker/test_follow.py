@@ -10,7 +10,7 @@ from tests.tracker.passes import run_to_end, step
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import TrainyardServer
-from trainyard.tracker.follow import MAX_TRACKING_FAILURES, REQUEUED, REQUEUED_PENDING
+from trainyard.tracker.follow import MAX_TRACKING_FAILURES, REQUEUED
 
 
 def test_success_collects_metrics_and_the_model(stack: TrainyardServer) -> None:
@@ -76,7 +76,6 @@ def test_a_preempted_job_waits_again_in_one_step_and_runs_again(
     assert stopped.reason.startswith("for a test (") and stopped.time == requeued.time
     assert requeued.reason == REQUEUED
     assert not stack.jobs.get(job_id).preempt_requested
-    assert REQUEUED_PENDING.startswith("preempted")
     stack.service.cancel(job_id)
     assert run_to_end(stack, job_id) is JobState.CANCELLED
 

@@ -9,7 +9,7 @@ from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Phase
 from trainyard.server.assembly import TrainyardServer
-from trainyard.tracker.follow import REQUEUED
+from trainyard.tracker.follow import REQUEUED, REQUEUED_PENDING
 
 
 def launched(stack: TrainyardServer, spec: JobSpec, executor: str = "local") -> str:
@@ -30,6 +30,7 @@ def test_a_job_left_preempted_waits_again_and_runs(stack: TrainyardServer) -> No
     stack.tracker.recover()
     job = stack.jobs.get(job_id)
     assert job.state is JobState.WAITING and job.pending_code == ReasonCode.PREEMPTED
+    assert job.pending_message == REQUEUED_PENDING and job.message == "preempted"
     assert stack.jobs.events(job_id)[-1].reason == REQUEUED
     assert stack.jobs.in_states([JobState.PREEMPTED]) == []
     assert run_to_end(stack, job_id) is JobState.SUCCEEDED
