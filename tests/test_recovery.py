@@ -1,5 +1,6 @@
 """SIGKILL the server while jobs wait and run; a restart loses nothing and runs nothing twice."""
 
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -10,8 +11,11 @@ from tests.serverproc import ServerProcess
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
+from trainyard.metadata.workspace import Workspace
 from trainyard.server.assembly import ServerConfig, TrainyardServer
-from trainyard.store.db import AlreadyRunning
+from trainyard.store import faults
+from trainyard.store.db import AlreadyRunning, open_database, sqlite_url
+from trainyard.store.jobs import JobStore
 
 
 def wait_until(check, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
@@ -103,6 +107,49 @@ def test_crash_between_launching_and_launch_starts_the_job_once(tmp_path: Path,
         assert [e.to_state for e in second.jobs.events(job_id)].count(JobState.LAUNCHING) == 1
     finally:
         second.db.close()
+
+
+RESUMES = ('if [ -f "$CHECKPOINT_PATH/step" ]; then echo "resumed from $(cat '
+           '"$CHECKPOINT_PATH/step")"; exit 0; fi; echo 1 > "$CHECKPOINT_PATH/step"; sleep 60')
+
+
+def test_a_crash_between_an_old_requeues_two_writes_leaves_a_job_that_runs_again(
+        tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    url = "" if database_url.startswith("sqlite") else database_url
+    # The server requeues as earlier versions did, in two writes, and dies after the first.
+    monkeypatch.setenv(faults.FAULT_ENV, faults.REQUEUE_IN_TWO_WRITES)
+    server = ServerProcess(data, url, max_concurrent=1).start()
+    store = open_database(url or sqlite_url(data))
+    try:
+        jobs = JobStore(store)
+        with Client(server.address) as client:
+            job_id = client.train(TrainSpec(name="victim", command=RESUMES)).job_id
+            wait_until(lambda: client.status(job_id).state == "RUNNING", what="running")
+        checkpoint = Workspace(data).attempt(job_id, 1).checkpoint_dir / "step"
+        wait_until(checkpoint.exists, what="its checkpoint")
+        # What the admission pass writes for a victim; the server stops it, then requeues it.
+        assert jobs.update_fields(job_id, JobState.RUNNING, preempt_requested=True,
+                                  message="preempted for a test")
+        assert server.proc is not None
+        assert server.proc.wait(timeout=60) == -signal.SIGKILL
+        left = jobs.get(job_id)
+        assert left.state is JobState.PREEMPTED  # what an earlier version's crash left
+        assert "fault point requeue-in-two-writes" in server.log_path.read_text()
+
+        monkeypatch.delenv(faults.FAULT_ENV)
+        server.start()
+        wait_until(lambda: jobs.get(job_id).state.is_final(), timeout=60, what="its end")
+        job = jobs.get(job_id)
+        assert job.state is JobState.SUCCEEDED
+        assert job.attempt == 2
+        assert [e.to_state for e in jobs.events(job_id)] == [
+            JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING, JobState.PREEMPTED,
+            JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING, JobState.SUCCEEDED]
+        assert "resumed from 1" in Workspace(data).attempt(job_id, 2).log_path.read_text()
+    finally:
+        server.stop()
+        store.close()
 
 
 def test_graceful_stop_leaves_jobs_running_for_the_next_start(tmp_path: Path) -> None:

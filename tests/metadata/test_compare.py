@@ -10,8 +10,9 @@ W, L, R, S, P = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING, JobStat
 
 
 def job(job_id: str, spec: JobSpec) -> JobRecord:
-    return JobRecord(id=job_id, seq=1, spec=spec, owner="ann", state=S, attempt=1, message="",
-                     exit_code=0, cancel_requested=False, pending_code="", pending_message="",
+    return JobRecord(id=job_id, seq=1, spec=spec, kind="local", owner="ann", state=S, attempt=1,
+                     message="", exit_code=0, cancel_requested=False, pending_code="",
+                     pending_message="",
                      executor="local", handle="h", gpu_ids=(), team="", pool="local",
                      preempt_requested=False, started_at=1.0, sweep_id="", metrics_offset=0,
                      malformed_metric_lines=0, submitted_at=0.0, updated_at=2.0,

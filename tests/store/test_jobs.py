@@ -1,15 +1,24 @@
-"""The job store on both dialects: idempotent create, compare-and-set transitions, queries."""
+"""The job store on both dialects: idempotent create, the kind kept, compare-and-set
+transitions, the requeue in one transaction, queries."""
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 from dataclasses import replace
+from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import JSON, Column, MetaData, Table, func, insert, select
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import InvalidTransition, JobState
-from trainyard.store.db import Database, migrate
+from trainyard.store import faults
+from trainyard.store.db import MIGRATIONS_DIR, Database, make_engine, migrate
 from trainyard.store.jobs import JobFilter, JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import MetricPoint
@@ -162,3 +171,136 @@ def test_migrations_build_exactly_the_declared_schema(db: Database) -> None:
     with db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == [], f"schema.py and the migrations disagree: {diff}"
+
+
+def running(store: JobStore, spec: JobSpec = SPEC) -> str:
+    """A job whose first attempt runs, asked to stop for preemption."""
+    job_id, _ = store.create(spec)
+    store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                     attempt=1, executor="local", handle="h-1")
+    store.mark_running(job_id, reason="process started", now=10.0)
+    assert store.update_fields(job_id, JobState.RUNNING, preempt_requested=True)
+    return job_id
+
+
+def requeue(store: JobStore, job_id: str, **options: Any) -> None:
+    store.requeue(job_id, preempted="preempted for a team (exited with code 143)",
+                  requeued="requeued after preemption", pending=("PREEMPTED", "preempted"),
+                  **options)
+
+
+def test_mark_running_starts_the_attempt(db: Database) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    job = store.get(job_id)
+    assert job.state is JobState.RUNNING and job.started_at == 10.0
+    assert store.events(job_id)[-1].reason == "process started"
+    with pytest.raises(StaleState):
+        store.mark_running(job_id, reason="again", now=11.0)
+
+
+def test_requeue_moves_running_to_waiting_in_one_step_with_both_events(db: Database) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    requeue(store, job_id, now=20.0)
+    job = store.get(job_id)
+    assert job.state is JobState.WAITING and not job.preempt_requested
+    assert job.message == "preempted for a team (exited with code 143)"
+    assert (job.pending_code, job.pending_message) == ("PREEMPTED", "preempted")
+    assert job.held_s == 10.0  # the attempt's time running counts
+    assert [(e.from_state, e.to_state, e.reason) for e in store.events(job_id)][-2:] == [
+        (JobState.RUNNING, JobState.PREEMPTED, "preempted for a team (exited with code 143)"),
+        (JobState.PREEMPTED, JobState.WAITING, "requeued after preemption"),
+    ]
+    assert [j.id for j in store.queued()] == [job_id]
+
+
+def test_requeue_takes_a_job_left_preempted_back_to_waiting(db: Database) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    # What an earlier version's first write left when it crashed before the second.
+    store.transition(job_id, JobState.RUNNING, JobState.PREEMPTED, reason="stopped",
+                     message="stopped", preempt_requested=False)
+    requeue(store, job_id, expected=JobState.PREEMPTED)
+    job = store.get(job_id)
+    assert job.state is JobState.WAITING and job.message == "stopped"
+    assert [e.to_state for e in store.events(job_id)][-2:] == [JobState.PREEMPTED,
+                                                              JobState.WAITING]
+
+
+def test_requeue_of_a_job_that_moved_on_writes_nothing(db: Database) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    store.transition(job_id, JobState.RUNNING, JobState.CANCELLED, reason="cancelled")
+    events = count(db, job_events)
+    with pytest.raises(StaleState):
+        requeue(store, job_id)
+    with pytest.raises(InvalidTransition):
+        requeue(store, job_id, expected=JobState.WAITING)
+    assert store.get(job_id).state is JobState.CANCELLED and count(db, job_events) == events
+
+
+REQUEUE_IN_A_CHILD = """
+import sys
+from trainyard.store.db import open_database
+from trainyard.store.jobs import JobStore
+JobStore(open_database(sys.argv[1])).requeue(
+    sys.argv[2], preempted="stopped", requeued="requeued", pending=("PREEMPTED", "p"))
+"""
+
+
+def test_a_kill_inside_the_requeue_leaves_the_job_running_not_preempted(
+        db: Database, database_url: str) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    events = count(db, job_events)
+    child = subprocess.run(
+        [sys.executable, "-c", REQUEUE_IN_A_CHILD, database_url, job_id],
+        env={**os.environ, faults.FAULT_ENV: faults.INSIDE_REQUEUE}, capture_output=True,
+        timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    assert b"fault point inside-requeue" in child.stderr  # it died between the two moves
+    # The transaction died with it: the job is as it was, and a requeue now completes.
+    job = store.get(job_id)
+    assert job.state is JobState.RUNNING and job.preempt_requested
+    assert count(db, job_events) == events
+    assert store.in_states([JobState.PREEMPTED]) == []
+    requeue(store, job_id)
+    assert store.get(job_id).state is JobState.WAITING
+
+
+def test_create_stores_the_kind_its_image_gives_or_the_one_given(db: Database) -> None:
+    store = JobStore(db)
+    command, _ = store.create(SPEC)
+    image, _ = store.create(replace(SPEC, image="trainyard/demo"))
+    chosen, _ = store.create(SPEC, kind="slurm")
+    assert [store.get(j).kind for j in (command, image, chosen)] == ["local", "docker", "slurm"]
+    assert [j.kind for j in store.queued()] == ["local", "docker", "slurm"]
+
+
+def test_jobs_stored_before_kinds_existed_take_their_images_kind(database_url: str) -> None:
+    engine = make_engine(database_url)
+    database = Database(engine)
+    try:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0010")
+            old = Table("jobs", MetaData(), Column("hyperparameters", JSON),
+                        Column("labels", JSON), autoload_with=conn)
+            for job_id, image in (("cmd", ""), ("img", "trainyard/demo")):
+                conn.execute(insert(old).values(
+                    id=job_id, owner="", name=job_id, command="true", image=image,
+                    hyperparameters={}, labels={}, cpus=1.0, memory_mb=100, gpus=0,
+                    queue="default", priority=0, state="WAITING", attempt=0, message="",
+                    cancel_requested=False, pending_code="", pending_message="",
+                    executor="", handle="", metrics_offset=0, malformed_metric_lines=0,
+                    submitted_at=1.0, updated_at=1.0))
+        migrate(engine)
+        store = JobStore(database)
+        assert (store.get("cmd").kind, store.get("img").kind) == ("local", "docker")
+        assert [(j.id, j.kind) for j in store.queued()] == [("cmd", "local"),
+                                                            ("img", "docker")]
+    finally:
+        database.close()

@@ -12,7 +12,7 @@ from tests.liveserver import live_server
 from trainyard.auth.policy import Identity
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec
-from trainyard.domain.states import JobState
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.server.assembly import TrainyardServer
 
 ANN = Identity(user="ann", admin=True)
@@ -26,7 +26,7 @@ def server(tmp_path: Path, database_url: str) -> Iterator[TrainyardServer]:
 
 
 def running(srv: TrainyardServer, ids: list[str]) -> list[str]:
-    return [j for j in ids if srv.jobs.get(j).state in (JobState.LAUNCHING, JobState.RUNNING)]
+    return [j for j in ids if srv.jobs.get(j).state in ACTIVE_STATES]
 
 
 def settle(srv: TrainyardServer, until: object, timeout: float = 15) -> None:

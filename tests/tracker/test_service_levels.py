@@ -12,7 +12,7 @@ from sqlalchemy import update
 from tests.liveserver import live_server, wait_for
 from trainyard.auth.policy import Identity
 from trainyard.domain.spec import JobSpec, Resources
-from trainyard.domain.states import JobState
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.scheduler import Decisions, Policy, Snapshot
 from trainyard.scheduler.attained import FIRST_LEVEL_S
 from trainyard.server.assembly import ServerConfig, TrainyardServer
@@ -130,13 +130,13 @@ def test_a_relaunched_job_has_not_started_its_new_attempt(tmp_path: Path) -> Non
         srv.jobs.transition(job_id, JobState.RUNNING, JobState.PREEMPTED, reason="stopped",
                             now=160.0, preempt_requested=False)
         srv.jobs.transition(job_id, JobState.PREEMPTED, JobState.WAITING, reason="requeued")
-        assert srv.tracker._launch(srv.jobs.get(job_id), (), "cpu")
+        assert srv.tracker.admission.launch(srv.jobs.get(job_id), (), "cpu")
         # LAUNCHING again: its old attempt's start would count that attempt twice.
         relaunched = srv.jobs.get(job_id)
         assert relaunched.attempt == 2 and relaunched.held_s == 60.0
         assert relaunched.started_at is None or relaunched.started_at > 160.0
         assert srv.tracker.wait_for_launches()
     finally:
-        for job in srv.jobs.in_states((JobState.LAUNCHING, JobState.RUNNING)):
+        for job in srv.jobs.in_states(ACTIVE_STATES):
             srv.service.cancel(job.id)
         srv.stop(grace=0)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from trainyard.domain.contract import contract_env
-from trainyard.domain.spec import Resources, total_resources
+from trainyard.domain.spec import Resources
 
 
 # The gang launcher of multi-worker jobs: a single standard-library file, which each
@@ -51,10 +51,6 @@ class LaunchRequest:
     gpu_ids: tuple[str, ...]  # the devices allocated to this job (all its workers), exactly
     files: JobFiles
     workers: int = 1  # more than one: started together by the gang launcher
-
-    @property
-    def total_resources(self) -> Resources:
-        return total_resources(self.resources, self.workers)
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:

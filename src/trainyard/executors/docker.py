@@ -25,6 +25,7 @@ import docker.errors
 from docker.transport.unixconn import UnixHTTPConnection
 from docker.types import DeviceRequest, LogConfig, Mount
 
+from trainyard.domain.spec import total_resources
 from trainyard.executors.base import (
     LAUNCHER,
     LaunchError,
@@ -169,7 +170,7 @@ class DockerExecutor:
             command = gang_command("python3", LAUNCHER_MOUNT, request.workers,
                                    [str(i) for i in range(len(request.gpu_ids))],
                                    request.command, forward_signals=True)
-        total = request.total_resources  # the limits hold the whole gang
+        total = total_resources(request.resources, request.workers)  # limits hold the gang
         memory = total.memory_mb * 1024 * 1024
         devices = [DeviceRequest(driver="nvidia", device_ids=list(request.gpu_ids),
                                  capabilities=[["gpu"]])] if request.gpu_ids else []

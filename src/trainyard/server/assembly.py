@@ -12,7 +12,7 @@ from trainyard.auth.authenticator import Authenticator
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor
-from trainyard.executors.local import LocalExecutor
+from trainyard.executors.registry import ExecutorSettings, build_executors
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.metadata.workspace import Workspace
@@ -64,18 +64,15 @@ class TrainyardServer:
         access_store = AccessStore(self.db)
         self.pools: dict[str, PoolCapacity] = {JobKind.LOCAL: PoolCapacity(
             JobKind.LOCAL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
-        self.executors: dict[str, Executor] = {
-            JobKind.LOCAL: LocalExecutor(self.workspace.executor_dir)}
-        if config.docker is not None:
-            from trainyard.executors.docker import DockerExecutor
-
-            docker = config.docker
+        docker = config.docker
+        if docker is not None:
             if not docker.instance:
                 docker = replace(docker, instance=instance_id(data_dir))
             self.pools[JobKind.DOCKER] = PoolCapacity(
                 JobKind.DOCKER, max_jobs=docker.max_containers, cpus=docker.cpus,
                 memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
-            self.executors[JobKind.DOCKER] = DockerExecutor(docker)
+        self.executors: dict[str, Executor] = build_executors(
+            ExecutorSettings(state_dir=self.workspace.executor_dir, docker=docker))
         self.policy = PolicyService(config.policy_file, self.executors, access_store,
                                     self.pools, config.tracker.max_concurrent)
         tracker_config = config.tracker
@@ -90,7 +87,8 @@ class TrainyardServer:
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
-            executors=self.executors, pools=self.pools, policy=ActivePolicy(self.policy),
+            executors_by_kind=self.executors, pools=self.pools,
+            policy=ActivePolicy(self.policy),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life,
         )

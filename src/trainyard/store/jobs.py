@@ -30,6 +30,7 @@ from trainyard.domain.pipeline import PIPELINE, group_title, pipeline_id
 from trainyard.domain.position import QueuePlace
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import JobState, check_transition
+from trainyard.store import faults
 from trainyard.store.db import Database
 from trainyard.store.records import EventRecord, JobRecord, QueuedJob
 from trainyard.store.runs import record_run
@@ -82,6 +83,26 @@ class JobFilter:
     owners: frozenset[str] | None = None  # None: anyone's jobs
 
 
+def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, reason: str,
+          now: float, fields: Mapping[str, Any]) -> None:
+    """One edge inside the caller's transaction: check it, compare-and-set, append the
+    event, keep the run in step."""
+    check_transition(expected, target)
+    result = conn.execute(
+        update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.state == expected.value)
+        .values(state=target.value, updated_at=now, **fields)
+    )
+    if result.rowcount != 1:
+        raise StaleState(f"job {job_id} is no longer {expected}")
+    log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
+    conn.execute(_INSERT_EVENT, {
+        "job_id": job_id, "from_state": expected.value, "to_state": target.value,
+        "time": now, "reason": reason,
+    })
+    record_run(conn, job_id, expected, target, now, fields)
+
+
 def _spec_columns(spec: JobSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -111,9 +132,12 @@ class JobStore:
     def create(
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
-        reproduced_from: str = "",
+        reproduced_from: str = "", kind: str | None = None,
     ) -> tuple[str, bool]:
-        """Store a WAITING job; return (job_id, existing). A known request id returns its job."""
+        """Store a WAITING job; return (job_id, existing). A known request id returns its job.
+
+        `kind` is the executor that will run it, kept for good; None: the one its image
+        gives it (domain.kinds)."""
         if client_request_id:
             found = self._by_request_id(client_request_id)
             if found is not None:
@@ -128,7 +152,8 @@ class JobStore:
             "preempt_requested": False, "started_at": None, "sweep_id": sweep_id,
             "metrics_offset": 0,
             "malformed_metric_lines": 0, "reproduced_from": reproduced_from,
-            "submitted_at": now, "updated_at": now, **_spec_columns(spec),
+            "submitted_at": now, "updated_at": now,
+            "kind": kind_for(spec.image) if kind is None else kind, **_spec_columns(spec),
         }
         labels = [{"job_id": job_id, "key": k, "value": v} for k, v in spec.labels.items()]
         event = {"job_id": job_id, "from_state": None, "to_state": JobState.WAITING.value,
@@ -164,27 +189,47 @@ class JobStore:
         self, job_id: str, expected: JobState, target: JobState, *, reason: str,
         now: float | None = None, **fields: Any,
     ) -> None:
-        """The only way a job changes state: check the edge, compare-and-set, append an event.
+        """A job changes state here (or, for a requeue's two moves, in requeue): check the
+        edge, compare-and-set, append an event.
 
         Raises InvalidTransition for an edge the machine lacks, and StaleState when the row
         is no longer in `expected` (someone else moved it first).
         """
-        check_transition(expected, target)
         now = time.time() if now is None else now
         with self.db.write() as conn:
-            result = conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job_id, jobs.c.state == expected.value)
-                .values(state=target.value, updated_at=now, **fields)
-            )
-            if result.rowcount != 1:
-                raise StaleState(f"job {job_id} is no longer {expected}")
-            log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
-            conn.execute(_INSERT_EVENT, {
-                "job_id": job_id, "from_state": expected.value, "to_state": target.value,
-                "time": now, "reason": reason,
-            })
-            record_run(conn, job_id, expected, target, now, fields)
+            _move(conn, job_id, expected, target, reason, now, fields)
+        self.db.feed.notify()
+
+    def mark_running(self, job_id: str, *, reason: str, now: float) -> None:
+        """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now."""
+        self.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason=reason, now=now,
+                        started_at=now)
+
+    def requeue(
+        self, job_id: str, *, preempted: str, requeued: str, pending: tuple[str, str],
+        expected: JobState = JobState.RUNNING, now: float | None = None,
+    ) -> None:
+        """A preempted job waits again: RUNNING -> PREEMPTED (`preempted` is the event's
+        reason and the job's message) -> WAITING (`requeued`, with `pending` as its code and
+        sentence), in one transaction with an event row for each move, so no crash leaves it
+        PREEMPTED. From PREEMPTED (`expected`; left so by a version that wrote the two moves
+        apart), the second move alone.
+
+        Raises StaleState, writing nothing, when the row is no longer in `expected`."""
+        now = time.time() if now is None else now
+        stopped = {"message": preempted, "preempt_requested": False}
+        stops = expected is not JobState.PREEMPTED
+        if stops and faults.armed(faults.REQUEUE_IN_TWO_WRITES):
+            self.transition(job_id, expected, JobState.PREEMPTED, reason=preempted, now=now,
+                            **stopped)
+            faults.crash_at(faults.REQUEUE_IN_TWO_WRITES)
+        code, message = pending
+        with self.db.write() as conn:
+            if stops:
+                _move(conn, job_id, expected, JobState.PREEMPTED, preempted, now, stopped)
+                faults.crash_at(faults.INSIDE_REQUEUE)
+            _move(conn, job_id, JobState.PREEMPTED, JobState.WAITING, requeued, now,
+                  {"pending_code": code, "pending_message": message})
         self.db.feed.notify()
 
     def set_image_id(self, job_id: str, attempt: int, image_id: str) -> None:
@@ -288,13 +333,13 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
-                       c.image, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s)
+                       c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
-                          kind_for(r.image), r.owner, r.team, r.submitted_at, r.sweep_id,
+                          r.kind, r.owner, r.team, r.submitted_at, r.sweep_id,
                           r.held_s)
                 for r in rows]
 

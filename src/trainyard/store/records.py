@@ -14,6 +14,7 @@ class JobRecord:
     id: str
     seq: int
     spec: JobSpec
+    kind: str  # which executor runs it (domain.kinds), decided at submit
     owner: str
     state: JobState
     attempt: int
@@ -62,6 +63,7 @@ class JobRecord:
             id=m["id"],
             seq=m["seq"],
             spec=spec,
+            kind=m["kind"],
             owner=m["owner"],
             state=JobState(m["state"]),
             attempt=m["attempt"],
@@ -95,7 +97,7 @@ class QueuedJob:
     priority: int
     seq: int
     resources: Resources  # the whole job's: every worker's together
-    pool: str
+    kind: str  # which executor runs it, so which pools may take it
     owner: str
     team: str
     submitted_at: float

@@ -32,6 +32,8 @@ jobs = Table(
     Column("name", String(128), nullable=False),
     Column("command", Text, nullable=False, default=""),
     Column("image", String(512), nullable=False, default=""),
+    # Which executor runs it (domain.kinds), decided once at submit.
+    Column("kind", String(32), nullable=False, server_default="local"),
     Column("dataset_name", String(128), nullable=True),
     Column("dataset_version", String(64), nullable=True),
     Column("hyperparameters", JSON, nullable=False),

@@ -82,7 +82,7 @@ class WaitingJobs:
     def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
         added = []
         for row in rows:
-            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.pool,
+            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.kind,
                              row.owner, row.team, row.submitted_at, row.sweep_id,
                              attained=held_service(row.resources, row.held_s)
                              if self._by_service else 0.0)

@@ -1,4 +1,4 @@
-"""Fair-share usage outlives a restart, and follows a reloaded half-life."""
+"""Fair-share usage decays, outlives a restart, and follows a reloaded half-life."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ from sqlalchemy import text
 from tests.liveserver import make_server, wait_for
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.scheduler import RunningJob
 from trainyard.server.assembly import TrainyardServer
+from trainyard.store.db import Database
 from trainyard.store.usage import UsageStore
+from trainyard.tracker.fair_share import FairShareUsage
 
 POLICY = """
 max_running = 1
@@ -113,3 +116,53 @@ def test_unreadable_saved_usage_starts_fair_share_from_zero_and_says_so(
     messages = [r.getMessage() for r in caplog.records if r.name.startswith("trainyard")]
     assert any("fair-share usage; it starts from zero" in m for m in messages)
     assert any("could not save the fair-share usage" in m for m in messages)
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_usage_halves_every_half_life_and_grows_by_what_runs(db: Database) -> None:
+    clock = Clock(1000.0)
+    usage = FairShareUsage(UsageStore(db), clock=clock, half_life=lambda: 100.0,
+                           save_interval=1e9)
+    usage.usage = {"a": 8.0}
+    assert usage.advance([], 1100.0) == {"a": 4.0}
+    one_cpu = RunningJob("j", "b", Resources(cpus=1), started_at=1100.0)
+    grown = usage.advance([one_cpu], 1200.0)
+    assert grown["a"] == 2.0 and 0 < grown["b"] < 100.0  # decayed as it accrued
+    assert usage.at == 1200.0
+    assert UsageStore(db).load() == ({}, None)  # not saved before the interval
+
+
+def test_usage_is_saved_once_the_interval_passed_and_read_back_as_of_then(
+        db: Database) -> None:
+    clock = Clock(1000.0)
+    first = FairShareUsage(UsageStore(db), clock=clock, half_life=lambda: 100.0,
+                           save_interval=30.0)
+    first.usage = {"a": 8.0}
+    first.advance([], 1010.0)
+    assert UsageStore(db).load() == ({}, None)
+    first.advance([], 1030.0)
+    saved, at = UsageStore(db).load()
+    assert at == 1030.0 and saved["a"] == pytest.approx(8.0 * 0.5 ** 0.3)
+    again = FairShareUsage(UsageStore(db), clock=Clock(2000.0), half_life=lambda: 100.0,
+                           save_interval=30.0)
+    again.load()
+    assert (again.usage, again.at) == (saved, 1030.0)
+    # Saved "later" than now (a clock that went back): taken as of now.
+    UsageStore(db).save({"a": 1.0}, 5000.0)
+    again.load()
+    assert again.at == 2000.0
+
+
+def test_without_a_store_usage_lives_in_memory_only() -> None:
+    usage = FairShareUsage(None, clock=Clock(0.0), half_life=lambda: 0.0, save_interval=0.0)
+    usage.load()
+    usage.usage = {"a": 1.0}
+    assert usage.advance([], 1.0) == {}  # no half-life: the past counts for nothing
+    usage.save()

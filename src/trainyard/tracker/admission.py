@@ -1,0 +1,151 @@
+"""The admission pass: the scheduler's input read from the store, its decisions carried out
+(stops asked of victims, launches begun), and why every other job waits written down."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from trainyard.domain.errors import StaleState
+from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.states import ACTIVE_STATES, JobState
+from trainyard.executors.base import Executor
+from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
+from trainyard.scheduler.attained import held_service
+from trainyard.scheduler.model import orders_by_service
+from trainyard.store.jobs import JobStore
+from trainyard.store.records import JobRecord, join_ids
+from trainyard.tracker.fair_share import FairShareUsage
+from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.waiting import WaitingJobs
+
+log = logging.getLogger(__name__)
+
+
+class Admission:
+    def __init__(self, *, jobs: JobStore, waiting: WaitingJobs, policy: Callable[[], Policy],
+                 pools: Mapping[str, PoolCapacity], executors_by_kind: Mapping[str, Executor],
+                 launcher: Launcher, fair_share: FairShareUsage, max_concurrent: int,
+                 clock: Callable[[], float], reconcile_soon: Callable[[], None]) -> None:
+        self.jobs = jobs
+        self.waiting = waiting
+        self.policy = policy  # the tracker's, which may be swapped
+        self.pools = pools
+        self.executors_by_kind = executors_by_kind
+        self.launcher = launcher
+        self.fair_share = fair_share
+        self.max_concurrent = max_concurrent
+        self.clock = clock
+        self._reconcile_soon = reconcile_soon  # the next pass delivers the stops asked
+        self._saturated: PendingReason | None = None  # from the last full pass
+        self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
+        self._reclaiming: dict[str, str] = {}  # the last pass's: job -> pool taken back for it
+
+    def run(self) -> int:
+        """Ask the policy what to start, start it, record why the rest waits. Returns the
+        number of active jobs afterwards."""
+        running = self.jobs.in_states(ACTIVE_STATES)
+        snapshot = self._scheduler_input(running, self.clock())
+        if snapshot is None:
+            self._reasons.clear()
+            self._saturated = None
+            return len(running)
+        decisions = self.policy().schedule(snapshot)
+        self._saturated = decisions.saturated
+        self._reclaiming = decisions.reclaiming
+        for victim, why in decisions.preempt.items():
+            # Why it stops is its message until it is requeued, and then that event's reason.
+            if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True,
+                                       message=why):
+                log.info("preempting %s: %s", victim, why)
+                self._reconcile_soon()
+        launched = 0
+        for job_id in decisions.admit:
+            self.waiting.remove(job_id)  # launched, failed or cancelled: it left the queue
+            launched += self.launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()),
+                                    decisions.pools.get(job_id, ""))
+        self._write_reasons(decisions.pending)
+        return len(running) + launched
+
+    def explain_new_jobs(self) -> bool:
+        """While the policy is saturated and only submits happened, new jobs cannot start:
+        record why they wait without a full pass over the queue. False if the policy is not
+        saturated or a full read of the queue is due: then a full pass is."""
+        reason = self._saturated
+        if reason is None:
+            return False
+        new = self.waiting.read_new()
+        if new is None:
+            return False
+        self.jobs.set_pending_reasons({j.job_id: (reason.code, reason.message) for j in new})
+        self._reasons.update((j.job_id, reason) for j in new)
+        return True
+
+    def launch(self, job: JobRecord, gpu_ids: tuple[str, ...], pool: str) -> bool:
+        """Record LAUNCHING with the handle about to be created, the pool and the devices
+        allocated, then create it beside the loop. False if the job left the queue first."""
+        attempt = job.attempt + 1
+        # The policy admits only jobs of the kinds in its snapshot, which are the executors'.
+        handle = self.executors_by_kind[job.kind].handle_for(job.id, attempt)
+        pool = pool or job.kind
+        try:
+            self.jobs.transition(
+                job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
+                now=self.clock(), attempt=attempt, executor=job.kind, pool=pool, handle=handle,
+                gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
+                metrics_offset=0, message="", exit_code=None,
+                started_at=None,  # a new attempt has not run yet; RUNNING sets it
+            )
+        except StaleState:
+            return False  # cancelled meanwhile
+        self.launcher.launch_beside(replace(
+            job, state=JobState.LAUNCHING, attempt=attempt, executor=job.kind, pool=pool,
+            handle=handle, gpu_ids=gpu_ids, metrics_offset=0))
+        return True
+
+    def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
+        """What the policy decides on: the active jobs, the usage decayed to now, the
+        waiting jobs and their groups' limits; None when no job waits."""
+        # A job still LAUNCHING has not run yet: it starts now, as far as its minimum
+        # runtime and the service it has attained go.
+        active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, j.pool or j.kind,
+                             j.gpu_ids, j.team, now if j.started_at is None else j.started_at,
+                             j.preempt_requested, j.sweep_id,
+                             attained=held_service(j.spec.total_resources, j.held_s),
+                             priority=j.spec.priority)
+                  for j in running]
+        usage = self.fair_share.advance(active, now)
+        self.waiting.order_by_service(orders_by_service(self.policy()))
+        waiting = self.waiting.current()
+        if not waiting:
+            return None
+        limits, titles = self.jobs.group_limits(
+            self.waiting.sweeps.union(j.sweep for j in active))
+        return Snapshot(
+            pending=waiting,
+            running=active,
+            max_concurrent=self.max_concurrent,
+            now=now,
+            pools=self.pools,
+            unavailable={kind: why for kind, executor in self.executors_by_kind.items()
+                         if (why := executor.unavailable()) is not None},
+            usage=usage,
+            sweep_limits=limits,
+            sweep_titles=titles,
+            reclaiming=self._reclaiming,
+        )
+
+    def _write_reasons(self, pending: Mapping[str, PendingReason]) -> None:
+        """Write only reasons that changed; policies hand out shared reason objects, so the
+        identity check settles most jobs without comparing sentences."""
+        before = self._reasons
+        reasons: dict[str, PendingReason] = {}
+        changed: dict[str, tuple[str, str]] = {}
+        for job_id, reason in pending.items():
+            reasons[job_id] = reason
+            old = before.get(job_id)
+            if old is not reason and old != reason:
+                changed[job_id] = (reason.code, reason.message)
+        self.jobs.set_pending_reasons(changed)
+        self._reasons = reasons

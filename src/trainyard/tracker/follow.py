@@ -1,0 +1,174 @@
+"""Following the active jobs: delivering the stops asked of them, ingesting their metrics,
+and writing what settle() makes of what their executors see."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from trainyard.domain.errors import StaleState, TrainyardError
+from trainyard.domain.reasons import ReasonCode
+from trainyard.domain.states import JobState
+from trainyard.executors.base import Executor, Observation
+from trainyard.executors.registry import executor_for
+from trainyard.metadata.artifacts import ArtifactCollector
+from trainyard.metadata.metrics_file import read_new_metrics
+from trainyard.metadata.workspace import Workspace
+from trainyard.store.jobs import JobStore
+from trainyard.store.metrics import MetricStore
+from trainyard.store.records import JobRecord
+from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.settle import Settlement, settle
+from trainyard.tracker.waiting import WaitingJobs
+
+log = logging.getLogger(__name__)
+
+MAX_TRACKING_FAILURES = 5
+PREEMPTED_WHY = "preempted to return borrowed quota"  # when the job's message says nothing
+REQUEUED = "requeued after preemption; resumes from its checkpoint"
+REQUEUED_PENDING = "preempted; it resumes from its checkpoint when admitted again"
+
+
+def requeue(jobs: JobStore, job_id: str, *, now: float, preempted: str = "",
+            expected: JobState = JobState.RUNNING) -> None:
+    """A preempted job waits again (`preempted`: why it stopped, for a RUNNING one); its next
+    attempt resumes from the same CHECKPOINT_PATH."""
+    jobs.requeue(job_id, preempted=preempted, requeued=REQUEUED,
+                 pending=(ReasonCode.PREEMPTED, REQUEUED_PENDING), expected=expected, now=now)
+
+
+class Follower:
+    def __init__(self, *, jobs: JobStore, metrics: MetricStore, artifacts: ArtifactCollector,
+                 workspace: Workspace, executors_by_kind: Mapping[str, Executor],
+                 launcher: Launcher, waiting: WaitingJobs, cancel_grace: float,
+                 clock: Callable[[], float], reconcile_soon: Callable[[], None]) -> None:
+        self.jobs = jobs
+        self.metrics = metrics
+        self.artifacts = artifacts
+        self.workspace = workspace
+        self.executors_by_kind = executors_by_kind
+        self.launcher = launcher
+        self.waiting = waiting
+        self.cancel_grace = cancel_grace
+        self.clock = clock
+        self._reconcile_soon = reconcile_soon  # the next pass follows the active jobs
+        self._signalled: set[str] = set()  # handles already asked to stop
+        self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
+
+    def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
+        """One job's trouble must not stall the others: log it, and fail the job if it
+        keeps happening."""
+        try:
+            step(job)
+        except StaleState:
+            return  # someone else moved it; the next pass sees the new state
+        except Exception as exc:
+            failures = self._failures.get(job.id, 0) + 1
+            self._failures[job.id] = failures
+            log.exception("tracking job %s failed (%d in a row)", job.id, failures)
+            if failures >= MAX_TRACKING_FAILURES:
+                self._give_up(job, f"tracking failed {failures} times: {exc}")
+        else:
+            self._failures.pop(job.id, None)
+
+    def track(self, job: JobRecord) -> None:
+        """Follow one active job: deliver a stop, ingest metrics, notice its end."""
+        if self.launcher.in_flight(job.id):
+            return  # its launch settles it; asking the executor now would find nothing yet
+        executor = executor_for(self.executors_by_kind, job.kind)
+        stop = job.cancel_requested or job.preempt_requested
+        if stop and job.handle not in self._signalled and \
+                executor.cancel(job.handle, self.cancel_grace):
+            self._signalled.add(job.handle)
+        if job.state is JobState.RUNNING:
+            job = self._ingest_metrics(job, final=False)
+        self.apply(job, executor.poll(job.handle))
+
+    def apply(self, job: JobRecord, observation: Observation, *,
+              recovering: bool = False) -> None:
+        """Write what the observation makes of the job (recovering: at start-up, of what
+        happened while the service was down)."""
+        outcome = settle(job.state, observation, job.cancel_requested, job.preempt_requested)
+        if outcome.relaunch:
+            # Recorded LAUNCHING, never created (the service stopped first, or the engine was
+            # away): nothing ran, so starting it now cannot run it twice.
+            if recovering:
+                self.launcher.start(job)
+            else:
+                self.launcher.launch_beside(job)
+        elif outcome.target is JobState.RUNNING:
+            self.jobs.mark_running(job.id, reason=outcome.message, now=self.clock())
+        elif outcome.target is not None:
+            self._finish(job, outcome, recovering)
+
+    def _finish(self, job: JobRecord, outcome: Settlement, recovering: bool) -> None:
+        assert outcome.target is not None
+        state = job.state
+        if outcome.ran:  # record that it ran before how it ended
+            self.jobs.mark_running(job.id, now=self.clock(),
+                                   reason="process had started" if recovering else "started")
+            state = JobState.RUNNING
+        if state is JobState.RUNNING:
+            job = self._ingest_metrics(job, final=True)
+        if outcome.target is JobState.PREEMPTED:
+            requeue(self.jobs, job.id, now=self.clock(),
+                    preempted=f"{job.message or PREEMPTED_WHY} ({outcome.message})")
+            self.waiting.invalidate()  # an old submit order, back in the queue
+            self._reconcile_soon()
+        else:
+            message = outcome.message
+            if outcome.target is JobState.SUCCEEDED:
+                message += self._collect_model(job)
+            if recovering and outcome.exited:
+                message += " (while the service was down)"
+            self.jobs.transition(job.id, state, outcome.target, reason=message,
+                                 now=self.clock(), message=message,
+                                 exit_code=outcome.exit_code, pending_code="",
+                                 pending_message="")
+        self._signalled.discard(job.handle)
+        executor_for(self.executors_by_kind, job.kind).release(job.handle)
+
+    def _give_up(self, job: JobRecord, message: str) -> None:
+        """Fail a job that cannot be followed, and free what it holds: once FAILED, its
+        resources and GPUs go to other jobs."""
+        try:
+            self.jobs.transition(job.id, job.state, JobState.FAILED, reason=message,
+                                 message=message, now=self.clock())
+            self._failures.pop(job.id, None)
+        except Exception:
+            log.exception("could not fail job %s", job.id)
+            return
+        try:
+            executor_for(self.executors_by_kind, job.kind).release(job.handle)
+        except Exception:
+            log.exception("could not release job %s", job.id)
+
+    def _collect_model(self, job: JobRecord) -> str:
+        """What became of the model files: a sentence's tail for the job's message."""
+        paths = self.workspace.attempt(job.id, job.attempt)
+        try:
+            model = self.artifacts.collect(job, paths.model_dir)
+        except (TrainyardError, OSError) as exc:
+            return f"; model not saved: {exc}"
+        if model is None:
+            return "; no model files were saved"
+        return f"; model {model.model_name} version {model.version}"
+
+    def _ingest_metrics(self, job: JobRecord, *, final: bool) -> JobRecord:
+        """Ingest what the job appended to METRICS_PATH; return the job with its new offset."""
+        path = self.workspace.attempt(job.id, job.attempt).metrics_path
+        offset = job.metrics_offset
+        while True:
+            batch = read_new_metrics(path, offset, final=final)
+            if batch.end_offset == offset:
+                break
+            ok = self.metrics.ingest(job.id, job.attempt, from_offset=offset,
+                                     to_offset=batch.end_offset, points=batch.points,
+                                     malformed=batch.malformed)
+            if not ok:
+                return self.jobs.get(job.id)  # another writer moved the offset; trust it
+            offset = batch.end_offset
+            if not final:
+                break
+        return replace(job, metrics_offset=offset)

@@ -1,0 +1,52 @@
+"""What an executor is asked to start for one attempt: its files, its environment beyond the
+contract, and the dataset version it reads."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from trainyard.executors.base import JobFiles, LaunchError, LaunchRequest
+from trainyard.metadata.workspace import Workspace
+from trainyard.store.datasets import DatasetStore
+from trainyard.store.records import JobRecord
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class LaunchRequests:
+    def __init__(self, workspace: Workspace, datasets: DatasetStore) -> None:
+        self.workspace = workspace
+        self.datasets = datasets
+
+    def build(self, job: JobRecord) -> LaunchRequest:
+        """The request for a LAUNCHING job's attempt, its directories made. Raises
+        LaunchError when its dataset version is gone."""
+        paths = self.workspace.attempt(job.id, job.attempt)
+        paths.create()
+        # Keep numeric libraries within the CPUs the job asked for.
+        threads = str(max(1, math.ceil(job.spec.resources.cpus)))
+        env = {var: threads for var in THREAD_VARIABLES}
+        env["PYTHONUNBUFFERED"] = "1"
+        files = JobFiles(data=Path(self.data_path(job)), model=paths.model_dir,
+                         metrics=paths.metrics_path, checkpoint=paths.checkpoint_dir,
+                         workdir=paths.workdir, log=paths.log_path)
+        return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=job.handle,
+                             command=job.spec.command, image=job.spec.image, env=env,
+                             hyperparameters=job.spec.hyperparameters,
+                             resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
+                             workers=job.spec.workers)
+
+    def data_path(self, job: JobRecord) -> str:
+        """The directory of the job's dataset version; without one, an empty read-only one."""
+        ref = job.spec.dataset
+        if ref is None:
+            empty = self.workspace.empty_dataset_dir
+            if not empty.exists():
+                empty.mkdir(parents=True, exist_ok=True)
+                empty.chmod(0o555)
+            return str(empty)
+        record = self.datasets.get(ref.name, ref.version)
+        if record is None:
+            raise LaunchError(f"dataset {ref.name}:{ref.version} is no longer registered")
+        return record.path

@@ -1,0 +1,100 @@
+"""What a launch asks of its executor: the contract's files and environment, and the dataset
+version, which must still be there."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete
+
+from tests.tracker.passes import run_to_end
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.states import JobState
+from trainyard.executors.base import LaunchError
+from trainyard.server.assembly import TrainyardServer
+from trainyard.store.records import JobRecord
+from trainyard.store.schema import dataset_versions
+from trainyard.tracker.launch_request import THREAD_VARIABLES, LaunchRequests
+
+
+def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINYARD_SERVER", "127.0.0.1:1")
+    monkeypatch.setenv("SOME_SECRET_TOKEN", "hunter2")
+    data = tmp_path / "ds"
+    data.mkdir()
+    (data / "x.csv").write_text("1,2\n")
+    record, _ = stack.datasets.register("toy", str(data))
+    command = ('cat "$TRAINING_DATA_PATH/x.csv" > "$MODEL_SAVE_PATH/seen"; env > '
+               '"$MODEL_SAVE_PATH/env"')
+    spec = JobSpec(name="env", command=command, hyperparameters={"LR": "0.1", "EPOCHS": "2"},
+                   dataset=DatasetRef("toy", record.version))
+    job_id, _ = stack.service.train(spec)
+    assert run_to_end(stack, job_id) is JobState.SUCCEEDED
+    stored = Path(stack.service.status(job_id).model.uri.removeprefix("file://"))  # type: ignore[union-attr]
+    env = dict(line.split("=", 1) for line in (stored / "env").read_text().splitlines()
+               if "=" in line)
+    paths = stack.workspace.attempt(job_id, 1)
+    assert env["JOB_ID"] == job_id
+    assert env["TRAINING_DATA_PATH"] == record.path
+    assert env["MODEL_SAVE_PATH"] == str(paths.model_dir)
+    assert env["METRICS_PATH"] == str(paths.metrics_path)
+    assert env["CHECKPOINT_PATH"] == str(paths.checkpoint_dir)
+    assert env["HYPERPARAMETERS"] == '{"EPOCHS": "2", "LR": "0.1"}'
+    assert env["LR"] == "0.1" and env["EPOCHS"] == "2"
+    assert (stored / "seen").read_text() == "1,2\n"
+    # The dataset is read-only by file mode (a job running as root could still write).
+    assert Path(record.path).stat().st_mode & 0o777 == 0o555
+    assert (Path(record.path) / "x.csv").stat().st_mode & 0o777 == 0o444
+    # Nothing of the service's own environment reaches the job beyond the allowed names.
+    assert "TRAINYARD_SERVER" not in env and "SOME_SECRET_TOKEN" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == ""  # no GPUs asked for, none visible
+
+
+def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServer,
+                                                           tmp_path: Path) -> None:
+    data = tmp_path / "ds"
+    data.mkdir()
+    (data / "a").write_text("a")
+    record, _ = stack.datasets.register("gone", str(data))
+    job_id, _ = stack.service.train(JobSpec(name="j", command="true",
+                                            dataset=DatasetRef("gone", record.version)))
+    with stack.db.write() as conn:
+        conn.execute(delete(dataset_versions))
+    assert run_to_end(stack, job_id) is JobState.FAILED
+    assert "launch failed: dataset gone:" in stack.jobs.get(job_id).message
+
+
+def launching(stack: TrainyardServer, spec: JobSpec) -> JobRecord:
+    job_id, _ = stack.jobs.create(spec)
+    stack.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                          attempt=1, executor="local", handle=f"trainyard-{job_id}-1",
+                          gpu_ids="0,1")
+    return stack.jobs.get(job_id)
+
+
+def test_a_request_keeps_numeric_libraries_within_the_cpus_asked(
+        stack: TrainyardServer) -> None:
+    requests = LaunchRequests(stack.workspace, stack.tracker.launcher.requests.datasets)
+    job = launching(stack, JobSpec(name="n", command="true", workers=2,
+                                   resources=Resources(cpus=2.5, gpus=1)))
+    request = requests.build(job)
+    assert {var: request.env[var] for var in THREAD_VARIABLES} == dict.fromkeys(
+        THREAD_VARIABLES, "3")
+    assert request.env["PYTHONUNBUFFERED"] == "1"
+    assert (request.handle, request.attempt, request.workers) == (job.handle, 1, 2)
+    assert request.gpu_ids == ("0", "1") and request.resources == Resources(cpus=2.5, gpus=1)
+    paths = stack.workspace.attempt(job.id, 1)
+    assert request.files.model == paths.model_dir and paths.model_dir.is_dir()
+    # No dataset: an empty directory nobody can write to.
+    assert request.files.data == stack.workspace.empty_dataset_dir
+    assert request.files.data.stat().st_mode & 0o777 == 0o555
+    assert list(request.files.data.iterdir()) == []
+
+
+def test_a_dataset_version_no_longer_registered_is_a_launch_error(
+        stack: TrainyardServer) -> None:
+    requests = stack.tracker.launcher.requests
+    job = launching(stack, JobSpec(name="d", command="true",
+                                   dataset=DatasetRef("nowhere", "0" * 64)))
+    with pytest.raises(LaunchError, match=f"dataset nowhere:{'0' * 64} is no longer"):
+        requests.build(job)

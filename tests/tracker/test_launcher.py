@@ -1,0 +1,69 @@
+"""The launcher: a LAUNCHING job's process is created beside the loop, once."""
+
+import threading
+import time
+
+import pytest
+
+from tests.tracker.passes import run_to_end
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState
+from trainyard.executors.base import LaunchRequest
+from trainyard.server.assembly import TrainyardServer
+from trainyard.store.records import JobRecord
+
+
+def launching(stack: TrainyardServer, spec: JobSpec, executor: str = "local") -> JobRecord:
+    job_id, _ = stack.jobs.create(spec)
+    stack.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                          attempt=1, executor=executor,
+                          handle=stack.executors["local"].handle_for(job_id, 1))
+    return stack.jobs.get(job_id)
+
+
+def test_a_started_process_makes_the_job_running(stack: TrainyardServer) -> None:
+    job = launching(stack, JobSpec(name="one", command="sleep 30"))
+    assert stack.tracker.launcher.start(job)
+    assert stack.jobs.get(job.id).state is JobState.RUNNING
+    assert stack.jobs.events(job.id)[-1].reason == "process started"
+    stack.service.cancel(job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+
+
+def test_a_job_no_executor_here_runs_fails_its_launch(stack: TrainyardServer) -> None:
+    job = launching(stack, JobSpec(name="boxed", image="trainyard/demo"), executor="docker")
+    assert not stack.tracker.launcher.start(job)
+    failed = stack.jobs.get(job.id)
+    assert failed.state is JobState.FAILED
+    assert failed.message == "launch failed: this server runs no docker executor"
+
+
+def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = stack.workspace.data_dir / "ran"
+    job = launching(stack, JobSpec(name="once", command=f"echo x >> {marker}; sleep 30"))
+    launcher = stack.tracker.launcher
+    # Hold the launch at its start, so that it is surely still in flight when asked again.
+    gate = threading.Event()
+    build = launcher.requests.build
+
+    def held(job: JobRecord) -> LaunchRequest:
+        assert gate.wait(30)
+        return build(job)
+
+    monkeypatch.setattr(launcher.requests, "build", held)
+    launcher.launch_beside(job)
+    assert launcher.in_flight(job.id) and not launcher.wait(timeout=0.05)
+    launcher.launch_beside(job)  # already in flight: not a second launch
+    gate.set()
+    assert launcher.wait(timeout=30)
+    assert not launcher.in_flight(job.id)
+    assert stack.jobs.get(job.id).state is JobState.RUNNING
+    assert [e.to_state for e in stack.jobs.events(job.id)].count(JobState.RUNNING) == 1
+    deadline = time.monotonic() + 15
+    while not marker.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    stack.service.cancel(job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+    assert marker.read_text() == "x\n"

@@ -1,0 +1,64 @@
+"""Recovery at start-up: jobs left PREEMPTED wait again, active jobs are adopted, and a
+server missing an executor its active jobs need says so."""
+
+import time
+
+from tests.tracker.passes import run_to_end
+from trainyard.domain.reasons import ReasonCode
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState
+from trainyard.executors.base import Phase
+from trainyard.server.assembly import TrainyardServer
+from trainyard.tracker.follow import REQUEUED, REQUEUED_PENDING
+
+
+def launched(stack: TrainyardServer, spec: JobSpec, executor: str = "local") -> str:
+    """A job recorded LAUNCHING, as the admission pass leaves it."""
+    job_id, _ = stack.jobs.create(spec)
+    stack.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                          attempt=1, executor=executor,
+                          handle=stack.executors["local"].handle_for(job_id, 1))
+    return job_id
+
+
+def test_a_job_left_preempted_waits_again_and_runs(stack: TrainyardServer) -> None:
+    job_id = launched(stack, JobSpec(name="stopped", command="true"))
+    stack.jobs.mark_running(job_id, reason="process started", now=time.time())
+    # An earlier version's first write of a requeue, the second lost to a crash.
+    stack.jobs.transition(job_id, JobState.RUNNING, JobState.PREEMPTED, reason="preempted",
+                          message="preempted", preempt_requested=False)
+    stack.tracker.recover()
+    job = stack.jobs.get(job_id)
+    assert job.state is JobState.WAITING and job.pending_code == ReasonCode.PREEMPTED
+    assert job.pending_message == REQUEUED_PENDING and job.message == "preempted"
+    assert stack.jobs.events(job_id)[-1].reason == REQUEUED
+    assert stack.jobs.in_states([JobState.PREEMPTED]) == []
+    assert run_to_end(stack, job_id) is JobState.SUCCEEDED
+    assert stack.jobs.get(job_id).attempt == 2
+
+
+def test_a_job_that_ran_and_ended_while_the_service_was_down_is_finished(
+        stack: TrainyardServer) -> None:
+    job_id = launched(stack, JobSpec(name="quick", command="true"))
+    job = stack.jobs.get(job_id)
+    local = stack.executors["local"]
+    # The service launched it and stopped before it heard the process start.
+    local.launch(stack.tracker.launcher.requests.build(job))
+    deadline = time.monotonic() + 15
+    while local.poll(job.handle).phase is not Phase.EXITED:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    stack.tracker.recover()
+    done = stack.jobs.get(job_id)
+    assert done.state is JobState.SUCCEEDED
+    assert done.message == "exited with code 0; no model files were saved (while the service " \
+        "was down)"
+    assert [e.reason for e in stack.jobs.events(job_id)][-2] == "process had started"
+
+
+def test_active_jobs_on_an_executor_not_run_here_are_named(stack: TrainyardServer) -> None:
+    assert stack.tracker.missing_executors() is None
+    launched(stack, JobSpec(name="boxed", image="trainyard/demo"), executor="docker")
+    assert stack.tracker.missing_executors() == (
+        "active jobs run where this server does not look: 1 on the docker executor (start "
+        "the server with --docker)")

@@ -1,0 +1,93 @@
+"""settle(): what an executor's observation makes of an active job, one row per case."""
+
+import itertools
+
+import pytest
+
+from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
+from trainyard.executors.base import Observation, Phase
+from trainyard.tracker.settle import UNCHANGED, Settlement, settle
+
+L, R = JobState.LAUNCHING, JobState.RUNNING
+SUCCEEDED, FAILED, CANCELLED, PREEMPTED = (JobState.SUCCEEDED, JobState.FAILED,
+                                           JobState.CANCELLED, JobState.PREEMPTED)
+TERM = "killed by SIGTERM, exit code 143"
+
+
+def exited(code: int, message: str = "") -> Observation:
+    return Observation(Phase.EXITED, exit_code=code, message=message)
+
+
+STARTING, UNKNOWN, RUNNING = (Observation(Phase.STARTING), Observation(Phase.UNKNOWN),
+                              Observation(Phase.RUNNING))
+NOT_FOUND, LOST = Observation(Phase.NOT_FOUND), Observation(Phase.LOST)
+
+# state, observation, cancel requested, preempt requested -> settlement
+CASES = {
+    "starting: ask later": (L, STARTING, False, False, UNCHANGED),
+    "engine away: ask later": (R, UNKNOWN, False, False, UNCHANGED),
+    "engine away, stop asked: ask later": (R, UNKNOWN, True, True, UNCHANGED),
+    "seen running: it runs": (L, RUNNING, False, False, Settlement(R, "process is running")),
+    "still running": (R, RUNNING, False, False, UNCHANGED),
+    "still running after a cancel": (R, RUNNING, True, False, UNCHANGED),
+    "still running after a preemption": (R, RUNNING, False, True, UNCHANGED),
+    "never created: start it": (L, NOT_FOUND, False, False, Settlement(relaunch=True)),
+    "never created, cancel asked: start it, then stop it":
+        (L, NOT_FOUND, True, False, Settlement(relaunch=True)),
+    "gone while running": (R, NOT_FOUND, False, False, Settlement(FAILED, "lost")),
+    "lost, with why": (R, Observation(Phase.LOST, message="container removed"), False, False,
+                       Settlement(FAILED, "lost: container removed")),
+    "lost before it ran": (L, LOST, False, False, Settlement(FAILED, "lost")),
+    "lost before it ran, cancel asked": (L, LOST, True, False,
+                                         Settlement(CANCELLED, "cancelled by request")),
+    "lost before it ran, preemption asked": (L, LOST, False, True, Settlement(FAILED, "lost")),
+    "exit 0": (R, exited(0), False, False,
+               Settlement(SUCCEEDED, "exited with code 0", 0, exited=True)),
+    "exit 3": (R, exited(3), False, False,
+               Settlement(FAILED, "exited with code 3", 3, exited=True)),
+    "killed": (R, exited(137), False, False,
+               Settlement(FAILED, "killed by SIGKILL (possibly out of memory), exit code 137",
+                          137, exited=True)),
+    "exit with the executor's sentence": (R, exited(1, "out of memory"), False, False,
+                                          Settlement(FAILED, "out of memory", 1, exited=True)),
+    "ran and succeeded unseen": (L, exited(0), False, False,
+                                 Settlement(SUCCEEDED, "exited with code 0", 0, ran=True,
+                                            exited=True)),
+    "ran and failed unseen": (L, exited(2), False, False,
+                              Settlement(FAILED, "exited with code 2", 2, ran=True,
+                                         exited=True)),
+    "cancelled": (R, exited(143), True, False,
+                  Settlement(CANCELLED, f"cancelled by request; {TERM}", 143, exited=True)),
+    "cancelled, lost": (R, LOST, True, False,
+                        Settlement(CANCELLED, "cancelled by request")),
+    "preempted": (R, exited(143), False, True, Settlement(PREEMPTED, TERM, 143, exited=True)),
+    "preempted, lost": (R, LOST, False, True, Settlement(PREEMPTED, "lost")),
+    "preempted, ran unseen": (L, exited(143), False, True,
+                              Settlement(PREEMPTED, TERM, 143, ran=True, exited=True)),
+    "preempted, but it succeeded first": (R, exited(0), False, True,
+                                          Settlement(SUCCEEDED, "exited with code 0", 0,
+                                                     exited=True)),
+    "cancel and preemption: the cancel wins": (R, exited(143), True, True,
+                                               Settlement(CANCELLED,
+                                                          f"cancelled by request; {TERM}", 143,
+                                                          exited=True)),
+}
+
+
+@pytest.mark.parametrize(("state", "observation", "cancel", "preempt", "expected"),
+                         list(CASES.values()), ids=list(CASES))
+def test_settle(state: JobState, observation: Observation, cancel: bool, preempt: bool,
+                expected: Settlement) -> None:
+    assert settle(state, observation, cancel, preempt) == expected
+
+
+def test_every_settlement_is_an_edge_of_the_machine() -> None:
+    observations = [Observation(phase) for phase in Phase] + [exited(0), exited(1)]
+    for state, obs, cancel, preempt in itertools.product(ACTIVE_STATES, observations,
+                                                         (False, True), (False, True)):
+        outcome = settle(state, obs, cancel, preempt)
+        if outcome.target is None:
+            continue
+        if outcome.ran:
+            check_transition(state, JobState.RUNNING)
+        check_transition(JobState.RUNNING if outcome.ran else state, outcome.target)
