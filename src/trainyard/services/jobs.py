@@ -89,10 +89,11 @@ class JobService:
         `reproduced_from` links it to the run whose pinned spec it repeats."""
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
-        team = self.check.team_for(spec, identity)
+        accepted = self.check.accept(spec, identity)
         group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
-        job_id, existing = self.jobs.create(spec, owner=identity.user, team=team,
+        job_id, existing = self.jobs.create(spec, owner=identity.user, team=accepted.team,
+                                            kind=accepted.kind,
                                             client_request_id=client_request_id or None,
                                             sweep_id=group, reproduced_from=reproduced_from)
         if existing and self.jobs.get(job_id).owner != identity.user:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Identity
+from trainyard.domain.kinds import kind_for
 from trainyard.domain.policy import check_submission
 from trainyard.domain.pools import check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
@@ -16,15 +17,23 @@ from trainyard.services.policy import PolicyService, check_queue_access
 
 
 @dataclass(frozen=True)
+class Accepted:
+    """What a submit decides for good: the team whose quota the job draws on ("" for none)
+    and its kind, the executor that will run it (domain.kinds)."""
+
+    team: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class SubmitCheck:
     policy: PolicyService
     datasets: DatasetRegistry
     guard: Guard
     limits: SpecLimits = field(default_factory=SpecLimits)
 
-    def team_for(self, spec: JobSpec, identity: Identity) -> str:
-        """Check the job; return the team whose quota it draws on ("" for none). A refusal
-        of the queue is audited."""
+    def accept(self, spec: JobSpec, identity: Identity) -> Accepted:
+        """Check the job; return its team and kind. A refusal of the queue is audited."""
         validate_spec(spec, self.limits)
         view = self.policy.effective()
         user, admin = identity.user, identity.admin
@@ -39,4 +48,4 @@ class SubmitCheck:
                 view.policy, spec.queue, user, admin))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        return team
+        return Accepted(team, kind_for(spec.image))

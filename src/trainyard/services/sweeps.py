@@ -33,10 +33,11 @@ class SweepService:
         if max_parallel < 0:
             raise InvalidArgument("max_parallel", "must not be negative")
         specs = expand(template, parameters, search=search, trials=trials, seed=seed)
-        teams = [self.check.team_for(spec, identity) for spec in specs]
+        accepted = [self.check.accept(spec, identity) for spec in specs]
         sweep_id = f"sw{new_job_id()}"[:32]
         self.jobs.add_sweep(sweep_id, template.name, identity.user, max_parallel, time.time())
-        job_ids = [self.jobs.create(spec, owner=identity.user, team=team, sweep_id=sweep_id)[0]
-                   for spec, team in zip(specs, teams, strict=True)]
+        job_ids = [self.jobs.create(spec, owner=identity.user, team=each.team, kind=each.kind,
+                                    sweep_id=sweep_id)[0]
+                   for spec, each in zip(specs, accepted, strict=True)]
         self.on_submit()
         return sweep_id, job_ids
