@@ -32,8 +32,9 @@ CASES = {
     "still running after a cancel": (R, RUNNING, True, False, UNCHANGED),
     "still running after a preemption": (R, RUNNING, False, True, UNCHANGED),
     "never created: start it": (L, NOT_FOUND, False, False, Settlement(relaunch=True)),
-    "never created, cancel asked: start it, then stop it":
-        (L, NOT_FOUND, True, False, Settlement(relaunch=True)),
+    "never created, cancel asked: it never starts":
+        (L, NOT_FOUND, True, False,
+         Settlement(CANCELLED, "cancelled by request before it started")),
     "gone while running": (R, NOT_FOUND, False, False, Settlement(FAILED, "lost")),
     "lost, with why": (R, Observation(Phase.LOST, message="container removed"), False, False,
                        Settlement(FAILED, "lost: container removed")),

@@ -52,7 +52,7 @@ def contract_env(
     *, job_id: str, data_path: str, model_path: str, metrics_path: str, checkpoint_path: str,
     hyperparameters: dict[str, str],
 ) -> dict[str, str]:
-    """The variables every training process receives (DESIGN.md, "The container contract")."""
+    """The variables every training process receives (README.md, "The container contract")."""
     env = {
         JOB_ID: job_id,
         TRAINING_DATA_PATH: data_path,

@@ -29,7 +29,7 @@ FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLE
 # job passes them.
 ACTIVE_STATES: tuple[JobState, ...] = (JobState.LAUNCHING, JobState.RUNNING)
 
-# The single source of truth for which transitions exist (DESIGN.md, "Job states").
+# The single source of truth for which transitions exist (docs/architecture.md, "Job states").
 ALLOWED_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.WAITING: frozenset({JobState.LAUNCHING, JobState.CANCELLED}),
     # LAUNCHING -> CANCELLED: cancelled before its process existed.

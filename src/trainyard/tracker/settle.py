@@ -38,6 +38,8 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
             return Settlement(JobState.RUNNING, "process is running")
         return UNCHANGED
     if phase is Phase.NOT_FOUND and state is JobState.LAUNCHING:
+        if cancel_requested:  # its code must not run after the cancel
+            return Settlement(JobState.CANCELLED, "cancelled by request before it started")
         return Settlement(relaunch=True)
     exited = phase is Phase.EXITED
     code = observation.exit_code
