@@ -77,7 +77,7 @@ def bootstrap(
     """Create the first admin directly in the store and print their token (shown once).
     From then on the server asks every call for a token."""
     from trainyard.domain.errors import TrainyardError
-    from trainyard.services.access import bootstrap_admin
+    from trainyard.server.offline import bootstrap_admin
 
     try:
         created = bootstrap_admin(data_dir, database_url, name)

@@ -9,7 +9,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Identity
@@ -19,7 +18,6 @@ from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFoun
 from trainyard.domain.spec import NAME_RE
 from trainyard.services.policy import PolicyService
 from trainyard.store.access import AccessStore, AuditRecord, TeamRecord, TokenRecord, UserRecord
-from trainyard.store.db import open_database, sqlite_url
 
 log = logging.getLogger("trainyard.audit")
 
@@ -184,20 +182,6 @@ class AccessService:
     def _rules_changed(self) -> None:
         if self.policy is not None:
             self.policy.changed()
-
-
-def bootstrap_admin(data_dir: Path, database_url: str, name: str,
-                    expires_in: float = 0.0) -> CreatedToken:
-    """`trainyard admin bootstrap`, with no server running: the first admin and their token,
-    made in the store under data_dir (or at database_url)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    db = open_database(database_url or sqlite_url(data_dir.resolve()))
-    try:
-        store = AccessStore(db)
-        service = AccessService(store, Authenticator(store, loopback_only=True))
-        return service.bootstrap(name, expires_in=expires_in)
-    finally:
-        db.close()
 
 
 def _check_principal(field: str, name: str) -> None:
