@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import DatasetRef, JobSpec
 from trainyard.domain.states import JobState
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
-from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.schema import dataset_versions
 from trainyard.tracker import TrackerConfig
@@ -50,7 +50,7 @@ def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer
     assert states == [JobState.RUNNING, JobState.WAITING, JobState.WAITING]
     second = stack.service.status(ids[1])
     assert second.queue_position == 1
-    assert second.job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+    assert second.job.pending_code == ReasonCode.GLOBAL_CONCURRENCY_LIMIT
     assert "the only job slot is in use" in second.job.pending_message
     assert stack.service.status(ids[2]).queue_position == 2
     for job_id in ids:
@@ -150,7 +150,8 @@ def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServ
 
 
 class CountingPolicy(FifoPolicy):
-    def __init__(self) -> None:
+    def __init__(self, max_running: int) -> None:
+        super().__init__(max_running)
         self.passes = 0
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
@@ -161,7 +162,7 @@ class CountingPolicy(FifoPolicy):
 def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     stack: TrainyardServer,
 ) -> None:
-    policy = CountingPolicy()
+    policy = CountingPolicy(stack.tracker.config.max_concurrent)
     stack.tracker.policy = policy
     first, _ = stack.service.train(JobSpec(name="first", command="sleep 30"))
     step(stack)
@@ -172,7 +173,8 @@ def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     assert policy.passes == 1
     for job_id in later:
         job = stack.jobs.get(job_id)
-        assert job.state is JobState.WAITING and job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+        assert job.state is JobState.WAITING
+        assert job.pending_code == ReasonCode.GLOBAL_CONCURRENCY_LIMIT
     stack.service.cancel(first)
     assert settle(stack, first) is JobState.CANCELLED
     assert policy.passes > 1

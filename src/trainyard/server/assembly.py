@@ -146,7 +146,8 @@ class TrainyardServer:
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(models, self.workspace.artifacts_dir),
-            executors=self.executors, pools=self.pools, policy=ActivePolicy(self.policy),
+            executors=self.executors, pools=self.pools,
+            policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life,
         )

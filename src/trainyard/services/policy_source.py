@@ -54,11 +54,12 @@ class PolicySource:
 
 
 class ActivePolicy:
-    """A scheduler.Policy that decides by whatever the source holds at each pass."""
+    """A scheduler.Policy that decides by whatever the source holds at each pass: without a
+    policy file, FIFO under the server's own limit on running jobs."""
 
-    def __init__(self, source: PolicySource) -> None:
+    def __init__(self, source: PolicySource, max_running: int) -> None:
         self.source = source
-        self._fifo = FifoPolicy()
+        self._fifo = FifoPolicy(max_running)
         self._queues: QueuePolicy | None = None  # built once per policy: it indexes quotas
 
     @property

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field, replace
 from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.attained import attained_by
 from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.fair_share import decayed_usage
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
-from trainyard.scheduler.queues import decayed_usage, service_group
+from trainyard.scheduler.preemption import service_group
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -139,7 +140,6 @@ class Replay:
 
     policy: Policy
     pools: Mapping[str, PoolCapacity]  # what the snapshot says of the pools
-    max_concurrent: int
     total_gpus: int
     half_life: float = 3600.0
     fair_share: bool = True  # keep each queue's decayed usage for the snapshot
@@ -194,8 +194,8 @@ class Replay:
             states = self.states
             self._running_list = sorted(self.running.values(),
                                         key=lambda run: states[run.job_id].pending.seq)
-        return Snapshot(pending=self.backlog, running=self._running_list,
-                        max_concurrent=self.max_concurrent, now=now, pools=self.pools,
+        return Snapshot(pending=self.backlog, running=self._running_list, now=now,
+                        pools=self.pools,
                         usage=self.usage if self.fair_share else {},
                         reclaiming=self.reclaiming)
 
@@ -298,7 +298,7 @@ class Replay:
                                f"{sorted(self._taken & set(gpu_ids))}")
         self._taken.update(gpu_ids)
         state = self.states[job_id]
-        run = RunningJob(job.job_id, job.queue, job.resources, pool or job.pool, gpu_ids,
+        run = RunningJob(job.job_id, job.queue, job.resources, pool or job.kind, gpu_ids,
                          job.team, now, attained=state.attained, priority=job.priority)
         self.running[job_id] = run
         self._running_list = None

@@ -30,8 +30,8 @@ from trainyard.metadata.metrics_file import read_new_metrics
 from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.scheduler.attained import held_service
+from trainyard.scheduler.fair_share import decayed_usage
 from trainyard.scheduler.model import orders_by_service
-from trainyard.scheduler.queues import decayed_usage
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
@@ -430,7 +430,6 @@ class Tracker:
         snapshot = Snapshot(
             pending=waiting,
             running=active,
-            max_concurrent=self.config.max_concurrent,
             now=now,
             pools=self.pools,
             unavailable={pool: why for pool, executor in self.executors.items()
