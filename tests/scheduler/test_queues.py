@@ -74,12 +74,36 @@ def test_a_job_spills_to_the_queues_next_pool() -> None:
     assert decided.pools == {"j1": "cpu"}
 
 
+# Who is in which team, as the policy lists its members; no quotas.
+TEAMS = {"vision": Team("vision", frozenset({"ann"})), "nlp": Team("nlp", frozenset({"bob"}))}
+
+
 def test_changed_access_rules_stop_jobs_already_queued() -> None:
     p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",),
-                                                     teams=frozenset({"vision"}))})
+                                                     teams=frozenset({"vision"}))},
+               teams=TEAMS)
     decided = run(p, [job(1, owner="bob", team="nlp"), job(2, owner="ann", team="vision")])
     assert decided.admit == ("j2",)
     assert decided.pending["j1"].code == ReasonCode.QUEUE_ACCESS
+    assert decided.pending["j1"].message == "queue 'a' no longer takes jobs from 'bob'"
+
+
+def test_access_is_the_owners_as_at_submit_not_the_team_a_job_draws_on() -> None:
+    # The rule submit uses: the owner, or a team the policy lists the owner in. A job
+    # drawing on no team (or on another) is still its owner's; and ann no longer in team
+    # vision may no longer run there.
+    p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",),
+                                                     users=frozenset({"cat"}),
+                                                     teams=frozenset({"vision"}))},
+               teams=TEAMS)
+    decided = run(p, [job(1, owner="ann"), job(2, owner="cat", team="nlp"),
+                      job(3, owner="bob", team="vision")])
+    assert sorted(decided.admit) == ["j1", "j2"]
+    assert decided.pending["j3"].code == ReasonCode.QUEUE_ACCESS
+    moved = replace(p, teams={"vision": Team("vision", frozenset({"bob"})),
+                              "nlp": Team("nlp", frozenset({"ann"}))})
+    again = run(moved, [job(1, owner="ann", team="vision"), job(3, owner="bob", team="nlp")])
+    assert again.admit == ("j3",) and again.pending["j1"].code == ReasonCode.QUEUE_ACCESS
 
 
 # --- invariants over random workloads ---------------------------------------------------
@@ -316,7 +340,8 @@ def test_a_claim_ends_when_the_queue_stops_taking_its_job() -> None:
 def test_behind_the_global_limit_sweep_access_and_queue_limits_still_hold() -> None:
     p = policy(max_running=3, queues={**policy().queues,
                                       "a": Queue("a", pools=("cpu",), teams=frozenset({"vision"})),
-                                      "b": Queue("b", pools=("cpu",), max_running=1)})
+                                      "b": Queue("b", pools=("cpu",), max_running=1)},
+               teams={team: Team(team, frozenset({f"{team}-u"})) for team in ("vision", "nlp")})
 
     def of_a(seq: int, team: str, sweep: str = "") -> PendingJob:
         return PendingJob(f"j{seq}", "a", 0, seq, Resources(1, 1024, 0), owner=f"{team}-u",
@@ -341,10 +366,10 @@ def test_behind_the_global_limit_sweep_access_and_queue_limits_still_hold() -> N
 def test_turns_with_a_nan_usage_go_as_the_heap_orders_them() -> None:
     queues = {"q0": Queue("q0", pools=("cpu",)),
               "q1": Queue("q1", pools=("cpu",), teams=frozenset({"vision"}))}
-    pending = [PendingJob("j0", "q1", 0, 0, Resources(1, 512, 0), owner="u", team="nlp"),
-               PendingJob("j1", "q0", 0, 1, Resources(1, 512, 0), owner="u", team="nlp"),
-               PendingJob("j2", "q1", 0, 2, Resources(1, 512, 0), owner="u", team="vision")]
-    decided = run(policy(queues=queues, max_running=2), pending,
+    pending = [PendingJob("j0", "q1", 0, 0, Resources(1, 512, 0), owner="bob", team="nlp"),
+               PendingJob("j1", "q0", 0, 1, Resources(1, 512, 0), owner="bob", team="nlp"),
+               PendingJob("j2", "q1", 0, 2, Resources(1, 512, 0), owner="ann", team="vision")]
+    decided = run(policy(queues=queues, max_running=2, teams=TEAMS), pending,
                   usage={"q0": 0.0, "q1": float("nan")})
     assert decided.admit == ("j1", "j2")
 

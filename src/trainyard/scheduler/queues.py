@@ -34,6 +34,7 @@ from trainyard.scheduler.model import (
     Snapshot,
 )
 from trainyard.scheduler.preemption import Preemption
+from trainyard.scheduler.queue_rules import Owners, QueueRules
 from trainyard.scheduler.sweeps import SweepSlots
 
 _SWEEP = attrgetter("sweep")
@@ -44,13 +45,6 @@ _STILL_CLAIMED = (ReasonCode.POOL_CAPACITY, ReasonCode.RESERVED)
 _Shape = tuple[str, str, str, float, int, int, int]
 
 
-@dataclass(frozen=True)
-class _QueueRules:
-    queue: cfg.Queue
-    restricted: bool  # takes jobs only from some users or teams
-    pools: Mapping[str, tuple[str, ...]]  # kind -> the queue's pools that run it, in order
-
-
 @dataclass
 class _Pass:
     """One pass: its accounting and preemptions, and what it has decided so far."""
@@ -59,6 +53,7 @@ class _Pass:
     preemption: Preemption
     reasons: SharedReasons
     reclaiming: dict[str, str]  # job -> pool taken back for it (Preemption's too)
+    owners: Owners  # who the queues take jobs from
     sweeps: SweepSlots = field(default_factory=lambda: SweepSlots({}, ()))
     admitted: list[str] = field(default_factory=list)
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -81,7 +76,7 @@ class QueuePolicy:
     def __init__(self, policy: cfg.Policy) -> None:
         self.policy = policy
         self._layout = layout_of(policy)  # the policy does not change: worked out once
-        self._queues: dict[str, _QueueRules] = {}  # filled as queues are first looked up
+        self._queues: dict[str, QueueRules] = {}  # filled as queues are first looked up
 
     @property
     def orders_by_service(self) -> bool:
@@ -138,7 +133,7 @@ class QueuePolicy:
                            reasons)
         reclaiming: dict[str, str] = {}
         state = _Pass(ledger, Preemption(self.policy, snapshot.now, ledger, reclaiming),
-                      reasons, reclaiming,
+                      reasons, reclaiming, Owners(self.policy),
                       sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
                                         snapshot.sweep_titles))
         # Capacity on its way back to a team is held for the job it was taken back for, so
@@ -151,16 +146,10 @@ class QueuePolicy:
                 state.pre_held[job_id] = held
         return state
 
-    def _rules(self, name: str) -> _QueueRules:
+    def _rules(self, name: str) -> QueueRules:
         rules = self._queues.get(name)
         if rules is None:
-            queue = self.policy.queues[name]
-            kinds: dict[str, list[str]] = defaultdict(list)
-            for p in queue.pools:
-                if p in self.policy.pools:
-                    kinds[self.policy.pools[p].executor].append(p)
-            rules = self._queues[name] = _QueueRules(
-                queue, bool(queue.users or queue.teams), {k: tuple(v) for k, v in kinds.items()})
+            rules = self._queues[name] = QueueRules.of(self.policy, name)
         return rules
 
     def _take_turns(self, names: list[str], queues: Mapping[str, Sequence[PendingJob]],
@@ -244,6 +233,7 @@ class QueuePolicy:
             if start >= len(jobs):
                 continue  # decided before the limit
             queue = self.policy.queues[name]
+            # Not open to all (QueueAccess.open), asked without building the queue's rules.
             if queue.users or queue.teams or \
                     (full and not full.isdisjoint(map(_SWEEP, jobs[start:]))):
                 # Some may be held by their sweep or the queue's access: in the queue's order,
@@ -261,7 +251,7 @@ class QueuePolicy:
                 tails.append((jobs[start:], _queue_limit(state, queue)))
                 heads[name] = len(jobs)
 
-    def _blocked(self, job: PendingJob, rules: _QueueRules,
+    def _blocked(self, job: PendingJob, rules: QueueRules,
                  state: _Pass) -> PendingReason | None:
         """The first two checks of _try: the job's sweep, and the queue's access rules. A
         claim on room taken back for the job (state.pre_held) ends when its queue no longer
@@ -270,11 +260,10 @@ class QueuePolicy:
             capped = state.sweeps.blocked(job)
             if capped is not None:
                 return capped
-        queue = rules.queue
-        if rules.restricted and job.owner not in queue.users and job.team not in queue.teams:
+        if not state.owners.admitted(rules, job.owner):
             _drop_claim(job, state)
-            return PendingReason(ReasonCode.QUEUE_ACCESS, f"queue {queue.name!r} no longer "
-                                 f"takes jobs from {job.owner!r}")
+            return PendingReason(ReasonCode.QUEUE_ACCESS, f"queue {rules.queue.name!r} no "
+                                 f"longer takes jobs from {job.owner!r}")
         return None
 
     def _try(self, job: PendingJob, snapshot: Snapshot, state: _Pass,
