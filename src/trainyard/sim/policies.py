@@ -91,7 +91,7 @@ class OrderedPreemptive:
     def __init__(self, policy: cfg.Policy, progress: Progress) -> None:
         self.policy = policy
         self.progress = progress
-        self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, executor) -> pools
+        self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, kind) -> pools
 
     def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
         raise NotImplementedError
