@@ -80,8 +80,11 @@ class Ledger:
         self.reasons = reasons
         # Each pool's borrowing sums, made when first needed (by pool name).
         self.borrowing: dict[str, Borrowing] = {}
-        # Bumped by each admission, hold and release: what was found before may not hold.
+        # Bumped by each admission, claim and release: what was found before may not hold.
         self.changes = 0
+        # Bumped by those and by each other hold too (a long waiter's): after holds alone,
+        # more is held and nothing else changed, so what did not fit fits no better.
+        self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
         # Added up in the order of the running jobs, as one add() after another would, in
         # lists of [cpus, memory_mb, gpus].
@@ -219,6 +222,7 @@ class Ledger:
     def admit(self, job: PendingJob, room: PoolRoom) -> tuple[str, ...]:
         """Take the room the job needs (it fits: fits() said so); returns its GPU ids."""
         self.changes += 1
+        self.moves += 1
         ids = allocate_gpus(room.pool.capacity, self.gpus_taken, job.resources.gpus)
         assert ids is not None
         room.used = add(room.used, job.resources)
@@ -238,16 +242,18 @@ class Ledger:
     def hold(self, room: PoolRoom, job: PendingJob, claim: bool = False) -> None:
         """Keep the job's room in the pool from the jobs after it; a claim (room taken
         back for it) only from other claimants."""
-        self.changes += 1
+        self.moves += 1
         room.held = add(room.held, job.resources)
         room.held_jobs += 1
         if claim:
+            self.changes += 1
             room.claimed = add(room.claimed, job.resources)
             room.claimed_jobs += 1
 
     def release(self, room: PoolRoom, job: PendingJob, claim: bool = False) -> None:
         """Let go of what hold() kept for the job."""
         self.changes += 1
+        self.moves += 1
         self.freed += 1
         room.held_jobs -= 1
         room.held = _less(room.held, job.resources, room.held_jobs)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
@@ -25,12 +25,20 @@ _Ranked = tuple[list[tuple[int, RunningJob]], list[RunningJob]]
 _NO_VICTIMS: _Ranked = ([], [])
 
 
+def preemptible_among(runs: Iterable[RunningJob], policy: cfg.Policy, now: float
+                      ) -> list[RunningJob]:
+    """Those of the running jobs that may be stopped for another at `now`, in their order:
+    each is not stopping already, its queue allows preemption, and it has run the policy's
+    minimum runtime (so that no job thrashes). The one rule for reclaim and for demotion
+    alike, and for when the replay must look again."""
+    queues, least = policy.queues, policy.min_runtime_s
+    return [run for run in runs if not run.preempting and
+            queues.get(run.queue, _NEVER).may_preempt and now - run.started_at >= least]
+
+
 def preemptible(run: RunningJob, policy: cfg.Policy, now: float) -> bool:
-    """Whether the running job may be stopped for another at `now`: it is not stopping
-    already, its queue allows preemption, and it has run the policy's minimum runtime (so
-    that no job thrashes). The one rule for reclaim and for demotion alike."""
-    return not run.preempting and policy.queues.get(run.queue, _NEVER).may_preempt and \
-        now - run.started_at >= policy.min_runtime_s
+    """Whether this one running job may be stopped for another at `now` (preemptible_among)."""
+    return bool(preemptible_among((run,), policy, now))
 
 
 def preemptible_from(run: RunningJob, policy: cfg.Policy) -> float | None:
@@ -165,7 +173,7 @@ class Preemption:
             if preempt else asked
         if not stopping and (not ranked or ranked[0][0] <= mine):
             return None
-        if room.quotas is not None:
+        if room.quotas is not None and room.name not in ledger.borrowing:
             ledger.sums(room, room.quotas)  # made now, from what is in use, before without()
         if stopping:
             with ledger.without(room, stopping):
@@ -266,9 +274,8 @@ class Preemption:
     def _preemptible_in(self, room: PoolRoom) -> list[RunningJob]:
         found = self._preemptible.get(room.name)
         if found is None:
-            policy, now = self.policy, self.now
-            found = self._preemptible[room.name] = [
-                run for run in room.running if preemptible(run, policy, now)]
+            found = self._preemptible[room.name] = preemptible_among(room.running,
+                                                                     self.policy, self.now)
         return found
 
     def _rank(self, room: PoolRoom) -> dict[str, _Ranked]:

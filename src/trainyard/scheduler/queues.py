@@ -43,6 +43,10 @@ _PREEMPT_FOR_ROOM = (ReasonCode.POOL_CAPACITY, ReasonCode.TEAM_QUOTA)
 _STILL_CLAIMED = (ReasonCode.POOL_CAPACITY, ReasonCode.RESERVED)
 # A waiting job's shape, for _Pass.failed: queue, kind, team, cpus, memory, GPUs, level.
 _Shape = tuple[str, str, str, float, int, int, int]
+_Failed = tuple[PendingReason, bool, int, int, int]
+# Reasons that more room held in a pool cannot change: its engine is away, the team's quota
+# is used, or room is held already for others.
+_SETTLED = (ReasonCode.POOL_UNAVAILABLE, ReasonCode.TEAM_QUOTA, ReasonCode.RESERVED)
 
 
 @dataclass
@@ -63,11 +67,11 @@ class _Pass:
     each: dict[str, PendingReason] = field(default_factory=dict)  # job -> why it waits
     tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     pre_held: dict[str, PoolRoom] = field(default_factory=dict)  # job -> held for it
-    # Why a job of one shape (queue, kind, team, resources, level) could not start, and
-    # whether it would borrow: a later job of that shape holding no claim fails the same
-    # way, with the same reason, while nothing is admitted, held, let go or taken back in
-    # the pass (each of those counts in Ledger.changes).
-    failed: dict[_Shape, tuple[PendingReason, bool, int]] = field(default_factory=dict)
+    # Why a job of one shape (queue, kind, team, resources, level) could not start, whether
+    # it would borrow, and when (Ledger.changes and .moves, and how many jobs its first pool
+    # held): a later job of that shape holding no claim fails the same way while nothing is
+    # admitted, claimed, let go or taken back in the pass (each counts in Ledger.changes).
+    failed: dict[_Shape, _Failed] = field(default_factory=dict)
 
 
 class QueuePolicy:
@@ -333,35 +337,58 @@ class QueuePolicy:
             ledger.hold(mine, job, claim=True)
             state.reclaiming[job.job_id] = mine.name
             return first_problem
-        borrows, epoch = False, ledger.changes
+        first = candidates[0]
+        found = (ledger.changes, ledger.moves, first.held_jobs)
+        borrows = False
         if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
-            borrows = ledger.borrows(job, candidates[0])
+            borrows = ledger.borrows(job, first)
             if not borrows:
                 # Waited too long: hold what it needs in its first pool from later jobs. Not
                 # for a job that would borrow there: what it holds is others' to take back.
-                ledger.hold(candidates[0], job)
+                ledger.hold(first, job)
         if shape is not None:
-            state.failed[shape] = (first_problem, borrows, epoch)
+            state.failed[shape] = (first_problem, borrows, *found)
         return first_problem
 
     def _known(self, job: PendingJob, shape: _Shape, snapshot: Snapshot,
                state: _Pass) -> PendingReason | None:
         """Why a job of this shape, holding no claim, could not start earlier in the pass,
         if nothing changed since (see _Pass.failed); a long waiter's hold is taken as _try
-        would take it. None: it must be checked in full."""
+        would take it. None: it must be checked in full.
+
+        Where long waiters held room since, and nothing else changed, it still fits in none
+        of its pools, and preempting makes no room for it either: more held only ever
+        leaves less. What it waits for is then what its first pool says now, which only a
+        hold there can have changed."""
         known = state.failed.get(shape)
-        if known is None or known[2] != state.ledger.changes:
+        if known is None:
             return None
-        reason, borrows, epoch = known
+        ledger = state.ledger
+        if known[3] != ledger.moves:
+            if known[2] != ledger.changes:
+                return None
+            known = self._after_holds(job, shape, known, state)
         if snapshot.now - job.submitted_at >= self.policy.reserve_after_s > 0 and \
-                not borrows:
-            # It failed in its first pools before, so it has some.
-            first = state.candidates[(job.queue, job.kind)][0]
-            if not state.ledger.borrows(job, first):
-                state.ledger.hold(first, job)  # and the next job of its shape looks again
+                not known[1]:
+            first = state.candidates[(job.queue, job.kind)][0]  # it failed there: it has one
+            if not ledger.borrows(job, first):
+                ledger.hold(first, job)
             else:
-                state.failed[shape] = (reason, True, epoch)
-        return reason
+                state.failed[shape] = (known[0], True, *known[2:])
+        return known[0]
+
+    def _after_holds(self, job: PendingJob, shape: _Shape, known: _Failed, state: _Pass
+                     ) -> _Failed:
+        """_Pass.failed's entry for the shape, brought up to date after holds alone."""
+        reason, borrows, epoch, _, held_jobs = known
+        ledger = state.ledger
+        first = state.candidates[(job.queue, job.kind)][0]
+        if held_jobs != first.held_jobs and reason.code not in _SETTLED:
+            fresh = ledger.fits(job, first)
+            assert fresh is not None  # less room than when it did not fit
+            reason = fresh
+        known = state.failed[shape] = (reason, borrows, epoch, ledger.moves, first.held_jobs)
+        return known
 
     def _admit(self, job: PendingJob, room: PoolRoom, state: _Pass) -> None:
         ids = state.ledger.admit(job, room)

@@ -9,7 +9,7 @@ each step returns a new Feed."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
@@ -44,8 +44,7 @@ class Feed:
         """Usage decayed to `now`, with what `running` used since usage_at added (nothing
         the first time, nor for a clock that went back)."""
         since = 0.0 if self.usage_at is None else max(0.0, now - self.usage_at)
-        return replace(self, usage=decayed_usage(self.usage, running, since, half_life),
-                       usage_at=now)
+        return Feed(decayed_usage(self.usage, running, since, half_life), now, self.reclaiming)
 
     def snapshot(self, pending: Collection[PendingJob], running: Sequence[RunningJob],
                  now: float, *, pools: Mapping[str, PoolCapacity] | None = None,
@@ -61,4 +60,4 @@ class Feed:
 
     def after(self, decisions: Decisions) -> Feed:
         """What the next pass is handed once the policy decided."""
-        return replace(self, reclaiming=decisions.reclaiming)
+        return Feed(self.usage, self.usage_at, decisions.reclaiming)
