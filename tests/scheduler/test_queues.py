@@ -3,7 +3,6 @@ pass to the next, long waiters' holds, and invariants over random workloads."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from dataclasses import replace
 
@@ -17,8 +16,6 @@ from trainyard.domain.policy import Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
-from trainyard.scheduler import queues as queue_module
-from trainyard.scheduler.attained import FIRST_LEVEL_S
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
 
@@ -378,76 +375,3 @@ def test_two_waiting_jobs_of_one_id_are_refused() -> None:
     pending = [job(1, "a"), PendingJob("j1", "urgent", 0, 2, Resources(1, 1024, 0))]
     with pytest.raises(ValueError, match="share the id 'j1'"):
         run(policy(max_running=1), pending)
-
-
-HOUR = FIRST_LEVEL_S
-NOW = 10 * HOUR
-
-
-def _decide_without_memo(policy: cfg.Policy, snapshot: Snapshot) -> Decisions:
-    """QueuePolicy with its memos (failed shapes, and preemptions for service that could
-    not make room) forgetting everything."""
-
-    class Forgetful(dict):  # type: ignore[type-arg]
-        def get(self, key, default=None):  # type: ignore[no-untyped-def]
-            return default
-
-    original = queue_module._Pass.__init__
-
-    def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        original(self, *args, **kwargs)
-        self.failed = Forgetful()
-        self.preemption.cannot_demote = Forgetful()
-
-    queue_module._Pass.__init__ = init  # type: ignore[method-assign]
-    try:
-        return QueuePolicy(policy).schedule(snapshot)
-    finally:
-        queue_module._Pass.__init__ = original  # type: ignore[method-assign]
-
-
-GPUS = tuple(str(i) for i in range(8))
-MEMO_POLICY = cfg.Policy(
-    pools={"p": cfg.Pool(PoolCapacity("p", max_jobs=12, gpu_ids=GPUS))},
-    queues={"a": cfg.Queue("a", pools=("p",)), "b": cfg.Queue("b", pools=("p",))},
-    teams={t: cfg.Team(t, quotas={"p": cfg.Quota(gpus=3, borrow_gpus=2)}) for t in "AB"},
-    max_running=10, reserve_after_s=600, min_runtime_s=300)
-
-
-@pytest.mark.parametrize("teams", [True, False])
-def test_remembering_failures_changes_no_decision(teams: bool) -> None:
-    # Without teams nothing is borrowed, so every long waiter holds room in its pool.
-    policy = MEMO_POLICY if teams else replace(MEMO_POLICY, teams={}, service_levels=False)
-    rng = random.Random(7)
-    preempted = held = 0
-    for _ in range(400):
-        taken = rng.sample(GPUS, rng.randint(0, 8))
-        active, at = [], 0
-        while at < len(taken):
-            size = min(rng.choice((1, 1, 2)), len(taken) - at)
-            active.append(RunningJob(f"r{at}", rng.choice("ab"), Resources(1.0, 0, size), "p",
-                                     tuple(taken[at:at + size]), team=rng.choice("AB"),
-                                     started_at=NOW - rng.uniform(0, 6 * HOUR),
-                                     attained=rng.choice((0.0, 2 * HOUR, 9 * HOUR)),
-                                     preempting=rng.random() < 0.1,
-                                     priority=rng.choice((0, 0, 1))))
-            at += size
-        pending = [PendingJob(f"w{i}", rng.choice("ab"), rng.choice((0, 0, 1)), i,
-                              Resources(1.0, 0, rng.choice((1, 2, 4))), team=rng.choice("AB"),
-                              submitted_at=NOW - rng.uniform(0, 1200),
-                              attained=rng.choice((0.0, 0.0, 3 * HOUR)))
-                   for i in range(rng.randint(1, 12))]
-        claims = {job.job_id: "p" for job in pending if rng.random() < 0.15}
-        snapshot = Snapshot(pending, active, now=NOW, reclaiming=claims)
-        mine, plain = QueuePolicy(policy).schedule(snapshot), \
-            _decide_without_memo(policy, snapshot)
-        assert (mine.admit, mine.preempt, mine.reclaiming, mine.gpu_ids) == \
-            (plain.admit, plain.preempt, plain.reclaiming, plain.gpu_ids)
-        assert dict(mine.pending.items()) == dict(plain.pending.items())
-        preempted += len(mine.preempt)
-        held += sum(1 for reason in mine.pending.values()
-                    if reason.code == ReasonCode.RESERVED)
-    if teams:
-        assert preempted > 50  # the snapshots do make it preempt, for service and for quota
-    else:
-        assert held > 50  # and here long waiters hold room from the jobs after them

@@ -24,6 +24,7 @@ from trainyard.domain import policy as cfg
 from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.accounting import Ledger, PoolRoom, layout_of
 from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.failures import Failures, Shape
 from trainyard.scheduler.fair_share import after_turn, share
 from trainyard.scheduler.model import (
     Decisions,
@@ -41,20 +42,16 @@ _SWEEP = attrgetter("sweep")
 _LIMITS = (ReasonCode.QUEUE_LIMIT, ReasonCode.GLOBAL_CONCURRENCY_LIMIT)
 _PREEMPT_FOR_ROOM = (ReasonCode.POOL_CAPACITY, ReasonCode.TEAM_QUOTA)
 _STILL_CLAIMED = (ReasonCode.POOL_CAPACITY, ReasonCode.RESERVED)
-# A waiting job's shape, for _Pass.failed: queue, kind, team, cpus, memory, GPUs, level.
-_Shape = tuple[str, str, str, float, int, int, int]
-_Failed = tuple[PendingReason, bool, int, int, int]
-# Reasons that more room held in a pool cannot change: its engine is away, the team's quota
-# is used, or room is held already for others.
-_SETTLED = (ReasonCode.POOL_UNAVAILABLE, ReasonCode.TEAM_QUOTA, ReasonCode.RESERVED)
 
 
 @dataclass
 class _Pass:
-    """One pass: its accounting and preemptions, and what it has decided so far."""
+    """One pass: its accounting, preemptions and failed shapes, and what it has decided so
+    far."""
 
     ledger: Ledger
     preemption: Preemption
+    failures: Failures
     reasons: SharedReasons
     reclaiming: dict[str, str]  # job -> pool taken back for it (Preemption's too)
     owners: Owners  # who the queues take jobs from
@@ -62,17 +59,10 @@ class _Pass:
     admitted: list[str] = field(default_factory=list)
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     placed: dict[str, str] = field(default_factory=dict)  # job -> pool
-    candidates: dict[tuple[str, str], list[PoolRoom]] = field(default_factory=dict)
     heads: dict[str, int] = field(default_factory=dict)  # queue -> how many jobs it decided
     each: dict[str, PendingReason] = field(default_factory=dict)  # job -> why it waits
     tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     pre_held: dict[str, PoolRoom] = field(default_factory=dict)  # job -> held for it
-    # Why a job of one shape (queue, kind, team, resources, level) could not start, whether
-    # it would borrow, and when (Ledger.changes and .moves, and how many jobs its first pool
-    # held): a later job of that shape holding no claim fails the same way while nothing is
-    # admitted, claimed, let go or taken back in the pass (each counts in Ledger.changes).
-    failed: dict[_Shape, _Failed] = field(default_factory=dict)
-
 
 class QueuePolicy:
     """A scheduler.Policy that decides by a declared cfg.Policy."""
@@ -136,8 +126,9 @@ class QueuePolicy:
         ledger = Ledger.of(self.policy, self._layout, snapshot.running, snapshot.unavailable,
                            reasons)
         reclaiming: dict[str, str] = {}
+        failures = Failures(ledger, {}, self.policy.reserve_after_s)
         state = _Pass(ledger, Preemption(self.policy, snapshot.now, ledger, reclaiming),
-                      reasons, reclaiming, Owners(self.policy),
+                      failures, reasons, reclaiming, Owners(self.policy),
                       sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
                                         snapshot.sweep_titles))
         # Capacity on its way back to a team is held for the job it was taken back for, so
@@ -163,6 +154,7 @@ class QueuePolicy:
         global limit, where _at_limit takes over."""
         turn: list[tuple[float, str]] = []
         heads, each, tails, ledger = state.heads, state.each, state.tails, state.ledger
+        failures = state.failures
         max_running = self.policy.max_running
         # With finite usage and weights, no share is ever nan (each adds to a finite one a
         # cost over the queue's weight, of one sign per queue), so the shares are ordered:
@@ -195,7 +187,7 @@ class QueuePolicy:
                 looked = plain and quiet == ledger.changes and \
                     (not state.pre_held or job.job_id not in state.pre_held)
                 if looked:
-                    reason = self._known(job, job.shape, snapshot, state)
+                    reason = failures.known(job, job.shape, snapshot.now)
                 if reason is None:
                     reason = self._try(job, snapshot, state, limit, looked)
                 if reason is None:
@@ -273,7 +265,7 @@ class QueuePolicy:
     def _try(self, job: PendingJob, snapshot: Snapshot, state: _Pass,
              limit: PendingReason, looked: bool = False) -> PendingReason | None:
         """Admit the job, or say why it waits. The checks run in the policy's order.
-        `looked`: _known found nothing for it already, and nothing changed since."""
+        `looked`: Failures.known found nothing for it already, and nothing changed since."""
         policy, ledger = self.policy, state.ledger
         rules = self._queues.get(job.queue) or self._rules(job.queue)
         # A claim on room taken back for this job (state.pre_held) lasts while the job waits
@@ -287,16 +279,17 @@ class QueuePolicy:
             return _queue_limit(state, queue)
         if ledger.running >= policy.max_running:
             return limit
-        shape: _Shape | None = None
+        shape: Shape | None = None
         if not state.pre_held or job.job_id not in state.pre_held:
             shape = job.shape
-            known = None if looked else self._known(job, shape, snapshot, state)
+            known = None if looked else state.failures.known(job, shape, snapshot.now)
             if known is not None:
                 return known
-        candidates = state.candidates.get((job.queue, job.kind))
+        known_pools = state.failures.candidates  # the pools of each (queue, kind), in order
+        candidates = known_pools.get((job.queue, job.kind))
         if candidates is None:
             candidates = [ledger.rooms[p] for p in rules.pools.get(job.kind, ())]
-            state.candidates[(job.queue, job.kind)] = candidates
+            known_pools[(job.queue, job.kind)] = candidates
         if not candidates:
             _drop_claim(job, state)
             return PendingReason(ReasonCode.NO_POOL, f"none of the pools of queue "
@@ -337,58 +330,8 @@ class QueuePolicy:
             ledger.hold(mine, job, claim=True)
             state.reclaiming[job.job_id] = mine.name
             return first_problem
-        first = candidates[0]
-        found = (ledger.changes, ledger.moves, first.held_jobs)
-        borrows = False
-        if snapshot.now - job.submitted_at >= policy.reserve_after_s > 0:
-            borrows = ledger.borrows(job, first)
-            if not borrows:
-                # Waited too long: hold what it needs in its first pool from later jobs. Not
-                # for a job that would borrow there: what it holds is others' to take back.
-                ledger.hold(first, job)
-        if shape is not None:
-            state.failed[shape] = (first_problem, borrows, *found)
+        state.failures.failed_at(job, shape, first_problem, candidates[0], snapshot.now)
         return first_problem
-
-    def _known(self, job: PendingJob, shape: _Shape, snapshot: Snapshot,
-               state: _Pass) -> PendingReason | None:
-        """Why a job of this shape, holding no claim, could not start earlier in the pass,
-        if nothing changed since (see _Pass.failed); a long waiter's hold is taken as _try
-        would take it. None: it must be checked in full.
-
-        Where long waiters held room since, and nothing else changed, it still fits in none
-        of its pools, and preempting makes no room for it either: more held only ever
-        leaves less. What it waits for is then what its first pool says now, which only a
-        hold there can have changed."""
-        known = state.failed.get(shape)
-        if known is None:
-            return None
-        ledger = state.ledger
-        if known[3] != ledger.moves:
-            if known[2] != ledger.changes:
-                return None
-            known = self._after_holds(job, shape, known, state)
-        if snapshot.now - job.submitted_at >= self.policy.reserve_after_s > 0 and \
-                not known[1]:
-            first = state.candidates[(job.queue, job.kind)][0]  # it failed there: it has one
-            if not ledger.borrows(job, first):
-                ledger.hold(first, job)
-            else:
-                state.failed[shape] = (known[0], True, *known[2:])
-        return known[0]
-
-    def _after_holds(self, job: PendingJob, shape: _Shape, known: _Failed, state: _Pass
-                     ) -> _Failed:
-        """_Pass.failed's entry for the shape, brought up to date after holds alone."""
-        reason, borrows, epoch, _, held_jobs = known
-        ledger = state.ledger
-        first = state.candidates[(job.queue, job.kind)][0]
-        if held_jobs != first.held_jobs and reason.code not in _SETTLED:
-            fresh = ledger.fits(job, first)
-            assert fresh is not None  # less room than when it did not fit
-            reason = fresh
-        known = state.failed[shape] = (reason, borrows, epoch, ledger.moves, first.held_jobs)
-        return known
 
     def _admit(self, job: PendingJob, room: PoolRoom, state: _Pass) -> None:
         ids = state.ledger.admit(job, room)
