@@ -66,7 +66,7 @@ def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> Non
     decided = run(p, [job(1, "urgent", gpus=2, team="nlp")], borrowers, now=100.0)
     assert decided.admit == ()
     assert set(decided.preempt) == {"v7", "v6"}  # the two started last
-    assert decided.pending["j1"].code == "RECLAIMING"
+    assert decided.pending["j1"].code == ReasonCode.RECLAIMING
     # Jobs younger than the minimum runtime (started after t=3) are left alone.
     young = run(p, [job(1, "urgent", gpus=2, team="nlp")], borrowers, now=8.0)
     assert set(young.preempt) == {"v3", "v2"}
@@ -75,7 +75,7 @@ def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> Non
                 RunningJob(r.job_id, r.queue, r.resources, r.pool, r.gpu_ids, r.team,
                            r.started_at, preempting=True) for r in borrowers]
     again = run(p, [job(1, "urgent", gpus=2, team="nlp")], stopping, now=100.0)
-    assert again.preempt == {} and again.pending["j1"].code == "RECLAIMING"
+    assert again.preempt == {} and again.pending["j1"].code == ReasonCode.RECLAIMING
 
 
 def test_no_preemption_beyond_a_teams_own_quota_or_from_protected_queues() -> None:

@@ -241,7 +241,7 @@ def test_the_hold_lasts_while_its_claimant_waits_and_only_the_claimant_holds() -
     pending = [job(1, "a", gpus=2, team="nlp"), job(2, "a", gpus=1, team="nlp")]
     decided = QueuePolicy(p).schedule(Snapshot(pending, running, now=0.0,
                                                reclaiming={"j1": "gpu"}))
-    assert decided.pending["j1"].code == decided.pending["j2"].code == "RECLAIMING"
+    assert decided.pending["j1"].code == decided.pending["j2"].code == ReasonCode.RECLAIMING
     assert decided.reclaiming == {"j1": "gpu"}  # j2 waits for its turn to take back
     # Behind the global limit it is not even tried, and its claim carries on.
     full = Snapshot(pending, running, now=0.0, reclaiming={"j1": "gpu"})
@@ -281,7 +281,7 @@ def test_a_sweep_runs_at_most_its_limit_under_either_policy() -> None:
     for decided in (QueuePolicy(policy()).schedule(snapshot),
                     FifoPolicy(10).schedule(snapshot)):
         assert sorted(decided.admit) == ["j0", "j10"]
-        assert decided.pending["j1"].code == "SWEEP_LIMIT"
+        assert decided.pending["j1"].code == ReasonCode.SWEEP_LIMIT
 
 
 # Claims: room taken back for a job is held for it in the passes after, while it waits.
@@ -353,7 +353,7 @@ def test_behind_the_global_limit_sweep_access_and_queue_limits_still_hold() -> N
     assert decided.admit == ("j1",)
     assert {k: r.code for k, r in decided.pending.items()} == {
         # Held before their queue's first in line:
-        "j2": ReasonCode.QUEUE_ACCESS, "j3": "SWEEP_LIMIT",
+        "j2": ReasonCode.QUEUE_ACCESS, "j3": ReasonCode.SWEEP_LIMIT,
         "j4": ReasonCode.GLOBAL_CONCURRENCY_LIMIT,  # the first that could start, and all after it
         "j5": ReasonCode.GLOBAL_CONCURRENCY_LIMIT, "j6": ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
         "j7": ReasonCode.QUEUE_LIMIT, "j8": ReasonCode.QUEUE_LIMIT}

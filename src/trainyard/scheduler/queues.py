@@ -64,6 +64,7 @@ class _Pass:
     tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     pre_held: dict[str, PoolRoom] = field(default_factory=dict)  # job -> held for it
 
+
 class QueuePolicy:
     """A scheduler.Policy that decides by a declared cfg.Policy."""
 
@@ -81,10 +82,12 @@ class QueuePolicy:
         pending = snapshot.pending
         backlog = pending if isinstance(pending, Backlog) else Backlog.of(pending)
         queues = backlog.queues
+        # 1. The books: what runs, and the room claimed for jobs in earlier passes.
         state = self._state(snapshot, backlog)
         ledger = state.ledger
         limit = PendingReason(ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
                               _limit_sentence(policy.max_running))
+        # 2. Queues by priority, highest first; those of one priority take turns.
         levels: dict[int, list[str]] = defaultdict(list)
         for name in queues:
             if name in policy.queues:
@@ -94,9 +97,10 @@ class QueuePolicy:
                 break
             self._take_turns(levels[priority], queues, snapshot, state, limit)
         if ledger.running >= policy.max_running:
-            # Nothing more starts in this pass, and each job still waiting gets the reason
-            # it would get on its turn, without taking turns.
+            # 3. Nothing more starts in this pass, and each job still waiting gets the
+            # reason it would get on its turn, without taking turns.
             self._at_limit(queues, state)
+        # 4. What no turn reached shares one reason a queue; claims behind a limit go on.
         heads, tails = state.heads, state.tails
         for name, jobs in queues.items():
             start = heads.get(name, 0)
