@@ -178,9 +178,8 @@ def build_snapshot(cluster: Cluster, waiting: int, seed: int) -> Snapshot:
 
 
 def snapshot_of(cluster: Cluster, backlog: Backlog) -> Snapshot:
-    return Snapshot(pending=backlog, running=cluster.running,
-                    max_concurrent=cluster.policy.max_running, now=NOW,
-                    pools=cluster.pools, usage=cluster.usage)
+    return Snapshot(pending=backlog, running=cluster.running, now=NOW, pools=cluster.pools,
+                    usage=cluster.usage)
 
 
 def build_pending(cluster: Cluster, waiting: int, seed: int) -> list[PendingJob]:

@@ -11,10 +11,10 @@ import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.executors.docker import LABEL_ATTEMPT, LABEL_INSTANCE, LABEL_JOB
-from trainyard.scheduler.fifo import POOL_CAPACITY
 
 __all__ = ["engine"]  # the session fixture, imported so pytest finds it here
 
@@ -183,7 +183,8 @@ def test_capacity_holds_a_job_until_the_pool_has_room(engine: Engine, tmp_path: 
         while not waiting.pending_code and time.monotonic() < deadline:
             time.sleep(0.05)
             waiting = srv.jobs.get(second)
-        assert waiting.state is JobState.WAITING and waiting.pending_code == POOL_CAPACITY
+        assert waiting.state is JobState.WAITING
+        assert waiting.pending_code == ReasonCode.POOL_CAPACITY
         assert "0.5 of 2 CPUs free" in waiting.pending_message
         assert final(srv, second).state is JobState.SUCCEEDED
         assert srv.jobs.get(first).state is JobState.SUCCEEDED

@@ -21,10 +21,10 @@ from tests.dockerenv import (
 from tests.executors.test_docker import assert_removed
 from tests.serverproc import ServerProcess
 from trainyard.client import Client, TrainSpec
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.docker import LABEL_INSTANCE, LABEL_JOB
-from trainyard.scheduler.fifo import POOL_UNAVAILABLE
 
 __all__ = ["engine"]
 
@@ -124,7 +124,7 @@ def test_while_the_engine_is_away_jobs_wait_and_say_why(engine: Engine, tmp_path
             time.sleep(0.05)
         job_id, _ = srv.service.train(JobSpec(name="patient", image=TRAINER_IMAGE,
                                               command="echo ran"))
-        while (job := srv.jobs.get(job_id)).pending_code != POOL_UNAVAILABLE:
+        while (job := srv.jobs.get(job_id)).pending_code != ReasonCode.POOL_UNAVAILABLE:
             assert time.monotonic() < deadline, job
             time.sleep(0.05)
         assert job.state is JobState.WAITING and "unreachable" in job.pending_message

@@ -69,7 +69,8 @@ def team_at_submit(policy: Policy, queue: str, owner: str) -> str:
     return candidates[0] if candidates else ""
 
 
-def snapshot_for(rng: random.Random, policy: Policy) -> Snapshot:
+def snapshot_for(rng: random.Random, policy: Policy) -> tuple[Snapshot, int]:
+    """A snapshot, and the limit on running jobs FifoPolicy decides it under."""
     running: list[RunningJob] = []
     free = {name: list(pool.capacity.gpu_ids) for name, pool in policy.pools.items()}
     for i in range(rng.randint(0, 9)):
@@ -108,10 +109,11 @@ def snapshot_for(rng: random.Random, policy: Policy) -> Snapshot:
     if rng.random() < 0.3:
         sweep_limits["p1"] = 1
     pools = {name: pool.capacity for name, pool in policy.pools.items()}
-    return Snapshot(pending, running, max_concurrent=rng.choice((4, 10, 30)), now=NOW,
+    max_running = rng.choice((4, 10, 30))
+    return Snapshot(pending, running, now=NOW,
                     pools=pools if rng.random() < 0.9 else {}, unavailable=unavailable,
                     usage=usage, sweep_limits=sweep_limits,
-                    sweep_titles={"p1": "pipeline 'etl'"}, reclaiming=claims)
+                    sweep_titles={"p1": "pipeline 'etl'"}, reclaiming=claims), max_running
 
 
 def by_kind(snapshot: Snapshot) -> Snapshot:
@@ -141,6 +143,6 @@ def cases(count: int, seed: int = 14) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)
     for _ in range(count):
         policy = policy_for(rng)
-        snapshot = snapshot_for(rng, policy)
+        snapshot, max_running = snapshot_for(rng, policy)
         yield {"queue": as_data(QueuePolicy(policy).schedule(snapshot)),
-               "fifo": as_data(FifoPolicy().schedule(by_kind(snapshot)))}
+               "fifo": as_data(FifoPolicy(max_running).schedule(by_kind(snapshot)))}

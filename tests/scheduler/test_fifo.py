@@ -1,6 +1,7 @@
 import pytest
 
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler import (
     Decisions,
@@ -9,12 +10,6 @@ from trainyard.scheduler import (
     PendingReason,
     RunningJob,
     Snapshot,
-)
-from trainyard.scheduler.fifo import (
-    GLOBAL_CONCURRENCY_LIMIT,
-    POOL_CAPACITY,
-    POOL_ORDER,
-    POOL_UNAVAILABLE,
 )
 
 
@@ -27,24 +22,24 @@ def running(n: int) -> list[RunningJob]:
 
 
 def test_admits_in_submit_order_up_to_the_free_slots() -> None:
-    snap = Snapshot(pending=pending(5, 2, 9, 3), running=running(1), max_concurrent=3, now=0)
-    decisions = FifoPolicy().schedule(snap)
+    snap = Snapshot(pending=pending(5, 2, 9, 3), running=running(1), now=0)
+    decisions = FifoPolicy(3).schedule(snap)
     assert decisions.admit == ("j2", "j3")
     assert set(decisions.pending) == {"j5", "j9"}
 
 
 def test_priority_does_not_reorder_fifo() -> None:
     jobs = [PendingJob("late", "default", 100, 2), PendingJob("early", "default", 0, 1)]
-    decisions = FifoPolicy().schedule(Snapshot(jobs, [], max_concurrent=1, now=0))
+    decisions = FifoPolicy(1).schedule(Snapshot(jobs, [], now=0))
     assert decisions.admit == ("early",)
 
 
 def test_every_waiting_job_gets_a_reason_with_its_place() -> None:
-    snap = Snapshot(pending=pending(1, 2, 3), running=running(2), max_concurrent=2, now=0)
-    decisions = FifoPolicy().schedule(snap)
+    snap = Snapshot(pending=pending(1, 2, 3), running=running(2), now=0)
+    decisions = FifoPolicy(2).schedule(snap)
     assert decisions.admit == ()
     reasons = decisions.pending
-    assert {r.code for r in reasons.values()} == {GLOBAL_CONCURRENCY_LIMIT}
+    assert {r.code for r in reasons.values()} == {ReasonCode.GLOBAL_CONCURRENCY_LIMIT}
     assert reasons["j1"].message == ("all 2 job slots are in use; it starts when a running "
                                      "job ends and the jobs ahead of it have started.")
     # One stable sentence: a pass that admits a job need not rewrite every other reason.
@@ -52,20 +47,20 @@ def test_every_waiting_job_gets_a_reason_with_its_place() -> None:
 
 
 def test_saturation_is_declared_only_when_every_slot_is_taken() -> None:
-    policy = FifoPolicy()
-    full = policy.schedule(Snapshot(pending(1, 2), running(1), max_concurrent=2, now=0))
+    policy = FifoPolicy(2)
+    full = policy.schedule(Snapshot(pending(1, 2), running(1), now=0))
     assert full.admit == ("j1",) and full.saturated == full.pending["j2"]
-    room = policy.schedule(Snapshot(pending(1), running(0), max_concurrent=2, now=0))
+    room = policy.schedule(Snapshot(pending(1), running(0), now=0))
     assert room.admit == ("j1",) and room.saturated is None
 
 
 def test_over_full_cluster_admits_nothing() -> None:
-    snap = Snapshot(pending=pending(1), running=running(5), max_concurrent=2, now=0)
-    assert FifoPolicy().schedule(snap).admit == ()
+    snap = Snapshot(pending=pending(1), running=running(5), now=0)
+    assert FifoPolicy(2).schedule(snap).admit == ()
 
 
 def test_empty_snapshot() -> None:
-    decisions = FifoPolicy().schedule(Snapshot([], [], max_concurrent=4, now=0))
+    decisions = FifoPolicy(4).schedule(Snapshot([], [], now=0))
     assert decisions.admit == () and decisions.pending == {}
 
 
@@ -75,9 +70,9 @@ DOCKER = PoolCapacity("docker", max_jobs=4, cpus=4.0, memory_mb=8192,
                       gpu_ids=("g0", "g1", "g2", "g3"))
 
 
-def job(seq: int, pool: str = "docker", cpus: float = 1.0, memory_mb: int = 1024,
+def job(seq: int, kind: str = "docker", cpus: float = 1.0, memory_mb: int = 1024,
         gpus: int = 0) -> PendingJob:
-    return PendingJob(f"j{seq}", "default", 0, seq, Resources(cpus, memory_mb, gpus), pool)
+    return PendingJob(f"j{seq}", "default", 0, seq, Resources(cpus, memory_mb, gpus), kind)
 
 
 LOCAL = PoolCapacity("local", max_jobs=10, gpu_ids=("g0", "g1"))  # the same host's GPUs
@@ -85,9 +80,9 @@ LOCAL = PoolCapacity("local", max_jobs=10, gpu_ids=("g0", "g1"))  # the same hos
 
 def schedule(pending: list[PendingJob], running: list[RunningJob] = (),
              unavailable: dict[str, str] | None = None) -> Decisions:
-    return FifoPolicy().schedule(Snapshot(pending, list(running), max_concurrent=10, now=0,
-                                          pools={"docker": DOCKER, "local": LOCAL},
-                                          unavailable=unavailable or {}))
+    return FifoPolicy(10).schedule(Snapshot(pending, list(running), now=0,
+                                            pools={"docker": DOCKER, "local": LOCAL},
+                                            unavailable=unavailable or {}))
 
 
 def test_gpu_ids_go_to_one_job_each_and_skip_those_in_use() -> None:
@@ -95,16 +90,16 @@ def test_gpu_ids_go_to_one_job_each_and_skip_those_in_use() -> None:
     decisions = schedule([job(1, gpus=2), job(2, gpus=1), job(3, gpus=1)], [busy])
     assert decisions.admit == ("j1", "j2")
     assert decisions.gpu_ids == {"j1": ("g0", "g2"), "j2": ("g3",)}
-    assert decisions.pending["j3"].code == POOL_CAPACITY
+    assert decisions.pending["j3"].code == ReasonCode.POOL_CAPACITY
     assert "0 of 4 GPUs free" in decisions.pending["j3"].message
 
 
 def test_a_job_that_does_not_fit_holds_back_only_its_own_pool() -> None:
-    decisions = schedule([job(1, cpus=3), job(2, cpus=2), job(3, cpus=0.5), job(4, pool="local")])
+    decisions = schedule([job(1, cpus=3), job(2, cpus=2), job(3, cpus=0.5), job(4, kind="local")])
     assert decisions.admit == ("j1", "j4")  # j3 would fit, but j2 came first
-    assert decisions.pending["j2"].code == POOL_CAPACITY
+    assert decisions.pending["j2"].code == ReasonCode.POOL_CAPACITY
     assert "1 of 4 CPUs free and the job needs 2" in decisions.pending["j2"].message
-    assert decisions.pending["j3"].code == POOL_ORDER
+    assert decisions.pending["j3"].code == ReasonCode.POOL_ORDER
 
 
 @pytest.mark.parametrize(("pending", "words"), [
@@ -113,7 +108,7 @@ def test_a_job_that_does_not_fit_holds_back_only_its_own_pool() -> None:
 ])
 def test_each_capacity_is_counted(pending: list[PendingJob], words: str) -> None:
     decisions = schedule(pending)
-    waiting = [r for r in decisions.pending.values() if r.code == POOL_CAPACITY]
+    waiting = [r for r in decisions.pending.values() if r.code == ReasonCode.POOL_CAPACITY]
     assert len(waiting) == 1 and words in waiting[0].message
 
 
@@ -124,16 +119,17 @@ def test_running_jobs_count_against_their_pool() -> None:
 
 def test_a_gpu_is_never_given_twice_even_across_pools() -> None:
     busy = RunningJob("r", "default", Resources(1, 1024, 1), "local", ("g0",))
-    decisions = schedule([job(1, gpus=1), job(2, pool="local", gpus=1)], [busy])
+    decisions = schedule([job(1, gpus=1), job(2, kind="local", gpus=1)], [busy])
     assert decisions.gpu_ids == {"j1": ("g1",)}  # g0 is the local job's
-    assert decisions.pending["j2"].code == POOL_CAPACITY  # the local pool's last GPU went
+    # The local pool's last GPU went.
+    assert decisions.pending["j2"].code == ReasonCode.POOL_CAPACITY
 
 
 def test_jobs_of_an_unavailable_or_unknown_pool_wait_and_say_why() -> None:
     away = "the Docker engine is unreachable; jobs start once it answers again"
-    decisions = schedule([job(1), job(2, pool="local"), job(3, pool="slurm")],
+    decisions = schedule([job(1), job(2, kind="local"), job(3, kind="slurm")],
                          unavailable={"docker": away})
     assert decisions.admit == ("j2",)
-    assert decisions.pending["j1"] == PendingReason(POOL_UNAVAILABLE, away)
-    assert decisions.pending["j3"].code == POOL_UNAVAILABLE
+    assert decisions.pending["j1"] == PendingReason(ReasonCode.POOL_UNAVAILABLE, away)
+    assert decisions.pending["j3"].code == ReasonCode.POOL_UNAVAILABLE
     assert "runs no slurm pool" in decisions.pending["j3"].message

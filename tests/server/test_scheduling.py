@@ -14,16 +14,16 @@ from trainyard.server.scheduling import ActivePolicy
 
 
 def snapshot(*pending: PendingJob) -> Snapshot:
-    return Snapshot(pending=list(pending), running=[], max_concurrent=4, now=0.0)
+    return Snapshot(pending=list(pending), running=[], now=0.0)
 
 
 def test_without_a_file_fifo_decides(tmp_path: Path) -> None:
     srv = assemble(tmp_path)
     try:
-        active = ActivePolicy(srv.policy)
+        active = ActivePolicy(srv.policy, 4)
         job = PendingJob("j1", "default", 0, 1, Resources(), owner="ann")
         decided = active.schedule(snapshot(job))
-        assert decided.admit == FifoPolicy().schedule(snapshot(job)).admit == ("j1",)
+        assert decided.admit == FifoPolicy(4).schedule(snapshot(job)).admit == ("j1",)
         assert not active.orders_by_service
     finally:
         srv.stop(grace=0)
@@ -32,8 +32,8 @@ def test_without_a_file_fifo_decides(tmp_path: Path) -> None:
 def test_a_store_team_change_is_seen_at_the_next_admission_pass(tmp_path: Path) -> None:
     srv = assemble(tmp_path, POLICY)
     try:
-        active = ActivePolicy(srv.policy)
-        job = PendingJob("j1", "vision-q", 0, 1, Resources(1.0, 100, 0), pool="local",
+        active = ActivePolicy(srv.policy, 4)
+        job = PendingJob("j1", "vision-q", 0, 1, Resources(1.0, 100, 0), kind="local",
                          owner="bob", team="vision")
         active.schedule(snapshot(job))
         before = active._queues

@@ -61,7 +61,7 @@ def view(snapshot: Snapshot, decisions: Decisions) -> dict[str, Any]:
     """What a pass saw and decided, with nothing that differs only by where it ran (the
     store's seq numbers: only their order counts)."""
     return {
-        "pending": [(j.job_id, j.queue, j.priority, j.resources, j.pool, j.owner, j.team,
+        "pending": [(j.job_id, j.queue, j.priority, j.resources, j.kind, j.owner, j.team,
                      j.submitted_at) for j in sorted(snapshot.pending, key=lambda j: j.seq)],
         "running": [(r.job_id, r.queue, r.resources, r.pool, r.gpu_ids, r.team, r.started_at,
                      r.preempting, r.sweep) for r in snapshot.running],

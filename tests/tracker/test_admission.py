@@ -1,10 +1,10 @@
 """The admission pass, one pass at a time, on both dialects."""
 
 from tests.tracker.passes import run_to_end, step
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
-from trainyard.scheduler.fifo import GLOBAL_CONCURRENCY_LIMIT
 from trainyard.server.assembly import TrainyardServer
 
 
@@ -15,7 +15,7 @@ def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer
     assert states == [JobState.RUNNING, JobState.WAITING, JobState.WAITING]
     second = stack.service.status(ids[1])
     assert second.queue_position == 1
-    assert second.job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+    assert second.job.pending_code == ReasonCode.GLOBAL_CONCURRENCY_LIMIT
     assert "the only job slot is in use" in second.job.pending_message
     assert stack.service.status(ids[2]).queue_position == 2
     for job_id in ids:
@@ -24,7 +24,8 @@ def test_one_slot_admits_the_oldest_and_explains_the_rest(stack: TrainyardServer
 
 
 class CountingPolicy(FifoPolicy):
-    def __init__(self) -> None:
+    def __init__(self, max_running: int) -> None:
+        super().__init__(max_running)
         self.passes = 0
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
@@ -35,7 +36,7 @@ class CountingPolicy(FifoPolicy):
 def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     stack: TrainyardServer,
 ) -> None:
-    policy = CountingPolicy()
+    policy = CountingPolicy(stack.tracker.config.max_concurrent)
     stack.tracker.policy = policy
     first, _ = stack.service.train(JobSpec(name="first", command="sleep 30"))
     step(stack)
@@ -46,7 +47,8 @@ def test_submits_to_a_saturated_queue_are_explained_without_a_full_pass(
     assert policy.passes == 1
     for job_id in later:
         job = stack.jobs.get(job_id)
-        assert job.state is JobState.WAITING and job.pending_code == GLOBAL_CONCURRENCY_LIMIT
+        assert job.state is JobState.WAITING
+        assert job.pending_code == ReasonCode.GLOBAL_CONCURRENCY_LIMIT
     stack.service.cancel(first)
     assert run_to_end(stack, first) is JobState.CANCELLED
     assert policy.passes > 1
@@ -88,7 +90,7 @@ class PreemptOnce:
         self.passes += 1
         if self.passes == 1:
             return Decisions(admit=(), pending={}, preempt={self.victim: "for a test"})
-        return FifoPolicy().schedule(snapshot)
+        return FifoPolicy(4).schedule(snapshot)
 
 
 def test_a_victim_is_asked_to_stop_with_why(stack: TrainyardServer) -> None:

@@ -5,14 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainyard.domain.pools import PoolCapacity, add, allocate_gpus, shortfall
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snapshot
 from trainyard.scheduler.sweeps import SweepSlots
-
-GLOBAL_CONCURRENCY_LIMIT = "GLOBAL_CONCURRENCY_LIMIT"
-POOL_CAPACITY = "POOL_CAPACITY"  # the job does not fit in what its pool has free
-POOL_ORDER = "POOL_ORDER"  # an earlier job of the same pool waits for room first
-POOL_UNAVAILABLE = "POOL_UNAVAILABLE"  # the pool's engine is away, or the server runs no such pool
 
 
 def fifo_key(job: PendingJob) -> int:
@@ -36,8 +32,12 @@ class PoolUsage:
 
 
 class FifoPolicy:
-    """Admit waiting jobs in submit order while fewer than max_concurrent are active and their
-    pool has room. A job that does not fit holds back the later jobs of its pool only."""
+    """Admit waiting jobs in submit order while fewer than `max_running` are active and their
+    pool has room. A job that does not fit holds back the later jobs of its pool only. Pools
+    are known by the kind of job they run: a snapshot's pools are named after kinds."""
+
+    def __init__(self, max_running: int) -> None:
+        self.max_running = max_running  # across all pools
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         ordered = sorted(snapshot.pending, key=fifo_key)
@@ -50,17 +50,17 @@ class FifoPolicy:
                 gpus_taken.update(run.gpu_ids)
         for name, away in snapshot.unavailable.items():
             if name in usage:
-                usage[name].blocked = PendingReason(POOL_UNAVAILABLE, away)
-        free = max(0, snapshot.max_concurrent - len(snapshot.running))
+                usage[name].blocked = PendingReason(ReasonCode.POOL_UNAVAILABLE, away)
+        free = max(0, self.max_running - len(snapshot.running))
         # The sentence is the same for every waiting job and changes only with the limit,
         # so it is stored once per job, not rewritten on every pass; the queue position
         # (computed when asked) says how many are ahead.
-        limit = PendingReason(GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(snapshot.max_concurrent))
+        limit = PendingReason(ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
+                              _limit_sentence(self.max_running))
         admit: list[str] = []
         gpus: dict[str, tuple[str, ...]] = {}
         pending: dict[str, PendingReason] = {}
-        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running,
-                                   snapshot.sweep_titles)
+        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running, snapshot.sweep_titles)
         for job in ordered:
             capped = sweeps.blocked(job)
             if capped is not None:
@@ -69,12 +69,12 @@ class FifoPolicy:
             if len(admit) >= free:
                 pending[job.job_id] = limit
                 continue
-            pool = usage.get(job.pool)
+            pool = usage.get(job.kind)
             if pool is None:
                 if snapshot.pools:
                     pending[job.job_id] = PendingReason(
-                        POOL_UNAVAILABLE, f"this server runs no {job.pool} pool; it starts "
-                        "once the server runs one again" + _HINTS.get(job.pool, ""))
+                        ReasonCode.POOL_UNAVAILABLE, f"this server runs no {job.kind} pool; it "
+                        "starts once the server runs one again" + _HINTS.get(job.kind, ""))
                     continue
                 sweeps.take(job)
                 admit.append(job.job_id)
@@ -85,19 +85,20 @@ class FifoPolicy:
             why = shortfall(pool.capacity, job.resources, pool.used, pool.jobs)
             ids = allocate_gpus(pool.capacity, pool.gpus_taken, job.resources.gpus)
             if why is not None or ids is None:
-                why = why or f"pool {job.pool!r} has too few GPUs free"
+                why = why or f"pool {job.kind!r} has too few GPUs free"
                 pending[job.job_id] = PendingReason(
-                    POOL_CAPACITY, f"{why}; it starts when enough of the pool is free.")
+                    ReasonCode.POOL_CAPACITY, f"{why}; it starts when enough of the pool is "
+                    "free.")
                 pool.blocked = PendingReason(
-                    POOL_ORDER, f"an earlier job waits for room in pool {job.pool!r}; the "
-                    "jobs of a pool start in submit order.")
+                    ReasonCode.POOL_ORDER, f"an earlier job waits for room in pool "
+                    f"{job.kind!r}; the jobs of a pool start in submit order.")
                 continue
             pool.take(job.resources, ids)
             sweeps.take(job)
             admit.append(job.job_id)
             if ids:
                 gpus[job.job_id] = ids
-        full = len(snapshot.running) + len(admit) >= snapshot.max_concurrent
+        full = len(snapshot.running) + len(admit) >= self.max_running
         return Decisions(admit=tuple(admit), pending=pending,
                          saturated=limit if full else None, gpu_ids=gpus)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import attained_by, level
 
@@ -20,7 +21,7 @@ class PendingJob:
     priority: int
     seq: int  # submit order: lower was submitted first
     resources: Resources = field(default_factory=Resources)
-    pool: str = JobKind.LOCAL  # the executor it needs: "local" or "docker"
+    kind: str = JobKind.LOCAL  # which executor runs it (domain.kinds): "local" or "docker"
     owner: str = ""
     team: str = ""  # whose quota it draws on; empty for none
     submitted_at: float = 0.0
@@ -34,11 +35,11 @@ class PendingJob:
     # Worked out once a job: a pass looks at a long backlog's jobs again and again.
     @cached_property
     def shape(self) -> tuple[str, str, str, float, int, int, int]:
-        """What admission tells it apart by: queue, executor, team, cpus, memory, GPUs and
+        """What admission tells it apart by: queue, kind, team, cpus, memory, GPUs and
         service level. Two waiting jobs of one shape, neither holding a claim, fit or not
         alike."""
         need = self.resources
-        return (self.queue, self.pool, self.team, need.cpus, need.memory_mb, need.gpus,
+        return (self.queue, self.kind, self.team, need.cpus, need.memory_mb, need.gpus,
                 self.service_level)
 
 
@@ -47,7 +48,7 @@ class RunningJob:
     job_id: str
     queue: str
     resources: Resources = field(default_factory=Resources)
-    pool: str = JobKind.LOCAL
+    pool: str = JobKind.LOCAL  # the named pool it runs in
     gpu_ids: tuple[str, ...] = ()
     team: str = ""
     started_at: float = 0.0
@@ -68,10 +69,10 @@ class Snapshot:
     # unique.
     pending: Collection[PendingJob]
     running: Sequence[RunningJob]
-    max_concurrent: int
     now: float
-    # Capacity per pool. With none listed, pools are not accounted (only the global limit
-    # applies); otherwise a job whose pool is not listed waits for it.
+    # Capacity per pool, for FifoPolicy, which knows pools by the kind of job they run
+    # (QueuePolicy's pools are its policy's). With none listed, pools are not accounted (only
+    # the global limit applies); otherwise a job whose kind has no pool listed waits for one.
     pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
     # Executors that cannot launch anything now (their engine is away), with why.
     unavailable: Mapping[str, str] = field(default_factory=dict)
@@ -88,8 +89,20 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class PendingReason:
-    code: str
+    code: ReasonCode
     message: str
+
+
+class SharedReasons(dict[tuple[str, str, str], PendingReason]):
+    """One reason object for each key in a pass, made when first needed: for reasons whose
+    message depends on nothing but the key, shared by the jobs they hold."""
+
+    def of(self, key: tuple[str, str, str], make: Callable[[], PendingReason]
+           ) -> PendingReason:
+        found = self.get(key)
+        if found is None:
+            found = self[key] = make()
+        return found
 
 
 class PendingReasons(Mapping[str, PendingReason]):

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.model import PendingJob, PendingReason, RunningJob
-
-SWEEP_LIMIT = "SWEEP_LIMIT"
 
 
 class SweepSlots:
@@ -26,8 +25,8 @@ class SweepSlots:
         if reason is None:
             title = self.titles.get(job.sweep) or f"sweep {job.sweep}"
             reason = self._reasons[job.sweep] = PendingReason(
-                SWEEP_LIMIT, f"{title} runs at its limit of {limit} jobs at once; it starts "
-                "when one of them ends")
+                ReasonCode.SWEEP_LIMIT, f"{title} runs at its limit of {limit} jobs at once; it "
+                "starts when one of them ends")
         return reason
 
     def take(self, job: PendingJob) -> None:

@@ -88,7 +88,7 @@ class TrainyardServer:
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
             executors_by_kind=self.executors, pools=self.pools,
-            policy=ActivePolicy(self.policy),
+            policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life,
         )

@@ -10,11 +10,12 @@ from trainyard.services.policy import PolicyService
 
 
 class ActivePolicy:
-    """A scheduler.Policy that decides by whatever the policy service holds at each pass."""
+    """A scheduler.Policy that decides by whatever the policy service holds at each pass:
+    without a policy file, FIFO under the server's own limit on running jobs."""
 
-    def __init__(self, source: PolicyService) -> None:
+    def __init__(self, source: PolicyService, max_running: int) -> None:
         self.source = source
-        self._fifo = FifoPolicy()
+        self._fifo = FifoPolicy(max_running)
         self._queues: QueuePolicy | None = None  # built once per policy: it indexes quotas
 
     @property

@@ -130,7 +130,7 @@ def submit(jobs: Iterable[TraceJob], policy: cfg.Policy) -> Submitted:
             continue
         pending.append(PendingJob(
             job_id=job.job_id, queue=job.queue, priority=job.priority, seq=len(pending),
-            resources=job.resources, pool=JobKind.DOCKER if spec.image else JobKind.LOCAL,
+            resources=job.resources, kind=JobKind.DOCKER if spec.image else JobKind.LOCAL,
             owner=job.user, team=team, submitted_at=job.submit_time))
         accepted.append(job)
     return Submitted(tuple(accepted), tuple(pending), refused, examples)

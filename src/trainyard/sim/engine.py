@@ -27,7 +27,8 @@ from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.attained import attained_by
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
-from trainyard.scheduler.queues import decayed_usage, service_group
+from trainyard.scheduler.preemption import service_group
+from trainyard.scheduler.snapshot import Feed, active_job
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -73,7 +74,7 @@ def _first(item: tuple[Key, PendingJob]) -> Key:
 
 
 @dataclass
-class JobState:
+class ReplayJob:
     """One job's life in the replay."""
 
     pending: PendingJob  # as it waits: requeued the same after a preemption
@@ -93,7 +94,7 @@ class JobState:
 class Outcome:
     """What the replay of one policy produced."""
 
-    jobs: tuple[JobState, ...]  # those that arrived, in submit order
+    jobs: tuple[ReplayJob, ...]  # those that arrived, in submit order
     total_gpus: int
     teams: tuple[str, ...]  # the timeline's team order
     # After each event time's passes: (time, GPUs each team holds, GPUs each team asks for,
@@ -114,7 +115,7 @@ class Progress:
     know what the service cannot: remaining work (the oracle) or attained service (LAS)."""
 
     def __init__(self) -> None:
-        self.states: dict[str, JobState] = {}
+        self.states: dict[str, ReplayJob] = {}
         self.running: dict[str, RunningJob] = {}
 
     def remaining(self, job_id: str, now: float) -> float:
@@ -139,7 +140,6 @@ class Replay:
 
     policy: Policy
     pools: Mapping[str, PoolCapacity]  # what the snapshot says of the pools
-    max_concurrent: int
     total_gpus: int
     half_life: float = 3600.0
     fair_share: bool = True  # keep each queue's decayed usage for the snapshot
@@ -156,12 +156,11 @@ class Replay:
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     progress: Progress = field(default_factory=Progress)
     backlog: Backlog = field(init=False)
-    usage: dict[str, float] = field(init=False, default_factory=dict)
-    usage_at: float | None = field(init=False, default=None)
+    # Each queue's decayed usage and the last pass's claims, handed from pass to pass as
+    # the tracker hands them.
+    feed: Feed = field(init=False, default_factory=Feed)
     preemptions: int = field(init=False, default=0)
     passes: int = field(init=False, default=0)
-    # The last pass's Decisions.reclaiming, handed to the next as the tracker does.
-    reclaiming: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.backlog = Backlog() if self.backlog_key is None else \
@@ -183,7 +182,7 @@ class Replay:
 
     def submit(self, job: PendingJob, duration: float, team: str = "") -> None:
         """A job arrives and waits. `team` is the one the timeline counts it for."""
-        self.states[job.job_id] = JobState(job, duration, duration, team=team)
+        self.states[job.job_id] = ReplayJob(job, duration, duration, team=team)
         self._wait(job)
         self._team(team, demand=job.resources.gpus)
 
@@ -194,25 +193,20 @@ class Replay:
             states = self.states
             self._running_list = sorted(self.running.values(),
                                         key=lambda run: states[run.job_id].pending.seq)
-        return Snapshot(pending=self.backlog, running=self._running_list,
-                        max_concurrent=self.max_concurrent, now=now, pools=self.pools,
-                        usage=self.usage if self.fair_share else {},
-                        reclaiming=self.reclaiming)
+        return self.feed.snapshot(self.backlog, self._running_list, now, pools=self.pools)
 
     def account_usage(self, now: float) -> None:
         """Decay each queue's usage to `now` and add what the jobs running since the last
         call used, as the tracker does before each pass (it passes every 0.5 s while jobs
-        run, so the jobs it counts are those that ran in between)."""
+        run, so the jobs it counts are those that ran in between). Without fair share the
+        usage stays empty."""
         if self.fair_share:
-            since = 0.0 if self.usage_at is None else max(0.0, now - self.usage_at)
-            self.usage = decayed_usage(self.usage, self.running.values(), since,
-                                       self.half_life)
-        self.usage_at = now
+            self.feed = self.feed.accounted(self.running.values(), now, self.half_life)
 
     def apply(self, decisions: Decisions, now: float) -> int:
         """Stop the jobs to preempt, then start the admitted ones. Returns the number
         preempted."""
-        self.reclaiming = decisions.reclaiming
+        self.feed = self.feed.after(decisions)
         for job_id in decisions.preempt:
             self._stop(job_id, now)
         for job_id in decisions.admit:
@@ -298,8 +292,9 @@ class Replay:
                                f"{sorted(self._taken & set(gpu_ids))}")
         self._taken.update(gpu_ids)
         state = self.states[job_id]
-        run = RunningJob(job.job_id, job.queue, job.resources, pool or job.pool, gpu_ids,
-                         job.team, now, attained=state.attained, priority=job.priority)
+        run = active_job(job.job_id, job.queue, job.resources, pool or job.kind, gpu_ids,
+                         job.team, now, now, sweep=job.sweep, attained=state.attained,
+                         priority=job.priority)
         self.running[job_id] = run
         self._running_list = None
         state.run_start = now
@@ -348,7 +343,7 @@ class Replay:
         now_level = run.service_level(at)
         return any(count > 0 and waiting < now_level for waiting, count in levels.items())
 
-    def _release(self, run: RunningJob, state: JobState, now: float) -> None:
+    def _release(self, run: RunningJob, state: ReplayJob, now: float) -> None:
         ran = now - state.run_start
         state.held += ran
         state.attained = attained_by(state.attained, run.resources, state.run_start, now)

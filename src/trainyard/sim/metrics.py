@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainyard.sim.engine import JobState, Outcome
+from trainyard.sim.engine import Outcome, ReplayJob
 
 DEFAULT_WINDOW_S = 3600.0
 
@@ -135,7 +135,7 @@ def timeline(outcome: Outcome, weights: Mapping[str, float], window: float,
     return Timeline(starts, utilization, shares, index, total_contended, ratio)
 
 
-def _stats(jobs: Sequence[JobState], prefix: str = "") -> dict[str, Any]:
+def _stats(jobs: Sequence[ReplayJob], prefix: str = "") -> dict[str, Any]:
     done = [job for job in jobs if job.finish is not None]
     jct = sorted(job.finish - job.pending.submitted_at for job in done
                  if job.finish is not None)
@@ -178,7 +178,7 @@ def summarize(outcome: Outcome, weights: Mapping[str, float],
         "events": outcome.events,
         "sim_seconds": outcome.seconds,
     })
-    by_team: dict[str, list[JobState]] = {}
+    by_team: dict[str, list[ReplayJob]] = {}
     for job in jobs:
         by_team.setdefault(job.team, []).append(job)
     teams = {}

@@ -10,13 +10,13 @@ priorities, queue limits and team quotas play no part in them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import overload
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity, allocate_gpus, shortfall
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import THRESHOLDS, next_threshold_at
 from trainyard.scheduler.fifo import FifoPolicy
@@ -30,6 +30,7 @@ from trainyard.scheduler.model import (
     Snapshot,
     orders_by_service,
 )
+from trainyard.scheduler.preemption import preemptible_from
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.sim.cluster import executor_pools, without_quotas
 from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
@@ -39,12 +40,10 @@ POLICIES = ("fifo", "priority", "default", "srtf-oracle", "las")
 # queue's jobs by them), doubling from 1 GPU-hour.
 LAS_THRESHOLDS = THRESHOLDS
 
-WAITING_FOR_ROOM = "POOL_CAPACITY"
-PREEMPTING = "RECLAIMING"
-_ROOM = PendingReason(WAITING_FOR_ROOM, "jobs ahead of it in the policy's order hold the "
-                      "room it needs; it starts when enough is free")
-_MAKING_ROOM = PendingReason(PREEMPTING, "jobs behind it in the policy's order are being "
-                             "preempted to make room for it")
+_ROOM = PendingReason(ReasonCode.POOL_CAPACITY, "jobs ahead of it in the policy's order hold "
+                      "the room it needs; it starts when enough is free")
+_MAKING_ROOM = PendingReason(ReasonCode.RECLAIMING, "jobs behind it in the policy's order "
+                             "are being preempted to make room for it")
 ZERO = Resources(0.0, 0, 0)
 
 
@@ -92,7 +91,7 @@ class OrderedPreemptive:
     def __init__(self, policy: cfg.Policy, progress: Progress) -> None:
         self.policy = policy
         self.progress = progress
-        self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, executor) -> pools
+        self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, kind) -> pools
 
     def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
         raise NotImplementedError
@@ -167,13 +166,13 @@ class OrderedPreemptive:
                          gpu_ids=gpu_ids, pools=placed, preempt=preempt)
 
     def _candidates(self, job: PendingJob) -> tuple[str, ...]:
-        found = self._pools.get((job.queue, job.pool))
+        found = self._pools.get((job.queue, job.kind))
         if found is None:
             queue = self.policy.queues.get(job.queue)
             found = () if queue is None else tuple(
                 name for name in queue.pools if name in self.policy.pools
-                and self.policy.pools[name].executor == job.pool)
-            self._pools[(job.queue, job.pool)] = found
+                and self.policy.pools[name].executor == job.kind)
+            self._pools[(job.queue, job.kind)] = found
         return found
 
 
@@ -244,21 +243,17 @@ class LasPolicy(OrderedPreemptive):
 
 
 def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float | None]:
-    """When QueuePolicy might preempt a running job with nothing else happening: once it
-    has run min_runtime (a borrower's quota may be reclaimed then), and each time it passes
-    a service level (a less-served job of its team may then preempt it). The replay must
-    pass then, as the tracker's periodic passes would. Never for jobs of queues that may
-    not be preempted."""
+    """When QueuePolicy might preempt a running job with nothing else happening: once
+    preemptible() first allows it (it has run min_runtime: a borrower's quota may be
+    reclaimed then), and each time it passes a service level (a less-served job of its team
+    may then preempt it). The replay must pass then, as the tracker's periodic passes would.
+    Never for jobs of queues that may not be preempted."""
 
     def wake(run: RunningJob, after: float) -> float | None:
-        queue = policy.queues.get(run.queue)
-        if queue is None or not queue.may_preempt:
+        settled = preemptible_from(run, policy)
+        if settled is None:
             return None
         times = []
-        least = max(0.0, policy.min_runtime_s)
-        settled = run.started_at + least
-        while settled - run.started_at < least:  # as QueuePolicy compares, to the float
-            settled = math.nextafter(settled, math.inf)
         if settled > after and (policy.teams or policy.service_levels):
             times.append(settled)  # quota reclaim needs teams; service, a group
         if policy.service_levels:
@@ -279,7 +274,7 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     key: Callable[[PendingJob], Key] | None = None
     chosen: Policy
     if name == "fifo":
-        chosen, pools = FifoPolicy(), executor_pools(policy)
+        chosen, pools = FifoPolicy(policy.max_running), executor_pools(policy)
     elif name == "priority":
         chosen = PriorityPolicy(policy)
     elif name == "default":
@@ -292,7 +287,7 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
         chosen, key, wake = las, las.waiting_key, las.wake
     else:
         raise ValueError(f"unknown policy {name!r}; the policies are {', '.join(POLICIES)}")
-    return Replay(chosen, pools, policy.max_running, total_gpus,
+    return Replay(chosen, pools, total_gpus,
                   half_life=policy.fair_share_half_life_s, fair_share=name == "default",
                   restart_overhead=restart_overhead, wake=wake, backlog_key=key, teams=teams,
                   progress=progress, by_service=orders_by_service(chosen),

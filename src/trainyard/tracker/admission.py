@@ -11,9 +11,10 @@ from trainyard.domain.errors import StaleState
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import Executor
-from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
+from trainyard.scheduler import PendingReason, Policy, Snapshot
 from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.model import orders_by_service
+from trainyard.scheduler.snapshot import active_job
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord, join_ids
 from trainyard.tracker.fair_share import FairShareUsage
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 class Admission:
     def __init__(self, *, jobs: JobStore, waiting: WaitingJobs, policy: Callable[[], Policy],
                  pools: Mapping[str, PoolCapacity], executors_by_kind: Mapping[str, Executor],
-                 launcher: Launcher, fair_share: FairShareUsage, max_concurrent: int,
+                 launcher: Launcher, fair_share: FairShareUsage,
                  clock: Callable[[], float], reconcile_soon: Callable[[], None]) -> None:
         self.jobs = jobs
         self.waiting = waiting
@@ -35,12 +36,10 @@ class Admission:
         self.executors_by_kind = executors_by_kind
         self.launcher = launcher
         self.fair_share = fair_share
-        self.max_concurrent = max_concurrent
         self.clock = clock
         self._reconcile_soon = reconcile_soon  # the next pass delivers the stops asked
         self._saturated: PendingReason | None = None  # from the last full pass
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
-        self._reclaiming: dict[str, str] = {}  # the last pass's: job -> pool taken back for it
 
     def run(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
@@ -53,7 +52,7 @@ class Admission:
             return len(running)
         decisions = self.policy().schedule(snapshot)
         self._saturated = decisions.saturated
-        self._reclaiming = decisions.reclaiming
+        self.fair_share.carry(decisions)
         for victim, why in decisions.preempt.items():
             # Why it stops is its message until it is requeued, and then that event's reason.
             if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True,
@@ -107,34 +106,24 @@ class Admission:
     def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
         """What the policy decides on: the active jobs, the usage decayed to now, the
         waiting jobs and their groups' limits; None when no job waits."""
-        # A job still LAUNCHING has not run yet: it starts now, as far as its minimum
-        # runtime and the service it has attained go.
-        active = [RunningJob(j.id, j.spec.queue, j.spec.total_resources, j.pool or j.kind,
-                             j.gpu_ids, j.team, now if j.started_at is None else j.started_at,
-                             j.preempt_requested, j.sweep_id,
+        active = [active_job(j.id, j.spec.queue, j.spec.total_resources, j.pool or j.kind,
+                             j.gpu_ids, j.team, j.started_at, now,
+                             preempting=j.preempt_requested, sweep=j.sweep_id,
                              attained=held_service(j.spec.total_resources, j.held_s),
                              priority=j.spec.priority)
                   for j in running]
-        usage = self.fair_share.advance(active, now)
+        self.fair_share.advance(active, now)
         self.waiting.order_by_service(orders_by_service(self.policy()))
         waiting = self.waiting.current()
         if not waiting:
             return None
         limits, titles = self.jobs.group_limits(
             self.waiting.sweeps.union(j.sweep for j in active))
-        return Snapshot(
-            pending=waiting,
-            running=active,
-            max_concurrent=self.max_concurrent,
-            now=now,
-            pools=self.pools,
+        return self.fair_share.feed.snapshot(
+            waiting, active, now, pools=self.pools,
             unavailable={kind: why for kind, executor in self.executors_by_kind.items()
                          if (why := executor.unavailable()) is not None},
-            usage=usage,
-            sweep_limits=limits,
-            sweep_titles=titles,
-            reclaiming=self._reclaiming,
-        )
+            sweep_limits=limits, sweep_titles=titles)
 
     def _write_reasons(self, pending: Mapping[str, PendingReason]) -> None:
         """Write only reasons that changed; policies hand out shared reason objects, so the

@@ -81,7 +81,7 @@ class Tracker:
         self.admission = Admission(
             jobs=jobs, waiting=self.waiting, policy=lambda: self.policy, pools=pools,
             executors_by_kind=executors_by_kind, launcher=self.launcher,
-            fair_share=self.fair_share, max_concurrent=config.max_concurrent, clock=self.now,
+            fair_share=self.fair_share, clock=self.now,
             reconcile_soon=self._reconcile_soon)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
