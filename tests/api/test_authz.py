@@ -165,7 +165,7 @@ def mia_model(world: World) -> pb.ModelRef:
 def dataset_version(world: World) -> str:
     if "dataset" not in world.made:
         world.made["dataset"] = world.server.datasets.register(
-            "lineage-ds", str(world.dataset_dir))[0].version
+            ROOT, "lineage-ds", str(world.dataset_dir))[0].version
     return world.made["dataset"]
 
 
@@ -174,7 +174,7 @@ def fresh_dataset(world: World) -> pb.DeleteDatasetRequest:
     path = world.dataset_dir.parent / fresh(world, "del-ds")
     path.mkdir()
     (path / "x.txt").write_text(path.name)
-    record, _ = world.server.datasets.register("doomed", str(path))
+    record, _ = world.server.datasets.register(ROOT, "doomed", str(path))
     return pb.DeleteDatasetRequest(name="doomed", version=record.version)
 
 
