@@ -327,6 +327,27 @@ def test_refusals_and_admin_actions_are_audited(world: World) -> None:
                e.allowed for e in events)
 
 
+@pytest.mark.parametrize(("rpc", "caller"), [
+    ("CancelJob", "read_only"),  # refused by the interceptor's table
+    ("CreateUser", "member"),  # refused by the interceptor's table
+    ("GetTrainingStatus", "other_team"),  # let through, refused by the use case
+])
+def test_a_refusal_is_audited_once(world: World, rpc: str, caller: str) -> None:
+    call = RPCS[rpc][0]
+
+    def refused() -> list[Any]:
+        return [e for e in world.server.access.store.list_audit(1000)
+                if e.action == rpc and not e.allowed]
+
+    before = len(refused())
+    with pytest.raises(grpc.RpcError) as info:
+        call(world, caller)
+    assert info.value.code() is grpc.StatusCode.PERMISSION_DENIED
+    after = refused()
+    assert len(after) == before + 1
+    assert after[0].detail == info.value.details()
+
+
 def test_tokens_never_leak(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     # Even a token in the server's own environment does not reach a job.
     monkeypatch.setenv("TRAINYARD_TOKEN", world.tokens["admin"])
