@@ -1,7 +1,8 @@
 """Users, teams, tokens, queue rules and the audit log, and the offline first admin. Every
 use case but the first admin's is for admins (services/guard.py checks it, and audits a
 refusal); this validates, writes, audits, and tells the authenticator and the policy view
-that what they cached is stale."""
+that what they cached is stale. Who a caller is comes from here too, with the teams of the
+policy in force."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.policy import ANONYMOUS, RESERVED_USERS, Access, Identity
@@ -50,8 +51,23 @@ class AccessService:
 
     def identify(self, headers: Iterable[tuple[str, str | bytes]]) -> Identity:
         """The caller a request's headers name ('authorization: Bearer <token>'), or
-        Unauthenticated; with no users yet and loopback only, the single local user."""
-        return self.authenticator.identify(headers)
+        Unauthenticated; with no users yet and loopback only, the single local user. Its
+        teams and teammates are the store's and those of the policy in force."""
+        return self._with_policy_teams(self.authenticator.identify(headers))
+
+    def _with_policy_teams(self, identity: Identity) -> Identity:
+        """The identity with the teams the policy view lists it in (a policy file's teams,
+        which queue access and quotas count) added to the store's: the members of one team
+        see each other's jobs whichever source names the team."""
+        if self.policy is None:
+            return identity
+        policy = self.policy.effective().policy
+        teams = policy.teams_of(identity.user)
+        mates = {m for team in teams for m in policy.teams[team].members} - {identity.user}
+        if teams <= identity.teams and mates <= identity.teammates:
+            return identity
+        return replace(identity, teams=identity.teams | teams,
+                       teammates=identity.teammates | mates)
 
     # --- audit ---------------------------------------------------------------------------
 
