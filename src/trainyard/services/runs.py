@@ -71,8 +71,8 @@ class RunService:
     guard: Guard
     submitter: JobService  # a reproduced run is submitted as any job is
 
-    def find(self, identity: Identity, run_id: str, action: str = "GetRun",
-             verb: str = "see the runs of") -> RunRecord:
+    def _find(self, identity: Identity, run_id: str, action: str = "GetRun",
+              verb: str = "see the runs of") -> RunRecord:
         """The run, if the identity may see its job; for the use cases below, which have
         checked their need first."""
         job_id, attempt = parse_run_id(run_id)
@@ -87,7 +87,7 @@ class RunService:
 
     def get(self, identity: Identity, run_id: str) -> RunView:
         self.guard.require(identity, Access.READ, "GetRun")
-        run = self.find(identity, run_id)
+        run = self._find(identity, run_id)
         series, truncated = self.runs.series(run.job.id, run.attempt)
         view = self._views([run])[0]
         events = attempt_events(self.jobs.events(run.job.id), run.attempt)
@@ -161,7 +161,7 @@ class RunService:
             raise InvalidArgument("run_ids", "name at least one run")
         if len(ids) > MAX_COMPARED:
             raise InvalidArgument("run_ids", f"at most {MAX_COMPARED} runs at once")
-        found = [self.find(identity, i, "CompareRuns", "compare the runs of") for i in ids]
+        found = [self._find(identity, i, "CompareRuns", "compare the runs of") for i in ids]
         views = self._views(found)
         if include_series:
             views = [replace(v, series=s, series_truncated=t) for v in views
@@ -175,7 +175,7 @@ class RunService:
         (not its tag), hyperparameters, resources, workers and queue. The new job records
         the run it reproduces."""
         self.guard.require(identity, Access.WRITE, "ReproduceRun")
-        run = self.find(identity, run_id, "ReproduceRun", "reproduce the runs of")
+        run = self._find(identity, run_id, "ReproduceRun", "reproduce the runs of")
         spec = pinned_spec(run)
         job_id, existing = self.submitter.train(identity, spec,
                                                 client_request_id=client_request_id,
