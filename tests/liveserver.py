@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
@@ -41,7 +42,7 @@ def live_server(tmp_path: Path, database_url: str, policy: str | None = None,
     finally:
         for job in srv.jobs.in_states(ACTIVE):
             with contextlib.suppress(TrainyardError):  # it may have ended meanwhile
-                srv.service.cancel(job.id)
+                srv.service.cancel(LOCAL, job.id)
         srv.stop(grace=0)
 
 

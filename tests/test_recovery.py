@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.serverproc import ServerProcess
+from trainyard.auth.policy import LOCAL
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
@@ -89,7 +90,7 @@ def test_crash_between_launching_and_launch_starts_the_job_once(tmp_path: Path,
     config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url)
     first = TrainyardServer(config)
     marker = tmp_path / "ran"
-    job_id, _ = first.service.train(JobSpec(name="x", command=f"echo once >> {marker}"))
+    job_id, _ = first.service.train(LOCAL, JobSpec(name="x", command=f"echo once >> {marker}"))
     # The tracker wrote LAUNCHING with its handle, then the service died before launching.
     first.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
                           attempt=1, executor="local",

@@ -165,7 +165,7 @@ def mia_model(world: World) -> pb.ModelRef:
 def dataset_version(world: World) -> str:
     if "dataset" not in world.made:
         world.made["dataset"] = world.server.datasets.register(
-            "lineage-ds", str(world.dataset_dir))[0].version
+            ROOT, "lineage-ds", str(world.dataset_dir))[0].version
     return world.made["dataset"]
 
 
@@ -174,7 +174,7 @@ def fresh_dataset(world: World) -> pb.DeleteDatasetRequest:
     path = world.dataset_dir.parent / fresh(world, "del-ds")
     path.mkdir()
     (path / "x.txt").write_text(path.name)
-    record, _ = world.server.datasets.register("doomed", str(path))
+    record, _ = world.server.datasets.register(ROOT, "doomed", str(path))
     return pb.DeleteDatasetRequest(name="doomed", version=record.version)
 
 
@@ -325,6 +325,27 @@ def test_refusals_and_admin_actions_are_audited(world: World) -> None:
     assert any(e.actor == "mia" and e.action == "CreateUser" and not e.allowed for e in events)
     assert any(e.actor == "root" and e.action == "CreateUser" and e.target == "welcome" and
                e.allowed for e in events)
+
+
+@pytest.mark.parametrize(("rpc", "caller"), [
+    ("CancelJob", "read_only"),  # refused by the interceptor's table
+    ("CreateUser", "member"),  # refused by the interceptor's table
+    ("GetTrainingStatus", "other_team"),  # let through, refused by the use case
+])
+def test_a_refusal_is_audited_once(world: World, rpc: str, caller: str) -> None:
+    call = RPCS[rpc][0]
+
+    def refused() -> list[Any]:
+        return [e for e in world.server.access.store.list_audit(1000)
+                if e.action == rpc and not e.allowed]
+
+    before = len(refused())
+    with pytest.raises(grpc.RpcError) as info:
+        call(world, caller)
+    assert info.value.code() is grpc.StatusCode.PERMISSION_DENIED
+    after = refused()
+    assert len(after) == before + 1
+    assert after[0].detail == info.value.details()
 
 
 def test_tokens_never_leak(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

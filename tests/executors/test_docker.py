@@ -10,6 +10,7 @@ import docker.errors
 import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
@@ -67,8 +68,8 @@ def test_contract_mounts_and_isolation_as_seen_inside(engine: Engine, tmp_path: 
     data.mkdir()
     (data / "train.csv").write_text("1,2,3\n")
     with running(docker_server(tmp_path)) as srv:
-        version = srv.datasets.register("digits", str(data))[0].version
-        job_id, _ = srv.service.train(JobSpec(
+        version = srv.datasets.register(LOCAL, "digits", str(data))[0].version
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="probe", image=TRAINER_IMAGE, command=probe_command(),
             dataset=DatasetRef("digits", version), hyperparameters={"LR": "0.1"}))
         job = final(srv, job_id)
@@ -85,7 +86,7 @@ def test_contract_mounts_and_isolation_as_seen_inside(engine: Engine, tmp_path: 
         assert seen["interfaces"] == ["lo"] and seen["network"] != "reachable"
         assert seen["docker_socket"] is False
         # What the job wrote through the read-write mounts reached the service.
-        status = srv.service.status(job_id)
+        status = srv.service.status(LOCAL, job_id)
         assert status.model is not None and status.model.file_count == 1
         assert status.latest_metrics["accuracy"][0] == 0.5
         assert (srv.workspace.attempt(job_id, 1).checkpoint_dir / "ckpt").read_text() == "step 1\n"
@@ -96,7 +97,7 @@ def test_contract_mounts_and_isolation_as_seen_inside(engine: Engine, tmp_path: 
 def test_the_container_is_named_labelled_limited_and_cancellable(engine: Engine,
                                                                  tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="sleeper", image=TRAINER_IMAGE, command="echo started; sleep 300",
             resources=Resources(cpus=1.5, memory_mb=256)))
         job = wait_state(srv, job_id, {JobState.RUNNING})
@@ -119,7 +120,7 @@ def test_the_container_is_named_labelled_limited_and_cancellable(engine: Engine,
                                              "/trainyard/metrics.jsonl"))
         assert not any("docker.sock" in m["Source"] for m in attrs["Mounts"])
 
-        srv.service.cancel(job_id)
+        srv.service.cancel(LOCAL, job_id)
         job = final(srv, job_id, timeout=30)
         assert job.state is JobState.CANCELLED
         assert "started" in srv.workspace.attempt(job_id, 1).log_path.read_text()
@@ -128,7 +129,7 @@ def test_the_container_is_named_labelled_limited_and_cancellable(engine: Engine,
 
 def test_exit_codes_and_logs_outlive_the_container(engine: Engine, tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="fails", image=TRAINER_IMAGE,
             command="for i in 1 2 3; do echo line $i; done; echo oops >&2; exit 7"))
         job = final(srv, job_id)
@@ -144,7 +145,7 @@ def test_exit_codes_and_logs_outlive_the_container(engine: Engine, tmp_path: Pat
 def test_the_image_command_runs_when_none_is_given(engine: Engine, tmp_path: Path) -> None:
     """The demo trainer image trains on its own; with no dataset it reports the problem."""
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(name="own-cmd", image=TRAINER_IMAGE))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="own-cmd", image=TRAINER_IMAGE))
         job = final(srv, job_id)
         log = srv.workspace.attempt(job_id, 1).log_path.read_text()
         assert job.state is JobState.FAILED and "train.csv" in log
@@ -153,7 +154,7 @@ def test_the_image_command_runs_when_none_is_given(engine: Engine, tmp_path: Pat
 def test_a_job_over_its_memory_is_reported_out_of_memory(engine: Engine,
                                                          tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="hog", image=TRAINER_IMAGE, resources=Resources(memory_mb=64),
             command="python3 -c 'x = bytearray(512 * 1024 * 1024); print(len(x))'"))
         job = final(srv, job_id)
@@ -164,7 +165,8 @@ def test_a_job_over_its_memory_is_reported_out_of_memory(engine: Engine,
 def test_a_missing_image_fails_the_job_with_a_clear_message(engine: Engine,
                                                            tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(name="ghost", image="trainyard/no-such-image:1"))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="ghost",
+                                                     image="trainyard/no-such-image:1"))
         job = final(srv, job_id, timeout=20)
         assert job.state is JobState.FAILED
         assert "'trainyard/no-such-image:1' is not in the local Docker engine" in job.message
@@ -173,11 +175,13 @@ def test_a_missing_image_fails_the_job_with_a_clear_message(engine: Engine,
 
 def test_capacity_holds_a_job_until_the_pool_has_room(engine: Engine, tmp_path: Path) -> None:
     with running(docker_server(tmp_path, cpus=2.0, memory_mb=1024)) as srv:
-        first, _ = srv.service.train(JobSpec(name="big", image=TRAINER_IMAGE,
-                                             command="sleep 2", resources=Resources(cpus=1.5)))
+        first, _ = srv.service.train(LOCAL, JobSpec(name="big", image=TRAINER_IMAGE,
+                                                    command="sleep 2",
+                                                    resources=Resources(cpus=1.5)))
         wait_state(srv, first, {JobState.RUNNING})
-        second, _ = srv.service.train(JobSpec(name="next", image=TRAINER_IMAGE, command="true",
-                                              resources=Resources(cpus=1.0)))
+        second, _ = srv.service.train(LOCAL, JobSpec(name="next", image=TRAINER_IMAGE,
+                                                     command="true",
+                                                     resources=Resources(cpus=1.0)))
         waiting = wait_state(srv, second, {JobState.WAITING})
         deadline = time.monotonic() + 10
         while not waiting.pending_code and time.monotonic() < deadline:
@@ -190,8 +194,8 @@ def test_capacity_holds_a_job_until_the_pool_has_room(engine: Engine, tmp_path: 
         assert srv.jobs.get(first).state is JobState.SUCCEEDED
         # A job larger than the whole pool is refused at submit, naming the field.
         with pytest.raises(InvalidArgument) as refused:
-            srv.service.train(JobSpec(name="huge", image=TRAINER_IMAGE,
-                                      resources=Resources(memory_mb=2048)))
+            srv.service.train(LOCAL, JobSpec(name="huge", image=TRAINER_IMAGE,
+                                             resources=Resources(memory_mb=2048)))
         assert refused.value.field == "resources.memory_mb"
 
 
@@ -203,7 +207,7 @@ def test_concurrent_jobs_never_share_a_gpu(engine: Engine, tmp_path: Path) -> No
                 "PATH)")
     gpu_ids = ("g0", "g1", "g2", "g3", "g4")
     with running(docker_server(tmp_path, gpu_ids=gpu_ids, cpus=8, memory_mb=8192)) as srv:
-        ids = [srv.service.train(JobSpec(
+        ids = [srv.service.train(LOCAL, JobSpec(
             name=f"gpu{i}", image=TRAINER_IMAGE, resources=Resources(cpus=0.5, gpus=2),
             command="echo VISIBLE=$NVIDIA_VISIBLE_DEVICES; sleep 1.5"))[0] for i in range(5)]
         jobs = [final(srv, job_id, timeout=90) for job_id in ids]
@@ -230,7 +234,7 @@ def test_concurrent_jobs_never_share_a_gpu(engine: Engine, tmp_path: Path) -> No
 def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
                                                                 tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:  # cancel grace: 2 s
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="stubborn", image=TRAINER_IMAGE,
             command="trap 'echo ignoring TERM' TERM; echo ready; "
                     "while true; do sleep 0.1; done"))
@@ -241,7 +245,7 @@ def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
             assert time.monotonic() < deadline
             time.sleep(0.05)
         asked = time.monotonic()
-        srv.service.cancel(job_id)
+        srv.service.cancel(LOCAL, job_id)
         job = final(srv, job_id, timeout=30)
         assert job.state is JobState.CANCELLED
         assert time.monotonic() - asked >= 1.5  # it outlived the TERM until the KILL
@@ -251,13 +255,13 @@ def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
 def test_metrics_and_logs_arrive_while_the_container_runs(engine: Engine,
                                                          tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="chatty", image=TRAINER_IMAGE,
             command='echo \'{"step": 1, "loss": 0.25}\' >> "$METRICS_PATH"; echo epoch 1; '
                     "sleep 300"))
         deadline = time.monotonic() + 30
         while True:
-            status = srv.service.status(job_id)
+            status = srv.service.status(LOCAL, job_id)
             log_path = srv.workspace.attempt(job_id, 1).log_path
             log = log_path.read_text() if log_path.exists() else ""
             if "loss" in status.latest_metrics and "epoch 1" in log:
@@ -266,5 +270,5 @@ def test_metrics_and_logs_arrive_while_the_container_runs(engine: Engine,
             time.sleep(0.05)
         assert status.job.state is JobState.RUNNING
         assert status.latest_metrics["loss"] == (0.25, 1)
-        srv.service.cancel(job_id)
+        srv.service.cancel(LOCAL, job_id)
         assert final(srv, job_id).state is JobState.CANCELLED

@@ -11,6 +11,7 @@ import pytest
 
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
 from tests.gangprobe import ranks_seen, rendezvous_probe
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
@@ -39,7 +40,7 @@ def test_two_workers_in_one_container_meet_over_its_loopback(engine: Engine,
     gpu_ids = ("g0", "g1", "g2") if engine.gpus else ()
     per_worker = 1 if engine.gpus else 0
     with running(docker_server(tmp_path, cpus=4, memory_mb=4096, gpu_ids=gpu_ids)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="pair", image=TRAINER_IMAGE, command="python3 - <<'EOF'\n" + PROBE + "\nEOF",
             workers=2, resources=Resources(cpus=1, memory_mb=512, gpus=per_worker)))
         job = wait_state(srv, job_id, {JobState.RUNNING})
@@ -72,14 +73,14 @@ def test_two_workers_in_one_container_meet_over_its_loopback(engine: Engine,
 def test_cancelling_a_container_gang_reaches_every_worker(engine: Engine,
                                                           tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="long", image=TRAINER_IMAGE, workers=2, resources=Resources(cpus=0.5),
             command="trap 'echo stopping; exit 0' TERM; echo up; "
                     "while true; do sleep 0.1; done"))
         wait_state(srv, job_id, {JobState.RUNNING})
         log_path = srv.workspace.attempt(job_id, 1).log_path
         wait_log(log_path, "] up", 2)
-        srv.service.cancel(job_id)
+        srv.service.cancel(LOCAL, job_id)
         # The container's init passes TERM to the launcher, which passes it to each worker.
         job = final(srv, job_id, timeout=30)
         assert job.state is JobState.CANCELLED and job.exit_code == 0, job.message
@@ -89,5 +90,5 @@ def test_cancelling_a_container_gang_reaches_every_worker(engine: Engine,
 
 def test_a_container_gang_needs_a_command(engine: Engine, tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv, pytest.raises(InvalidArgument) as refused:
-        srv.service.train(JobSpec(name="img", image=TRAINER_IMAGE, workers=2))
+        srv.service.train(LOCAL, JobSpec(name="img", image=TRAINER_IMAGE, workers=2))
     assert refused.value.field == "command"

@@ -20,6 +20,7 @@ from tests.dockerenv import (
 )
 from tests.executors.test_docker import assert_removed
 from tests.serverproc import ServerProcess
+from trainyard.auth.policy import LOCAL
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
@@ -83,8 +84,8 @@ def test_sigkill_of_the_service_loses_no_container(engine: Engine, tmp_path: Pat
 def test_an_engine_restart_leaves_no_job_stuck(engine: Engine, tmp_path: Path) -> None:
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
-        job_id, _ = srv.service.train(JobSpec(name="victim", image=TRAINER_IMAGE,
-                                              command="sleep 300"))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="victim", image=TRAINER_IMAGE,
+                                                     command="sleep 300"))
         job = wait_state(srv, job_id, {JobState.RUNNING})
         proxy.cut()
         # What an engine restart does to containers it does not keep alive.
@@ -102,8 +103,8 @@ def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,
                                                                tmp_path: Path) -> None:
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     with running(docker_server(tmp_path, base_url=proxy.url, engine_grace=2.0)) as srv:
-        job_id, _ = srv.service.train(JobSpec(name="stranded", image=TRAINER_IMAGE,
-                                              command="sleep 300"))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="stranded", image=TRAINER_IMAGE,
+                                                     command="sleep 300"))
         job = wait_state(srv, job_id, {JobState.RUNNING})
         proxy.cut()
         job = final(srv, job_id, timeout=30)
@@ -122,8 +123,8 @@ def test_while_the_engine_is_away_jobs_wait_and_say_why(engine: Engine, tmp_path
         while srv.executors["docker"].unavailable() is None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        job_id, _ = srv.service.train(JobSpec(name="patient", image=TRAINER_IMAGE,
-                                              command="echo ran"))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="patient", image=TRAINER_IMAGE,
+                                                     command="echo ran"))
         while (job := srv.jobs.get(job_id)).pending_code != ReasonCode.POOL_UNAVAILABLE:
             assert time.monotonic() < deadline, job
             time.sleep(0.05)
@@ -135,7 +136,7 @@ def test_while_the_engine_is_away_jobs_wait_and_say_why(engine: Engine, tmp_path
 def test_a_cut_log_stream_loses_no_output(engine: Engine, tmp_path: Path) -> None:
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
-        job_id, _ = srv.service.train(JobSpec(
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
             name="talker", image=TRAINER_IMAGE,
             command="echo before; sleep 2; echo during; sleep 2; echo after"))
         log_path = srv.workspace.attempt(job_id, 1).log_path
@@ -156,8 +157,8 @@ def test_a_server_without_docker_refuses_to_strand_running_containers(
     from trainyard.server.assembly import ServerConfig, TrainyardServer
 
     with running(docker_server(tmp_path)) as srv:
-        job_id, _ = srv.service.train(JobSpec(name="left", image=TRAINER_IMAGE,
-                                              command="sleep 300"))
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="left", image=TRAINER_IMAGE,
+                                                     command="sleep 300"))
         wait_state(srv, job_id, {JobState.RUNNING})
     # `running` removed the container; the store still says the job runs.
     plain = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", port=0))
@@ -177,7 +178,8 @@ def test_a_launch_cut_short_while_the_engine_was_away_runs_once(engine: Engine,
         docker=DockerConfig(instance="", cpus=2, memory_mb=2048, base_url=proxy.url),
         tracker=TrackerConfig(active_interval=0.2))
     srv = TrainyardServer(config)
-    job_id, _ = srv.service.train(JobSpec(name="once", image=TRAINER_IMAGE, command="echo ran"))
+    job_id, _ = srv.service.train(LOCAL, JobSpec(name="once", image=TRAINER_IMAGE,
+                                                 command="echo ran"))
     # The service recorded LAUNCHING and stopped before creating the container...
     srv.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
                         attempt=1, executor="docker",

@@ -41,10 +41,10 @@ def assemble(tmp_path: Path, policy: str | None = None) -> TrainyardServer:
                                         policy_file=policy_file))
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    """root (admin); mia and max in team red, otto in team blue; red-q takes team red."""
-    srv = assemble(tmp_path)
+def populate(srv: TrainyardServer) -> World:
+    """root (admin); mia and max in team red, otto in team blue; red-q takes team red. The
+    callers: admin (root), member (mia), read_only (mia's read-only token), other_team
+    (otto) and teammate (max)."""
     access = srv.access
     access.bootstrap("root")
     for name in ("mia", "otto", "max"):
@@ -55,9 +55,17 @@ def world(tmp_path: Path) -> Iterator[World]:
     access.add_member(ROOT, "blue", "otto")
     access.add_member(ROOT, "red", "max")
     access.set_queue_access(ROOT, "red-q", [], ["red"])
-    tokens = {"admin": "root", "member": "mia", "other_team": "otto", "teammate": "max"}
+    tokens = {"admin": ("root", False), "member": ("mia", False),
+              "read_only": ("mia", True), "other_team": ("otto", False),
+              "teammate": ("max", False)}
     who = {caller: identity_of(srv, access.create_token(ROOT, user, expires_in=0,
-                                                        read_only=False).token)
-           for caller, user in tokens.items()}
-    yield World(srv, who)
+                                                        read_only=read_only).token)
+           for caller, (user, read_only) in tokens.items()}
+    return World(srv, who)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    srv = assemble(tmp_path)
+    yield populate(srv)
     srv.stop(grace=0)

@@ -93,10 +93,10 @@ def test_a_store_team_member_submits_to_a_file_queue_open_to_that_team(tmp_path:
                                                    read_only=False).token)
         spec = JobSpec(name="t", command="true", queue="vision-q")
         with pytest.raises(PermissionDenied, match="it takes jobs from team 'vision'"):
-            jobs.train(spec, identity=bob)
+            jobs.train(bob, spec)
         access.create_team(ROOT, "vision")
         access.add_member(ROOT, "vision", "bob")
-        job_id, _ = jobs.train(spec, identity=bob)  # seen at once: no wait for the cache
+        job_id, _ = jobs.train(bob, spec)  # seen at once: no wait for the cache
         assert srv.jobs.get(job_id).team == "vision"
         # The tracker's queue policy decides by the same view.
         current = srv.policy.for_scheduler()

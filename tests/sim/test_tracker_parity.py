@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainyard.auth.policy import Identity
+from trainyard.auth.policy import LOCAL, Identity
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
@@ -106,7 +106,7 @@ def test_the_replay_and_the_live_tracker_make_the_same_decisions(tmp_path: Path)
     def train(name: str, queue: str, user: str) -> str:
         spec = JobSpec(name=name, command="sleep 600", queue=queue,
                        resources=Resources(cpus=1, gpus=1))
-        return srv.service.train(spec, identity=Identity(user=user))[0]
+        return srv.service.train(Identity(user=user), spec)[0]
 
     try:
         # Pass A: x's three jobs start, one GPU borrowed from y's idle quota.
@@ -139,7 +139,7 @@ def test_the_replay_and_the_live_tracker_make_the_same_decisions(tmp_path: Path)
     finally:
         for job in srv.jobs.in_states(ACTIVE):
             with contextlib.suppress(TrainyardError):
-                srv.service.cancel(job.id)
+                srv.service.cancel(LOCAL, job.id)
         deadline = time.monotonic() + 30
         while srv.jobs.in_states(ACTIVE) and time.monotonic() < deadline:
             step(srv)

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.liveserver import make_server, wait_for
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.scheduler import RunningJob
@@ -39,8 +40,8 @@ def server(tmp_path: Path, database_url: str, half_life: str = "1h") -> Trainyar
 
 
 def submit(srv: TrainyardServer, name: str, queue: str, command: str = "true") -> str:
-    return srv.service.train(JobSpec(name=name, command=command, queue=queue,
-                                     resources=Resources(cpus=1)))[0]
+    return srv.service.train(LOCAL, JobSpec(name=name, command=command, queue=queue,
+                                            resources=Resources(cpus=1)))[0]
 
 
 def test_usage_is_saved_at_stop_and_read_back_at_start(tmp_path: Path,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.tracker.passes import run_to_end, step
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import TrainyardServer
@@ -18,10 +19,10 @@ def test_success_collects_metrics_and_the_model(stack: TrainyardServer) -> None:
         'printf \'{"step": 1, "loss": 0.9}\\nnot json\\n{"step": 2, "loss": 0.4, "acc": 0.8}\\n\''
         ' >> "$METRICS_PATH"; echo "$LR" > "$MODEL_SAVE_PATH/weights.txt"'
     )
-    job_id, _ = stack.service.train(JobSpec(name="model-a", command=command,
-                                            hyperparameters={"LR": "0.3"}))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="model-a", command=command,
+                                                   hyperparameters={"LR": "0.3"}))
     assert run_to_end(stack, job_id) is JobState.SUCCEEDED
-    status = stack.service.status(job_id)
+    status = stack.service.status(LOCAL, job_id)
     assert status.job.exit_code == 0 and status.job.malformed_metric_lines == 1
     assert status.latest_metrics == {"loss": (0.4, 2), "acc": (0.8, 2)}
     model = status.model
@@ -32,34 +33,34 @@ def test_success_collects_metrics_and_the_model(stack: TrainyardServer) -> None:
         JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING, JobState.SUCCEEDED]
     assert status.job.message == "exited with code 0; model model-a version 1"
     # A second run of the same name is the model's next version.
-    again, _ = stack.service.train(JobSpec(name="model-a", command=command,
-                                           hyperparameters={"LR": "0.5"}))
+    again, _ = stack.service.train(LOCAL, JobSpec(name="model-a", command=command,
+                                                  hyperparameters={"LR": "0.5"}))
     run_to_end(stack, again)
-    assert stack.service.status(again).model.version == 2  # type: ignore[union-attr]
+    assert stack.service.status(LOCAL, again).model.version == 2  # type: ignore[union-attr]
 
 
 def test_failure_records_the_exit_code(stack: TrainyardServer) -> None:
-    job_id, _ = stack.service.train(JobSpec(name="bad", command="echo boom >&2; exit 4"))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="bad", command="echo boom >&2; exit 4"))
     assert run_to_end(stack, job_id) is JobState.FAILED
     job = stack.jobs.get(job_id)
     assert job.exit_code == 4 and job.message == "exited with code 4"
-    logs = b"".join(d for _, d in stack.service.logs(job_id, follow=False, offset=0,
-                                                      is_active=lambda: True))
+    logs = b"".join(d for _, d in stack.service.logs(LOCAL, job_id, follow=False, offset=0,
+                                                             is_active=lambda: True))
     assert logs == b"boom\n"
 
 
 def test_cancel_running_job_ends_cancelled(stack: TrainyardServer) -> None:
-    job_id, _ = stack.service.train(JobSpec(name="long", command="sleep 60"))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="long", command="sleep 60"))
     step(stack)
     assert stack.jobs.get(job_id).state is JobState.RUNNING
-    assert stack.service.cancel(job_id) is JobState.RUNNING
+    assert stack.service.cancel(LOCAL, job_id) is JobState.RUNNING
     assert run_to_end(stack, job_id) is JobState.CANCELLED
     assert stack.jobs.get(job_id).message.startswith("cancelled by request")
 
 
 def test_a_preempted_job_waits_again_in_one_step_and_runs_again(
         stack: TrainyardServer) -> None:
-    job_id, _ = stack.service.train(JobSpec(name="victim", command="sleep 30"))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="victim", command="sleep 30"))
     step(stack)
     # What the admission pass writes for a victim; the next passes stop and requeue it.
     assert stack.jobs.update_fields(job_id, JobState.RUNNING, preempt_requested=True,
@@ -76,7 +77,7 @@ def test_a_preempted_job_waits_again_in_one_step_and_runs_again(
     assert stopped.reason.startswith("for a test (") and stopped.time == requeued.time
     assert requeued.reason == REQUEUED
     assert not stack.jobs.get(job_id).preempt_requested
-    stack.service.cancel(job_id)
+    stack.service.cancel(LOCAL, job_id)
     assert run_to_end(stack, job_id) is JobState.CANCELLED
 
 
@@ -106,7 +107,7 @@ def test_the_last_metric_lines_are_ingested_even_without_a_newline(
     command = ('printf \'{"step": 1, "loss": 0.9}\\n\' >> "$METRICS_PATH"; sleep 0.3; '
                'printf \'{"step": 2, "loss": 0.4}\\n{"step": 3, "loss": 0.2}\' '
                '>> "$METRICS_PATH"')
-    job_id, _ = stack.service.train(JobSpec(name="tail", command=command))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="tail", command=command))
     step(stack)
     time.sleep(0.1)
     stack.tracker.run_once()  # ingests step 1 while the job still runs
@@ -120,8 +121,8 @@ def test_a_job_that_breaks_its_metrics_file_cannot_stall_the_tracker(
     stack: TrainyardServer, sabotage: str,
 ) -> None:
     command = f'rm "$METRICS_PATH"; {sabotage} "$METRICS_PATH"; sleep 0.3'
-    job_id, _ = stack.service.train(JobSpec(name="saboteur", command=command))
-    other, _ = stack.service.train(JobSpec(name="other", command="true"))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="saboteur", command=command))
+    other, _ = stack.service.train(LOCAL, JobSpec(name="other", command="true"))
     assert run_to_end(stack, job_id) is JobState.SUCCEEDED
     assert run_to_end(stack, other) is JobState.SUCCEEDED
 
@@ -129,8 +130,8 @@ def test_a_job_that_breaks_its_metrics_file_cannot_stall_the_tracker(
 def test_a_log_swapped_for_a_link_is_not_followed(stack: TrainyardServer) -> None:
     command = ('log="$(dirname "$METRICS_PATH")/output.log"; rm "$log"; '
                'ln -s /etc/passwd "$log"')
-    job_id, _ = stack.service.train(JobSpec(name="sneaky", command=command))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="sneaky", command=command))
     assert run_to_end(stack, job_id) is JobState.SUCCEEDED
-    logs = b"".join(d for _, d in stack.service.logs(job_id, follow=False, offset=0,
-                                                      is_active=lambda: True))
+    logs = b"".join(d for _, d in stack.service.logs(LOCAL, job_id, follow=False, offset=0,
+                                                             is_active=lambda: True))
     assert b"root:" not in logs

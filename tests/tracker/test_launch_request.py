@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import delete
 
 from tests.tracker.passes import run_to_end
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchError
@@ -23,14 +24,14 @@ def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
     data = tmp_path / "ds"
     data.mkdir()
     (data / "x.csv").write_text("1,2\n")
-    record, _ = stack.datasets.register("toy", str(data))
+    record, _ = stack.datasets.register(LOCAL, "toy", str(data))
     command = ('cat "$TRAINING_DATA_PATH/x.csv" > "$MODEL_SAVE_PATH/seen"; env > '
                '"$MODEL_SAVE_PATH/env"')
     spec = JobSpec(name="env", command=command, hyperparameters={"LR": "0.1", "EPOCHS": "2"},
                    dataset=DatasetRef("toy", record.version))
-    job_id, _ = stack.service.train(spec)
+    job_id, _ = stack.service.train(LOCAL, spec)
     assert run_to_end(stack, job_id) is JobState.SUCCEEDED
-    stored = Path(stack.service.status(job_id).model.uri.removeprefix("file://"))  # type: ignore[union-attr]
+    stored = Path(stack.service.status(LOCAL, job_id).model.uri.removeprefix("file://"))  # type: ignore[union-attr]
     env = dict(line.split("=", 1) for line in (stored / "env").read_text().splitlines()
                if "=" in line)
     paths = stack.workspace.attempt(job_id, 1)
@@ -55,9 +56,9 @@ def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServ
     data = tmp_path / "ds"
     data.mkdir()
     (data / "a").write_text("a")
-    record, _ = stack.datasets.register("gone", str(data))
-    job_id, _ = stack.service.train(JobSpec(name="j", command="true",
-                                            dataset=DatasetRef("gone", record.version)))
+    record, _ = stack.datasets.register(LOCAL, "gone", str(data))
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="j", command="true",
+                                                   dataset=DatasetRef("gone", record.version)))
     with stack.db.write() as conn:
         conn.execute(delete(dataset_versions))
     assert run_to_end(stack, job_id) is JobState.FAILED

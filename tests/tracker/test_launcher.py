@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.tracker.passes import run_to_end
+from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchRequest
@@ -26,7 +27,7 @@ def test_a_started_process_makes_the_job_running(stack: TrainyardServer) -> None
     assert stack.tracker.launcher.start(job)
     assert stack.jobs.get(job.id).state is JobState.RUNNING
     assert stack.jobs.events(job.id)[-1].reason == "process started"
-    stack.service.cancel(job.id)
+    stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 
 
@@ -64,6 +65,6 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     while not marker.exists():
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    stack.service.cancel(job.id)
+    stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
     assert marker.read_text() == "x\n"

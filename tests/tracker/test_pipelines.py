@@ -39,7 +39,7 @@ def settle(srv: TrainyardServer, until: object, timeout: float = 15) -> None:
 def test_a_pipeline_runs_at_most_its_limit_and_a_later_submit_can_raise_it(
         server: TrainyardServer) -> None:
     def submit(name: str, who: Identity = ANN, limit: int = 0) -> str:
-        return server.service.train(JobSpec(name=name, command="sleep 30"), identity=who,
+        return server.service.train(who, JobSpec(name=name, command="sleep 30"),
                                     pipeline="etl", pipeline_max_parallel=limit)[0]
 
     ids = [submit("step-1", limit=1), submit("step-2"), submit("step-3")]
@@ -70,7 +70,7 @@ def test_a_pipeline_runs_at_most_its_limit_and_a_later_submit_can_raise_it(
 def test_a_bad_pipeline_is_refused_and_stores_nothing(
         server: TrainyardServer, pipeline: str, limit: int, field: str) -> None:
     with pytest.raises(InvalidArgument) as refused:
-        server.service.train(JobSpec(name="x", command="true"), identity=ANN,
+        server.service.train(ANN, JobSpec(name="x", command="true"),
                              pipeline=pipeline, pipeline_max_parallel=limit)
     assert refused.value.field == field
     assert server.jobs.in_states((JobState.WAITING,)) == []

@@ -63,13 +63,13 @@ def started(srv: TrainyardServer, job_id: str) -> list[float]:
 
 def test_a_sweep_delays_the_other_teams_urgent_job_by_at_most_one_slot(
         server: TrainyardServer) -> None:
-    sweep = [server.service.train(JobSpec(name=f"s{i}", command="sleep 1", queue="sweeps",
-                                          resources=Resources(cpus=1)), identity=ANN)[0]
+    sweep = [server.service.train(ANN, JobSpec(name=f"s{i}", command="sleep 1", queue="sweeps",
+                                               resources=Resources(cpus=1)))[0]
              for i in range(8)]
     wait_for(server, sweep[3], {JobState.RUNNING})  # the pool is full: 2 owned, 2 borrowed
     submitted = time.time()
-    urgent, _ = server.service.train(JobSpec(name="fix", command="true", queue="urgent",
-                                             resources=Resources(cpus=1)), identity=BOB)
+    urgent, _ = server.service.train(BOB, JobSpec(name="fix", command="true", queue="urgent",
+                                                  resources=Resources(cpus=1)))
     assert server.jobs.get(urgent).team == "nlp"
     wait_for(server, urgent, {JobState.SUCCEEDED})
     urgent_start = started(server, urgent)[0]
@@ -83,14 +83,14 @@ def test_borrowed_quota_is_reclaimed_and_the_preempted_job_resumes(
         server: TrainyardServer) -> None:
     step = ('if [ -f "$CHECKPOINT_PATH/step" ]; then echo "resumed from $(cat '
             '"$CHECKPOINT_PATH/step")"; fi; echo 1 > "$CHECKPOINT_PATH/step"; sleep 4')
-    sweep = [server.service.train(JobSpec(name=f"s{i}", command=step, queue="sweeps",
-                                          resources=Resources(cpus=1)), identity=ANN)[0]
+    sweep = [server.service.train(ANN, JobSpec(name=f"s{i}", command=step, queue="sweeps",
+                                               resources=Resources(cpus=1)))[0]
              for i in range(4)]
     for job_id in sweep:
         wait_for(server, job_id, {JobState.RUNNING})  # 2 owned + 2 borrowed from nlp
     time.sleep(0.3)  # the checkpoints are written
-    mine, _ = server.service.train(JobSpec(name="nlp", command="sleep 0.5", queue="urgent",
-                                           resources=Resources(cpus=1)), identity=BOB)
+    mine, _ = server.service.train(BOB, JobSpec(name="nlp", command="sleep 0.5", queue="urgent",
+                                                resources=Resources(cpus=1)))
     wait_for(server, mine, {JobState.RUNNING, JobState.SUCCEEDED})
     preempted = [j for j in sweep
                  if JobState.PREEMPTED in {e.to_state for e in server.jobs.events(j)}]
@@ -110,8 +110,8 @@ def test_borrowed_quota_is_reclaimed_and_the_preempted_job_resumes(
 def test_a_job_behind_its_queue_limit_hears_how_many_are_ahead(
         server: TrainyardServer) -> None:
     def submit(name: str, priority: int, command: str = "true") -> str:
-        return server.service.train(JobSpec(name=name, command=command, queue="batch",
-                                            priority=priority), identity=ANN)[0]
+        return server.service.train(ANN, JobSpec(name=name, command=command, queue="batch",
+                                                 priority=priority))[0]
 
     running = submit("long", 0, "sleep 30")
     wait_for(server, running, {JobState.RUNNING})
@@ -121,11 +121,11 @@ def test_a_job_behind_its_queue_limit_hears_how_many_are_ahead(
     while any(server.jobs.get(j).pending_code != "QUEUE_LIMIT" for j in [low, *high]):
         assert time.monotonic() < deadline, [server.jobs.get(j) for j in [low, *high]]
         time.sleep(0.05)
-    status = server.service.status(low, identity=ANN)
+    status = server.service.status(ANN, low)
     assert status.queue_position == 3
     assert status.pending_message == ("queue 'batch' is at its limit of 1 running jobs; "
                                       "2 jobs of higher priority are ahead.")
-    first = server.service.status(high[0], identity=ANN)
+    first = server.service.status(ANN, high[0])
     assert first.queue_position == 1 and first.pending_message.endswith("running jobs")
 
 
@@ -156,13 +156,13 @@ cpus = 1
 def test_in_one_queue_quota_taken_back_goes_to_its_owner_not_back_to_the_borrower(
         tmp_path: Path, database_url: str) -> None:
     with live_server(tmp_path, database_url, ONE_QUEUE) as srv:
-        borrowed = [srv.service.train(JobSpec(name=f"v{i}", command="sleep 3", queue="shared",
-                                              resources=Resources(cpus=1)), identity=ANN)[0]
+        borrowed = [srv.service.train(ANN, JobSpec(name=f"v{i}", command="sleep 3", queue="shared",
+                                                   resources=Resources(cpus=1)))[0]
                     for i in range(2)]
         for job_id in borrowed:
             wait_for(srv, job_id, {JobState.RUNNING})
-        mine, _ = srv.service.train(JobSpec(name="n", command="sleep 1", queue="shared",
-                                            resources=Resources(cpus=1)), identity=BOB)
+        mine, _ = srv.service.train(BOB, JobSpec(name="n", command="sleep 1", queue="shared",
+                                                 resources=Resources(cpus=1)))
         wait_for(srv, mine, {JobState.RUNNING, JobState.SUCCEEDED})
         for job_id in borrowed:
             wait_for(srv, job_id, {JobState.SUCCEEDED}, timeout=60)

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 from tests.liveserver import live_server, wait_for
-from trainyard.auth.policy import Identity
+from trainyard.auth.policy import LOCAL, Identity
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.scheduler import Decisions, Policy, Snapshot
@@ -41,8 +41,8 @@ STEP = ('if [ -f "$CHECKPOINT_PATH/step" ]; then echo "resumed from $(cat '
 
 
 def submit(srv: TrainyardServer, name: str, command: str) -> str:
-    return srv.service.train(JobSpec(name=name, command=command, queue="train",
-                                     resources=Resources(cpus=1)), identity=ANN)[0]
+    return srv.service.train(ANN, JobSpec(name=name, command=command, queue="train",
+                                          resources=Resources(cpus=1)))[0]
 
 
 def states(srv: TrainyardServer, job_id: str) -> list[JobState]:
@@ -138,5 +138,5 @@ def test_a_relaunched_job_has_not_started_its_new_attempt(tmp_path: Path) -> Non
         assert srv.tracker.wait_for_launches()
     finally:
         for job in srv.jobs.in_states(ACTIVE_STATES):
-            srv.service.cancel(job.id)
+            srv.service.cancel(LOCAL, job.id)
         srv.stop(grace=0)

@@ -26,7 +26,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     def ListUsers(self, request: pb.ListUsersRequest,
                   context: grpc.ServicerContext) -> pb.ListUsersResponse:
         return pb.ListUsersResponse(users=[convert.user_to_pb(u)
-                                           for u in self.access.list_users()])
+                                           for u in self.access.list_users(current_identity())])
 
     @grpc_errors
     def CreateTeam(self, request: pb.CreateTeamRequest,
@@ -37,7 +37,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     def ListTeams(self, request: pb.ListTeamsRequest,
                   context: grpc.ServicerContext) -> pb.ListTeamsResponse:
         return pb.ListTeamsResponse(teams=[convert.team_to_pb(t)
-                                           for t in self.access.list_teams()])
+                                           for t in self.access.list_teams(current_identity())])
 
     @grpc_errors
     def AddTeamMember(self, request: pb.AddTeamMemberRequest,
@@ -57,8 +57,8 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     @grpc_errors
     def ListTokens(self, request: pb.ListTokensRequest,
                    context: grpc.ServicerContext) -> pb.ListTokensResponse:
-        return pb.ListTokensResponse(tokens=[convert.token_to_pb(t)
-                                             for t in self.access.list_tokens(request.user)])
+        tokens = self.access.list_tokens(current_identity(), request.user)
+        return pb.ListTokensResponse(tokens=[convert.token_to_pb(t) for t in tokens])
 
     @grpc_errors
     def RevokeToken(self, request: pb.RevokeTokenRequest,
@@ -77,10 +77,10 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                         context: grpc.ServicerContext) -> pb.ListQueueAccessResponse:
         return pb.ListQueueAccessResponse(queues=[
             convert.queue_access_to_pb(q, acl)
-            for q, acl in sorted(self.access.queue_acls().items())])
+            for q, acl in sorted(self.access.queue_acls(current_identity()).items())])
 
     @grpc_errors
     def ListAudit(self, request: pb.ListAuditRequest,
                   context: grpc.ServicerContext) -> pb.ListAuditResponse:
-        return pb.ListAuditResponse(events=[convert.audit_to_pb(e)
-                                            for e in self.access.list_audit(request.limit)])
+        events = self.access.list_audit(current_identity(), request.limit)
+        return pb.ListAuditResponse(events=[convert.audit_to_pb(e) for e in events])

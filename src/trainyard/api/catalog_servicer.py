@@ -32,18 +32,18 @@ class CatalogServicer:
             thresholds=conv.thresholds_from_pb(list(request.metrics)),
             sort_metric=request.sort_metric, descending=request.descending,
             page_size=request.page_size, page_token=request.page_token)
-        views, token = self.runs.list_runs(query, current_identity())
+        views, token = self.runs.list_runs(current_identity(), query)
         return pb.ListRunsResponse(runs=[conv.run_to_pb(v) for v in views],
                                    next_page_token=token)
 
     @grpc_errors
     def GetRun(self, request: pb.GetRunRequest, context: grpc.ServicerContext) -> pb.Run:
-        return conv.run_to_pb(self.runs.get(request.run_id, current_identity()))
+        return conv.run_to_pb(self.runs.get(current_identity(), request.run_id))
 
     @grpc_errors
     def CompareRuns(self, request: pb.CompareRunsRequest,
                     context: grpc.ServicerContext) -> pb.CompareRunsResponse:
-        comparison, views = self.runs.compare(list(request.run_ids), current_identity(),
+        comparison, views = self.runs.compare(current_identity(), list(request.run_ids),
                                               include_series=request.include_series)
         return conv.comparison_to_pb(comparison, views)
 
@@ -51,32 +51,33 @@ class CatalogServicer:
     def ReproduceRun(self, request: pb.ReproduceRunRequest,
                      context: grpc.ServicerContext) -> pb.ReproduceRunResponse:
         job_id, existing, spec, run = self.runs.reproduce(
-            request.run_id, current_identity(), request.client_request_id)
+            current_identity(), request.run_id, request.client_request_id)
         return pb.ReproduceRunResponse(job_id=job_id, existing=existing, spec=spec_to_pb(spec),
                                        reproduces=run.id)
 
     @grpc_errors
     def ListModels(self, request: pb.ListModelsRequest,
                    context: grpc.ServicerContext) -> pb.ListModelsResponse:
-        return pb.ListModelsResponse(
-            models=[conv.model_summary_to_pb(m) for m in self.models.list_models()])
+        models = self.models.list_models(current_identity())
+        return pb.ListModelsResponse(models=[conv.model_summary_to_pb(m) for m in models])
 
     @grpc_errors
     def GetModel(self, request: pb.GetModelRequest, context: grpc.ServicerContext) -> pb.Model:
-        return conv.model_detail_to_pb(self.models.get_model(request.name))
+        return conv.model_detail_to_pb(self.models.get_model(current_identity(), request.name))
 
     @grpc_errors
     def SetModelAlias(self, request: pb.SetModelAliasRequest,
                       context: grpc.ServicerContext) -> pb.SetModelAliasResponse:
-        version, previous = self.models.set_alias(request.name, request.alias, request.version,
-                                                  current_identity())
+        version, previous = self.models.set_alias(current_identity(), request.name,
+                                                  request.alias, request.version)
         return pb.SetModelAliasResponse(name=request.name, alias=request.alias,
                                         version=version, previous_version=previous or 0)
 
     @grpc_errors
     def DownloadModel(self, request: pb.DownloadModelRequest,
                       context: grpc.ServicerContext) -> Iterator[pb.ModelFileChunk]:
-        model, chunks = self.models.download(conv.model_ref_from_pb(request.model))
+        model, chunks = self.models.download(current_identity(),
+                                            conv.model_ref_from_pb(request.model))
         first = True
         for chunk in chunks:
             if not context.is_active():
@@ -91,17 +92,17 @@ class CatalogServicer:
     @grpc_errors
     def GetModelLineage(self, request: pb.GetModelLineageRequest,
                         context: grpc.ServicerContext) -> pb.ModelLineage:
-        return conv.lineage_to_pb(self.models.lineage(conv.model_ref_from_pb(request.model),
-                                                      current_identity()))
+        return conv.lineage_to_pb(self.models.lineage(current_identity(),
+                                                      conv.model_ref_from_pb(request.model)))
 
     @grpc_errors
     def GetDatasetLineage(self, request: pb.GetDatasetLineageRequest,
                           context: grpc.ServicerContext) -> pb.DatasetLineage:
         return conv.dataset_lineage_to_pb(self.datasets.lineage(
-            request.name, request.version, current_identity()))
+            current_identity(), request.name, request.version))
 
     @grpc_errors
     def DeleteDataset(self, request: pb.DeleteDatasetRequest,
                       context: grpc.ServicerContext) -> pb.DeleteDatasetResponse:
-        record = self.datasets.delete(request.name, request.version)
+        record = self.datasets.delete(current_identity(), request.name, request.version)
         return pb.DeleteDatasetResponse(dataset=dataset_to_pb(record))

@@ -25,9 +25,9 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
 
     @grpc_errors
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:
-        job_id, existing = self.jobs.train(convert.spec_from_request(request),
+        job_id, existing = self.jobs.train(current_identity(),
+                                           convert.spec_from_request(request),
                                            client_request_id=request.client_request_id,
-                                           identity=current_identity(),
                                            pipeline=request.pipeline,
                                            pipeline_max_parallel=request.pipeline_max_parallel)
         return pb.TrainResponse(job_id=job_id, existing=existing)
@@ -35,16 +35,16 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def GetTrainingStatus(self, request: pb.GetTrainingStatusRequest,
                           context: grpc.ServicerContext) -> pb.TrainingStatus:
-        return convert.status_to_pb(self.jobs.status(request.job_id, current_identity()))
+        return convert.status_to_pb(self.jobs.status(current_identity(), request.job_id))
 
     @grpc_errors
     def ListJobs(self, request: pb.ListJobsRequest,
                  context: grpc.ServicerContext) -> pb.ListJobsResponse:
         states = [convert.state_from_pb(s, "states") for s in request.states]
         records, token = self.jobs.list_jobs(
-            states=states, queue=request.queue, labels=dict(request.labels),
-            page_size=request.page_size, page_token=request.page_token,
-            identity=current_identity(),
+            current_identity(), states=states, queue=request.queue,
+            labels=dict(request.labels), page_size=request.page_size,
+            page_token=request.page_token,
         )
         return pb.ListJobsResponse(jobs=[convert.summary_to_pb(r) for r in records],
                                    next_page_token=token)
@@ -52,14 +52,14 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def CancelJob(self, request: pb.CancelJobRequest,
                   context: grpc.ServicerContext) -> pb.CancelJobResponse:
-        state = self.jobs.cancel(request.job_id, current_identity())
+        state = self.jobs.cancel(current_identity(), request.job_id)
         return pb.CancelJobResponse(state=convert.state_to_pb(state))
 
     @grpc_errors
     def WatchJob(self, request: pb.WatchJobRequest,
                  context: grpc.ServicerContext) -> Iterator[pb.JobEvent]:
-        for event in self.jobs.watch(request.job_id, is_active=context.is_active,
-                                     identity=current_identity()):
+        for event in self.jobs.watch(current_identity(), request.job_id,
+                                     is_active=context.is_active):
             yield pb.JobEvent(job_id=request.job_id,
                               transition=convert.transition_to_pb(event),
                               final=event.to_state.is_final())
@@ -67,22 +67,22 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def StreamLogs(self, request: pb.StreamLogsRequest,
                    context: grpc.ServicerContext) -> Iterator[pb.LogChunk]:
-        for offset, data in self.jobs.logs(request.job_id, follow=request.follow,
-                                           offset=request.offset,
-                                           is_active=context.is_active,
-                                           identity=current_identity()):
+        for offset, data in self.jobs.logs(current_identity(), request.job_id,
+                                           follow=request.follow, offset=request.offset,
+                                           is_active=context.is_active):
             yield pb.LogChunk(data=data, offset=offset)
 
     @grpc_errors
     def RegisterDataset(self, request: pb.RegisterDatasetRequest,
                         context: grpc.ServicerContext) -> pb.DatasetVersion:
-        record, created = self.datasets.register(request.name, request.path)
+        record, created = self.datasets.register(current_identity(), request.name,
+                                                 request.path)
         return convert.dataset_to_pb(record, created)
 
     @grpc_errors
     def ListDatasets(self, request: pb.ListDatasetsRequest,
                      context: grpc.ServicerContext) -> pb.ListDatasetsResponse:
-        found = self.datasets.list(request.name, current_identity())
+        found = self.datasets.list(current_identity(), request.name)
         return pb.ListDatasetsResponse(
             datasets=[convert.dataset_to_pb(d.record, run_ids=d.run_ids) for d in found])
 
@@ -93,14 +93,13 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def GetQueues(self, request: pb.GetQueuesRequest,
                   context: grpc.ServicerContext) -> pb.QueuesOverview:
-        return convert.queues_to_pb(self.jobs.queues())
+        return convert.queues_to_pb(self.jobs.queues(current_identity()))
 
     @grpc_errors
     def SubmitSweep(self, request: pb.SweepRequest,
                     context: grpc.ServicerContext) -> pb.SweepResponse:
         sweep_id, job_ids = self.sweeps.submit(
-            convert.spec_from_request(request.template),
+            current_identity(), convert.spec_from_request(request.template),
             convert.parameters_from_pb(list(request.parameters)), search=request.search,
-            trials=request.trials, seed=request.seed, max_parallel=request.max_parallel,
-            identity=current_identity())
+            trials=request.trials, seed=request.seed, max_parallel=request.max_parallel)
         return pb.SweepResponse(sweep_id=sweep_id, job_ids=job_ids)

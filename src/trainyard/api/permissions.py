@@ -1,4 +1,6 @@
-"""What every RPC needs of its caller: one table, checked before any handler runs."""
+"""What every RPC needs of its caller: one table, checked by the interceptor before any
+handler runs. It is the second line of defence: the use case an RPC calls requires the same
+need itself (services/guard.py), and tests/api/test_permissions.py holds the two equal."""
 
 from __future__ import annotations
 

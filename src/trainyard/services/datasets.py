@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainyard.auth.policy import LOCAL, Identity
+from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import NotFound
 from trainyard.domain.runs import run_id
 from trainyard.domain.spec import check_text
@@ -39,19 +39,23 @@ class DatasetService:
     models: ModelStore
     guard: Guard
 
-    def register(self, name: str, path: str) -> tuple[DatasetRecord, bool]:
+    def register(self, identity: Identity, name: str, path: str) -> tuple[DatasetRecord, bool]:
         """Copy and hash a directory on the server as a new version of `name` (or find the
-        same content registered already: then the bool is False)."""
+        same content registered already: then the bool is False). Admins only: the path is
+        on the server's own file system, which the service may read and the caller not."""
+        self.guard.require(identity, Access.ADMIN, "RegisterDataset")
         return self.registry.register(name, path)
 
-    def list(self, name: str = "", identity: Identity = LOCAL) -> list[DatasetUse]:
+    def list(self, identity: Identity, name: str = "") -> list[DatasetUse]:
+        self.guard.require(identity, Access.READ, "ListDatasets")
         check_text("name", name)
         usage = self.runs.dataset_usage(self.guard.owners(identity), name)
         return [DatasetUse(r, usage.get((r.name, r.version), []))
                 for r in self.registry.store.list(name)]
 
-    def lineage(self, name: str, version: str, identity: Identity = LOCAL) -> DatasetLineage:
+    def lineage(self, identity: Identity, name: str, version: str) -> DatasetLineage:
         """From a dataset version to every model trained on it, and the runs that used it."""
+        self.guard.require(identity, Access.READ, "GetDatasetLineage")
         check_ref(name, version)
         record = self.registry.store.get(name, version)
         if record is None:
@@ -60,5 +64,7 @@ class DatasetService:
         used = [run_id(j, a) for j, a in self.runs.using_dataset(name, version, owners) if a]
         return DatasetLineage(DatasetUse(record, used), self.models.trained_on(name, version))
 
-    def delete(self, name: str, version: str) -> DatasetRecord:
+    def delete(self, identity: Identity, name: str, version: str) -> DatasetRecord:
+        """Remove an unused version; admins only, as they register them."""
+        self.guard.require(identity, Access.ADMIN, "DeleteDataset")
         return self.registry.delete(name, version)

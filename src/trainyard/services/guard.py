@@ -1,5 +1,7 @@
-"""What a caller may see of jobs and of the runs, models and datasets behind them, and the
-audit of every refusal. Shared by the job, run, model and dataset use cases."""
+"""What a caller may do and see, and the audit of every refusal: the one gate every use case
+passes. `require` gives a use case its need (auth.policy.Access, decided by
+auth.policy.check_access, the rule the RPC interceptor applies too); `job`, `may_see` and
+`owners` say which jobs, and the runs, models and datasets behind them, the caller sees."""
 
 from __future__ import annotations
 
@@ -7,7 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from trainyard.auth.policy import Identity, check_job, may_see_job, visible_owners
+from trainyard.auth.policy import (
+    Access,
+    Identity,
+    check_access,
+    check_job,
+    may_see_job,
+    visible_owners,
+)
 from trainyard.domain.errors import PermissionDenied
 from trainyard.store.records import JobRecord
 
@@ -24,6 +33,11 @@ def _ignore(identity: Identity, action: str, target: str, why: str) -> None:
 class Guard:
     share_team_jobs: bool = True  # members see (and cancel) their teams' jobs too
     on_denied: OnDenied = _ignore
+
+    def require(self, identity: Identity, access: Access, action: str) -> None:
+        """PermissionDenied, audited, unless the identity may do what needs `access`. The
+        first line of every use case, before it reads or validates anything."""
+        self.audited(identity, action, "", lambda: check_access(identity, access, action))
 
     def audited(self, identity: Identity, action: str, target: str,
                 check: Callable[[], T]) -> T:

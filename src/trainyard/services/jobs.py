@@ -1,6 +1,6 @@
 """Jobs for every interface (gRPC now, HTTP later): submit, status, list, cancel, watch,
-logs, and the queues overview. It validates, persists and reads; it knows nothing of
-executors or wire formats."""
+logs, and the queues overview. It authorizes (services/guard.py), validates, persists and
+reads; it knows nothing of executors or wire formats."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from trainyard.auth.policy import LOCAL, Identity
+from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
@@ -81,12 +81,13 @@ class JobService:
     on_submit: Callable[[], None] = _ignore
     on_cancel: Callable[[], None] = _ignore
 
-    def train(self, spec: JobSpec, *, client_request_id: str = "",
-              identity: Identity = LOCAL, pipeline: str = "",
-              pipeline_max_parallel: int = 0, reproduced_from: str = "") -> tuple[str, bool]:
+    def train(self, identity: Identity, spec: JobSpec, *, client_request_id: str = "",
+              pipeline: str = "", pipeline_max_parallel: int = 0,
+              reproduced_from: str = "") -> tuple[str, bool]:
         """Store the job as WAITING. In a pipeline (the caller's, by name, made on its first
         submit), it runs only while fewer than the pipeline's limit of its jobs run.
         `reproduced_from` links it to the run whose pinned spec it repeats."""
+        self.guard.require(identity, Access.WRITE, "Train")
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
         accepted = self.check.accept(spec, identity)
@@ -111,7 +112,8 @@ class JobService:
     def _visible(self, identity: Identity, job: JobRecord, action: str) -> JobRecord:
         return self.guard.job(identity, job, action, _VERBS[action])
 
-    def status(self, job_id: str, identity: Identity = LOCAL) -> JobStatus:
+    def status(self, identity: Identity, job_id: str) -> JobStatus:
+        self.guard.require(identity, Access.READ, "GetTrainingStatus")
         with self.jobs.db.read() as conn:  # one pooled connection for all five reads
             job = self._visible(identity, self.jobs.get(job_id, conn), "GetTrainingStatus")
             succeeded = job.state is JobState.SUCCEEDED
@@ -125,10 +127,10 @@ class JobService:
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,
             )
 
-    def list_jobs(self, *, states: Sequence[JobState] = (), queue: str = "",
-                  labels: Mapping[str, str] | None = None, page_size: int = 0,
-                  page_token: str = "", identity: Identity = LOCAL,
-                  ) -> tuple[list[JobRecord], str]:
+    def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),
+                  queue: str = "", labels: Mapping[str, str] | None = None,
+                  page_size: int = 0, page_token: str = "") -> tuple[list[JobRecord], str]:
+        self.guard.require(identity, Access.READ, "ListJobs")
         check_text("queue", queue)
         for key, value in (labels or {}).items():
             check_text(f"labels.{key}", key + value, 512)
@@ -146,8 +148,9 @@ class JobService:
                                            after_seq=after)
         return records, "" if next_seq is None else str(next_seq)
 
-    def cancel(self, job_id: str, identity: Identity = LOCAL) -> JobState:
+    def cancel(self, identity: Identity, job_id: str) -> JobState:
         """Cancel a job: at once if it waits, otherwise by asking the tracker to stop it."""
+        self.guard.require(identity, Access.WRITE, "CancelJob")
         for _ in range(10):
             job = self._visible(identity, self.jobs.get(job_id), "CancelJob")
             if job.state.is_final():
@@ -169,9 +172,10 @@ class JobService:
             # The job moved between the read and the write; look again.
         raise FailedPrecondition(f"job {job_id} kept changing state; try again")
 
-    def watch(self, job_id: str, *, is_active: Callable[[], bool],
-              poll_seconds: float = 1.0, identity: Identity = LOCAL) -> Iterator[EventRecord]:
+    def watch(self, identity: Identity, job_id: str, *, is_active: Callable[[], bool],
+              poll_seconds: float = 1.0) -> Iterator[EventRecord]:
         """Every state change of the job, oldest first, until it reaches a final state."""
+        self.guard.require(identity, Access.READ, "WatchJob")
         # NotFound or PermissionDenied before the stream starts.
         self._visible(identity, self.jobs.get(job_id), "WatchJob")
         feed = self.jobs.db.feed
@@ -185,10 +189,11 @@ class JobService:
                     return
             feed.wait(version, poll_seconds)
 
-    def logs(self, job_id: str, *, follow: bool, offset: int, is_active: Callable[[], bool],
-             poll_seconds: float = 0.2,
-             identity: Identity = LOCAL) -> Iterator[tuple[int, bytes]]:
+    def logs(self, identity: Identity, job_id: str, *, follow: bool, offset: int,
+             is_active: Callable[[], bool],
+             poll_seconds: float = 0.2) -> Iterator[tuple[int, bytes]]:
         """(offset, bytes) chunks of the latest attempt's log; with follow, until it is final."""
+        self.guard.require(identity, Access.READ, "StreamLogs")
         if offset < 0:
             raise InvalidArgument("offset", "must not be negative")
         job = self._visible(identity, self.jobs.get(job_id), "StreamLogs")
@@ -218,8 +223,9 @@ class JobService:
                 path, offset = self.workspace.attempt(job_id, job.attempt).log_path, 0
             time.sleep(poll_seconds)
 
-    def queues(self) -> QueuesOverview:
+    def queues(self, identity: Identity) -> QueuesOverview:
         """The policy in force with what waits and runs in it, for `trainyard queues`."""
+        self.guard.require(identity, Access.READ, "GetQueues")
         view = self.policy.effective()
         active = self.jobs.in_states(ACTIVE_STATES)
         running: dict[str, int] = {}

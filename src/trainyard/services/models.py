@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainyard.auth.policy import LOCAL, Identity
+from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import FailedPrecondition, NotFound
 from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
 from trainyard.domain.spec import HASH_RE
@@ -61,10 +61,12 @@ class ModelService:
     guard: Guard
     artifacts_dir: Path
 
-    def list_models(self) -> list[ModelSummary]:
+    def list_models(self, identity: Identity) -> list[ModelSummary]:
+        self.guard.require(identity, Access.READ, "ListModels")
         return self.models.list_models()
 
-    def get_model(self, name: str) -> ModelDetail:
+    def get_model(self, identity: Identity, name: str) -> ModelDetail:
+        self.guard.require(identity, Access.READ, "GetModel")
         check_model_name(name, "name")
         versions = self.models.versions(name)
         if not versions:
@@ -72,14 +74,12 @@ class ModelService:
         return ModelDetail(name, versions, self.models.aliases(name),
                            self.models.alias_history(name))
 
-    def resolve(self, ref: ModelRef) -> ModelRecord:
-        return self.models.resolve(ref)
-
-    def set_alias(self, name: str, alias: str, version: int,
-                  identity: Identity = LOCAL) -> tuple[int, int | None]:
+    def set_alias(self, identity: Identity, name: str, alias: str,
+                  version: int) -> tuple[int, int | None]:
         """Point the alias at a version (atomically, with a row of history); returns (the
         version, the one it named before or None). A member may point aliases only at
         versions whose runs they may see."""
+        self.guard.require(identity, Access.WRITE, "SetModelAlias")
         check_model_name(name, "name")
         check_alias(alias)
         target = self.models.resolve(ModelRef(name, version))
@@ -88,9 +88,11 @@ class ModelService:
         previous = self.models.set_alias(name, alias, target.version, identity.user)
         return target.version, previous
 
-    def download(self, ref: ModelRef) -> tuple[ModelRecord, Iterator[FileChunk]]:
+    def download(self, identity: Identity,
+                 ref: ModelRef) -> tuple[ModelRecord, Iterator[FileChunk]]:
         """The version and its files as chunks, each naming its file's relative path, size
         and sha256. The client checks every hash before it puts the files in place."""
+        self.guard.require(identity, Access.READ, "DownloadModel")
         model = self.models.resolve(ref)
         if not HASH_RE.match(model.content_hash):
             raise FailedPrecondition(f"model {ref} has no content hash to serve it by")
@@ -120,15 +122,16 @@ class ModelService:
                     if not data:
                         break  # an empty file: one empty chunk
 
-    def lineage(self, ref: ModelRef, identity: Identity = LOCAL) -> ModelLineage:
+    def lineage(self, identity: Identity, ref: ModelRef) -> ModelLineage:
         """From a model version back to its run, dataset version and code."""
+        self.guard.require(identity, Access.READ, "GetModelLineage")
         model = self.models.resolve(ref)
         run = self.runs.runs.get(model.job_id, model.attempt)
         if run is None:  # a version recorded before runs were kept, of an earlier attempt
             raise NotFound("run", run_id(model.job_id, model.attempt))
         # Not a refusal: the lineage is shown either way, the run's record only to those
         # who may see it (so nothing is audited as refused).
-        view = self.runs.get(run.id, identity) if self.guard.may_see(
+        view = self.runs.get(identity, run.id) if self.guard.may_see(
             identity, run.job.owner) else None
         dataset = model.dataset or run.spec.dataset
         record = self.datasets.get(dataset.name, dataset.version) if dataset else None

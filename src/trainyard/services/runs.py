@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trainyard.auth.policy import LOCAL, Identity
+from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from trainyard.domain.runs import (
     MAX_COMPARED,
@@ -71,8 +71,10 @@ class RunService:
     guard: Guard
     submitter: JobService  # a reproduced run is submitted as any job is
 
-    def find(self, run_id: str, identity: Identity, action: str = "GetRun",
-             verb: str = "see the runs of") -> RunRecord:
+    def _find(self, identity: Identity, run_id: str, action: str = "GetRun",
+              verb: str = "see the runs of") -> RunRecord:
+        """The run, if the identity may see its job; for the use cases below, which have
+        checked their need first."""
         job_id, attempt = parse_run_id(run_id)
         # The job first: a job the caller may not see is refused, not reported missing.
         self.guard.job(identity, self.jobs.get(job_id), action, verb)
@@ -83,16 +85,17 @@ class RunService:
             raise NotFound("run", run_id)
         return run
 
-    def get(self, run_id: str, identity: Identity = LOCAL) -> RunView:
-        run = self.find(run_id, identity)
+    def get(self, identity: Identity, run_id: str) -> RunView:
+        self.guard.require(identity, Access.READ, "GetRun")
+        run = self._find(identity, run_id)
         series, truncated = self.runs.series(run.job.id, run.attempt)
         view = self._views([run])[0]
         events = attempt_events(self.jobs.events(run.job.id), run.attempt)
         return replace(view, events=events, series=series, series_truncated=truncated,
                        reproductions=self.runs.reproductions(run.id))
 
-    def list_runs(self, query: RunQuery,
-                  identity: Identity = LOCAL) -> tuple[list[RunView], str]:
+    def list_runs(self, identity: Identity, query: RunQuery) -> tuple[list[RunView], str]:
+        self.guard.require(identity, Access.READ, "ListRuns")
         flt = self._filter(query, identity)
         if query.page_size < 0 or query.page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
@@ -148,16 +151,17 @@ class RunService:
                                  log_size=size))
         return views
 
-    def compare(self, run_ids: Sequence[str], identity: Identity = LOCAL,
+    def compare(self, identity: Identity, run_ids: Sequence[str],
                 include_series: bool = False) -> tuple[Comparison, list[RunView]]:
         """Side by side: settings, hyperparameters and final metrics, each key flagged
         where the runs disagree (a run lacking a key the others have included)."""
+        self.guard.require(identity, Access.READ, "CompareRuns")
         ids = list(dict.fromkeys(run_ids))
         if not ids:
             raise InvalidArgument("run_ids", "name at least one run")
         if len(ids) > MAX_COMPARED:
             raise InvalidArgument("run_ids", f"at most {MAX_COMPARED} runs at once")
-        found = [self.find(i, identity, "CompareRuns", "compare the runs of") for i in ids]
+        found = [self._find(identity, i, "CompareRuns", "compare the runs of") for i in ids]
         views = self._views(found)
         if include_series:
             views = [replace(v, series=s, series_truncated=t) for v in views
@@ -165,15 +169,17 @@ class RunService:
         final = {(v.run.job.id, v.run.attempt): v.metrics for v in views}
         return compare(found, final), views
 
-    def reproduce(self, run_id: str, identity: Identity = LOCAL,
+    def reproduce(self, identity: Identity, run_id: str,
                   client_request_id: str = "") -> tuple[str, bool, JobSpec, RunRecord]:
         """Submit the run's spec again, pinned: the same dataset version, the image's id
         (not its tag), hyperparameters, resources, workers and queue. The new job records
         the run it reproduces."""
-        run = self.find(run_id, identity, "ReproduceRun", "reproduce the runs of")
+        self.guard.require(identity, Access.WRITE, "ReproduceRun")
+        run = self._find(identity, run_id, "ReproduceRun", "reproduce the runs of")
         spec = pinned_spec(run)
-        job_id, existing = self.submitter.train(spec, client_request_id=client_request_id,
-                                                identity=identity, reproduced_from=run.id)
+        job_id, existing = self.submitter.train(identity, spec,
+                                                client_request_id=client_request_id,
+                                                reproduced_from=run.id)
         return job_id, existing, spec, run
 
 

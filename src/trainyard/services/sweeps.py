@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trainyard.auth.policy import LOCAL, Identity
+from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.sweep import Parameter, expand
+from trainyard.services.guard import Guard
 from trainyard.services.submission import SubmitCheck
 from trainyard.store.jobs import JobStore, new_job_id
 
@@ -25,11 +26,16 @@ class SweepService:
     check: SubmitCheck
     on_submit: Callable[[], None] = _ignore  # new work for the tracker
 
-    def submit(self, template: JobSpec, parameters: list[Parameter], *, search: str,
-               trials: int, seed: int, max_parallel: int,
-               identity: Identity = LOCAL) -> tuple[str, list[str]]:
+    @property
+    def guard(self) -> Guard:
+        return self.check.guard  # the one the submit check audits queue refusals through
+
+    def submit(self, identity: Identity, template: JobSpec, parameters: list[Parameter], *,
+               search: str, trials: int, seed: int,
+               max_parallel: int) -> tuple[str, list[str]]:
         """Expand the search into jobs sharing one sweep id and its running limit. Every trial
         is checked before any is stored, so a bad one stores nothing."""
+        self.guard.require(identity, Access.WRITE, "SubmitSweep")
         if max_parallel < 0:
             raise InvalidArgument("max_parallel", "must not be negative")
         specs = expand(template, parameters, search=search, trials=trials, seed=seed)
