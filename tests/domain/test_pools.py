@@ -3,9 +3,10 @@ from dataclasses import replace
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.kinds import JobKind
+from trainyard.domain.kinds import JobKind, kind_for
 from trainyard.domain.policy import Policy, Pool, Queue, check_submission
-from trainyard.domain.pools import PoolCapacity, allocate_gpus, check_placement
+from trainyard.domain.pools import PoolCapacity, allocate_gpus
+from trainyard.domain.pools import check_placement as check_kind_placement
 from trainyard.domain.spec import JobSpec, Resources
 
 POOLS = {
@@ -13,6 +14,11 @@ POOLS = {
     JobKind.DOCKER: PoolCapacity(JobKind.DOCKER, max_jobs=2, cpus=4, memory_mb=2048,
                               gpu_ids=("0", "1")),
 }
+def check_placement(spec: JobSpec, pools: dict[str, PoolCapacity]) -> None:
+    """As a submit checks it: the job's kind from its image."""
+    check_kind_placement(spec, kind_for(spec.image), pools)
+
+
 IMAGE_JOB = JobSpec(name="c", image="trainyard/demo-trainer")
 
 
@@ -31,11 +37,11 @@ def test_under_a_policy_a_gang_no_pool_of_its_queue_holds_is_refused() -> None:
     policy = Policy(pools={"small": Pool(small)}, queues={"q": Queue("q", pools=("small",))})
     gang = JobSpec(name="g", command="train", queue="q", workers=3)
     with pytest.raises(InvalidArgument) as info:
-        check_submission(policy, gang, "ann", frozenset(), admin=False)
+        check_submission(policy, gang, "ann", kind_for(gang.image))
     assert info.value.field == "workers"
     assert info.value.problem.startswith("3 workers × 1 CPUs (resources.cpus) = 3 CPUs is more "
                                          "than the 2 CPUs of pool 'small'; no pool of queue 'q'")
-    check_submission(policy, replace(gang, workers=2), "ann", frozenset(), admin=False)
+    check_submission(policy, replace(gang, workers=2), "ann", kind_for(gang.image))
 
 
 @pytest.mark.parametrize(("spec", "pools", "field", "words"), [

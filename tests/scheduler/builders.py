@@ -3,9 +3,11 @@ containers), four open queues, and one pass of QueuePolicy over some jobs."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from tests.factories import waiting
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity
-from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
 
@@ -32,11 +34,8 @@ def policy(**overrides: object) -> Policy:
     return Policy(**base)  # type: ignore[arg-type]
 
 
-def job(seq: int, queue: str = "a", *, gpus: int = 0, cpus: float = 1.0, priority: int = 0,
-        team: str = "", owner: str = "u", kind: str = "local",
-        submitted_at: float = 0.0) -> PendingJob:
-    return PendingJob(f"j{seq}", queue, priority, seq, Resources(cpus, 1024, gpus), kind,
-                      owner, team, submitted_at)
+# A job numbered n: "j<n>", submitted n-th, of user "u".
+job = partial(waiting, owner="u")
 
 
 def run(p: Policy, pending: list[PendingJob], running: list[RunningJob] | None = None,

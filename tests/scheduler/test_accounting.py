@@ -3,6 +3,9 @@ end of running jobs do to the pools, the GPU ids and the teams' use."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from tests import factories
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.reasons import ReasonCode
@@ -27,8 +30,7 @@ def ledger(running: list[RunningJob] | None = None,
                      SharedReasons())
 
 
-def waiting(job_id: str, team: str = "", gpus: int = 1, cpus: float = 1.0) -> PendingJob:
-    return PendingJob(job_id, "a", 0, 0, Resources(cpus, 0, gpus), team=team)
+waiting = partial(factories.waiting, gpus=1, memory_mb=0)
 
 
 def test_what_runs_is_counted_per_pool_team_and_queue() -> None:

@@ -6,12 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import waiting
 from trainyard.scheduler.backlog import Backlog, queue_order
 from trainyard.scheduler.model import PendingJob, PendingReason, PendingReasons
 
-
-def job(seq: int, queue: str = "a", priority: int = 0) -> PendingJob:
-    return PendingJob(f"j{seq}", queue, priority, seq)
+job = waiting
 
 
 def test_each_queue_is_kept_in_priority_then_submit_order() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
+from tests import factories
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.reasons import ReasonCode
@@ -116,8 +118,7 @@ def books() -> tuple[Ledger, Failures]:
     return ledger, Failures(ledger, {("a", "local"): [rooms["p"], rooms["q"]]}, 600.0)
 
 
-def waiting(job_id: str, cpus: float = 2.0, submitted_at: float = 0.0) -> PendingJob:
-    return PendingJob(job_id, "a", 0, 0, Resources(cpus, 0, 0), submitted_at=submitted_at)
+waiting = partial(factories.waiting, cpus=2.0, memory_mb=0)
 
 
 def failed(ledger: Ledger, failures: Failures, job: PendingJob) -> PendingReason:

@@ -1,5 +1,9 @@
+from functools import partial
+
 import pytest
 
+from tests import factories
+from tests.factories import waiting
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
@@ -14,11 +18,11 @@ from trainyard.scheduler import (
 
 
 def pending(*seqs: int) -> list[PendingJob]:
-    return [PendingJob(f"j{s}", "default", 0, s) for s in seqs]
+    return [waiting(s, "default") for s in seqs]
 
 
 def running(n: int) -> list[RunningJob]:
-    return [RunningJob(f"r{i}", "default") for i in range(n)]
+    return [factories.running(f"r{i}", "default") for i in range(n)]
 
 
 def test_admits_in_submit_order_up_to_the_free_slots() -> None:
@@ -70,9 +74,7 @@ DOCKER = PoolCapacity("docker", max_jobs=4, cpus=4.0, memory_mb=8192,
                       gpu_ids=("g0", "g1", "g2", "g3"))
 
 
-def job(seq: int, kind: str = "docker", cpus: float = 1.0, memory_mb: int = 1024,
-        gpus: int = 0) -> PendingJob:
-    return PendingJob(f"j{seq}", "default", 0, seq, Resources(cpus, memory_mb, gpus), kind)
+job = partial(waiting, queue="default", kind="docker")
 
 
 LOCAL = PoolCapacity("local", max_jobs=10, gpu_ids=("g0", "g1"))  # the same host's GPUs

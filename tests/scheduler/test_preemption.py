@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests import factories
 from tests.scheduler.builders import job, policy, run
 from trainyard.domain import policy as cfg
 from trainyard.domain.policy import Quota, Team
@@ -116,8 +117,9 @@ NOW = 10 * HOUR
 
 def running(job_id: str, team: str, ran_s: float, earlier_s: float = 0.0, queue: str = "a",
             gpu: str = "0") -> RunningJob:
-    return RunningJob(job_id, queue, ONE, "p", (gpu,), team=team, started_at=NOW - ran_s,
-                      attained=earlier_s)
+    return factories.running(job_id, queue, cpus=ONE.cpus, memory_mb=ONE.memory_mb,
+                             gpus=ONE.gpus, pool="p", gpu_ids=(gpu,), team=team,
+                             started_at=NOW - ran_s, attained=earlier_s)
 
 
 def schedule(pending: list[PendingJob], active: list[RunningJob],

@@ -37,7 +37,7 @@ def test_a_store_team_change_is_seen_at_the_next_admission_pass(tmp_path: Path) 
                          owner="bob", team="vision")
         active.schedule(snapshot(job))
         before = active._queues
-        assert before is not None and before.policy is srv.policy.declared
+        assert before is not None and before.policy is srv.policy.for_scheduler()
         active.schedule(snapshot(job))
         assert active._queues is before  # an unchanged view keeps the pass's indexes
         srv.access.bootstrap("root")

@@ -3,6 +3,7 @@ queue rules and teams, read by submit and by admission alike."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from trainyard.domain.kinds import JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Team
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import JobSpec
-from trainyard.services.policy import check_queue_access, merged_policy
+from trainyard.services.policy import merged_policy
 
 POLICY = """
 max_running = 4
@@ -61,7 +62,10 @@ def test_under_a_file_its_rules_stand_and_team_members_are_merged() -> None:
     assert view.queues == DECLARED.queues and view.pools == DECLARED.pools
     assert view.teams["vision"].members == {"ann", "bob"}
     assert "other" not in view.teams  # the file names no such team: it plays no part
-    assert merged_policy(DECLARED, {}, {"vision": frozenset({"ann"})}, POOLS, 3) is DECLARED
+    unchanged = merged_policy(DECLARED, {}, {"vision": frozenset({"ann"})}, POOLS, 3)
+    assert unchanged == replace(DECLARED, admins=frozenset({"local"}))
+    assert merged_policy(unchanged, {}, {"vision": frozenset({"ann"})}, POOLS, 3,
+                         frozenset({"local"})) is unchanged  # the store adds nothing
 
 
 BOB = "bob"
@@ -73,14 +77,17 @@ def test_queues_open_to_users_or_their_teams() -> None:
         "user-q": QueueAccess(users=frozenset({"bob"})),
         "zed-q": QueueAccess(users=frozenset({"zed"})),
         "gpu": QueueAccess(frozenset({"zed"}), frozenset({"nlp"}))},
-        {"vision": frozenset({BOB})}, POOLS, 1)
-    check_queue_access(policy, "any", BOB, admin=False)
-    check_queue_access(policy, "team-q", BOB, admin=False)
-    check_queue_access(policy, "user-q", BOB, admin=False)
-    check_queue_access(policy, "zed-q", "ann", admin=True)
+        {"vision": frozenset({BOB})}, POOLS, 1, admins=frozenset({"ann"}))
+    policy.check_takes("any", BOB)
+    policy.check_takes("team-q", BOB)
+    policy.check_takes("user-q", BOB)
+    policy.check_takes("zed-q", "ann")  # an admin
+    policy.check_takes("zed-q", "local")  # the single-user identity
     with pytest.raises(PermissionDenied, match="not open to 'bob': it takes jobs from "
                                                "user 'zed', team 'nlp'"):
-        check_queue_access(policy, "gpu", BOB, admin=False)
+        policy.check_takes("gpu", BOB)
+    with pytest.raises(PermissionDenied, match="not open to 'cat'"):
+        policy.check_takes("zed-q", "cat")
 
 
 def test_a_store_team_member_submits_to_a_file_queue_open_to_that_team(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_the_examples_declare_the_same_policy_in_both_formats() -> None:
     assert from_toml.teams["vision"] == Team("vision", frozenset({"ann", "bob"}), {
         "gpu": Quota(cpus=16.0, memory_mb=131072, gpus=2, borrow_gpus=1)})
     assert from_toml.teams["nlp"].quotas["cpu"] == Quota(cpus=4.0, memory_mb=16384)
-    assert from_toml.team_of("carol") == "nlp"
+    assert from_toml.teams_of("carol") == {"nlp"}
 
 
 @pytest.mark.parametrize("fmt", ["toml", "yaml"])

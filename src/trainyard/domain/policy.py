@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
-from trainyard.domain.kinds import JobKind, kind_for
+from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity, never_fits
 from trainyard.domain.spec import JobSpec
 
@@ -80,17 +80,31 @@ class Policy:
     # Inside a queue and priority, jobs that attained less service go first, and a team's
     # more-served running jobs are preempted for its less-served ones (scheduler.attained).
     service_levels: bool = True
+    # Users every queue takes jobs from, whatever its rules: the admins of the merged view
+    # (services.policy), so that admission takes what submit took.
+    admins: frozenset[str] = frozenset()
 
     def teams_of(self, user: str) -> frozenset[str]:
         """Every team that lists the user."""
         return frozenset(name for name, team in self.teams.items() if user in team.members)
 
-    def team_of(self, user: str) -> str:
-        """The first team (by name) that lists the user; empty if none."""
-        for name in sorted(self.teams):
-            if user in self.teams[name].members:
-                return name
-        return ""
+    def takes(self, queue: Queue, user: str, teams: frozenset[str] | None = None) -> bool:
+        """Whether `queue` takes jobs from `user`: the one rule, at submit and at admission.
+        `teams`: the user's teams, where the caller has them already (teams_of)."""
+        if user in self.admins:
+            return True
+        return queue.access.admits(user, self.teams_of(user) if teams is None else teams)
+
+    def check_takes(self, queue_name: str, user: str, teams: frozenset[str] = frozenset()
+                    ) -> None:
+        """PermissionDenied unless the queue takes jobs from `user` (also a member of
+        `teams`, beyond those the policy lists). A queue the policy does not list is open:
+        without a policy file any name is a queue."""
+        queue = self.queues.get(queue_name)
+        if queue is None or self.takes(queue, user, teams | self.teams_of(user)):
+            return
+        raise PermissionDenied(f"queue {queue_name!r} is not open to {user!r}: it takes jobs "
+                               f"from {queue.access.principals()}")
 
 
 def default_policy(pools: Mapping[str, PoolCapacity], max_running: int) -> Policy:
@@ -102,19 +116,17 @@ def default_policy(pools: Mapping[str, PoolCapacity], max_running: int) -> Polic
     )
 
 
-def check_submission(policy: Policy, spec: JobSpec, user: str, user_teams: frozenset[str],
-                     admin: bool) -> str:
+def check_submission(policy: Policy, spec: JobSpec, user: str, kind: str,
+                     user_teams: frozenset[str] = frozenset()) -> str:
     """Refuse at submit what this policy could never run, or may not take from this user;
-    return the team whose quota the job draws on ("" for none)."""
+    return the team whose quota the job draws on ("" for none). `user_teams`: teams the
+    user belongs to beyond those the policy lists (a trace's own team, in a replay)."""
     queue = policy.queues.get(spec.queue)
     if queue is None:
         raise InvalidArgument("queue", f"{spec.queue!r} is not a queue of this server; its "
                               f"queues are {', '.join(sorted(policy.queues))}")
     teams = user_teams | policy.teams_of(user)
-    if not admin and not queue.access.admits(user, teams):
-        raise PermissionDenied(f"queue {queue.name!r} is not open to {user!r}: it takes jobs "
-                               f"from {queue.access.principals()}")
-    kind = kind_for(spec.image)
+    policy.check_takes(queue.name, user, teams)
     pools = [policy.pools[p] for p in queue.pools
              if p in policy.pools and policy.pools[p].executor == kind]
     if not pools:

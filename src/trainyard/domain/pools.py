@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trainyard.domain.errors import InvalidArgument
-from trainyard.domain.kinds import JobKind, kind_for
+from trainyard.domain.kinds import JobKind
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 
 
@@ -25,12 +25,12 @@ class PoolCapacity:
         return len(self.gpu_ids)
 
 
-def check_placement(spec: JobSpec, pools: Mapping[str, PoolCapacity]) -> None:
-    """Reject at submit a job that no pool of this server could ever run."""
-    name = kind_for(spec.image)
-    pool = pools.get(name)
+def check_placement(spec: JobSpec, kind: str, pools: Mapping[str, PoolCapacity]) -> None:
+    """Reject at submit a job of `kind` that no pool of this server could ever run. Without
+    a policy file each kind has one pool, named after it."""
+    pool = pools.get(kind)
     if pool is None:
-        if name == JobKind.DOCKER:
+        if kind == JobKind.DOCKER:
             raise InvalidArgument("image", "container images need the Docker executor, which "
                                   "this server does not run (start it with --docker); give a "
                                   "command instead")

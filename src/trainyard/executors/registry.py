@@ -1,5 +1,6 @@
 """The executors there are, by the kind of job each runs (domain.kinds). A new backend is its
-own module and one entry in BUILDERS (with its settings in ExecutorSettings)."""
+own module and one entry in BUILDERS (with its settings in ExecutorSettings): the builder
+makes the executor and the pool a server without a policy file runs that kind in."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainyard.domain.kinds import JobKind
+from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor, LaunchError
 from trainyard.executors.local import LocalExecutor
 
@@ -21,32 +23,49 @@ class ExecutorSettings:
     """What a server gives its executors."""
 
     state_dir: Path  # where local processes keep what a restarted service reads back
+    local_max_jobs: int = 4  # local processes at once
+    local_gpu_ids: tuple[str, ...] = ()  # the host's devices, for local processes
     docker: DockerConfig | None = None  # None: this server runs no containers
 
 
-def _local(settings: ExecutorSettings) -> Executor:
-    return LocalExecutor(settings.state_dir)
+@dataclass(frozen=True)
+class Backend:
+    """One kind's executor, and the pool of that kind's name that serves it without a policy
+    file."""
+
+    executor: Executor
+    default_pool: PoolCapacity
 
 
-def _docker(settings: ExecutorSettings) -> Executor | None:
-    if settings.docker is None:
+def _local(settings: ExecutorSettings) -> Backend:
+    return Backend(LocalExecutor(settings.state_dir),
+                   PoolCapacity(JobKind.LOCAL, max_jobs=settings.local_max_jobs,
+                                gpu_ids=settings.local_gpu_ids))
+
+
+def _docker(settings: ExecutorSettings) -> Backend | None:
+    docker = settings.docker
+    if docker is None:
         return None
     from trainyard.executors.docker import DockerExecutor
 
-    return DockerExecutor(settings.docker)
+    return Backend(DockerExecutor(docker),
+                   PoolCapacity(JobKind.DOCKER, max_jobs=docker.max_containers,
+                                cpus=docker.cpus, memory_mb=docker.memory_mb,
+                                gpu_ids=docker.gpu_ids))
 
 
 # Each kind's builder; one returns None where the server is not set up to run that kind.
-BUILDERS: Mapping[str, Callable[[ExecutorSettings], Executor | None]] = {
+BUILDERS: Mapping[str, Callable[[ExecutorSettings], Backend | None]] = {
     JobKind.LOCAL: _local,
     JobKind.DOCKER: _docker,
 }
 
 
-def build_executors(settings: ExecutorSettings) -> dict[str, Executor]:
-    """The executors a server with these settings runs, by kind."""
+def build_backends(settings: ExecutorSettings) -> dict[str, Backend]:
+    """The backends a server with these settings runs, by kind."""
     built = {kind: build(settings) for kind, build in BUILDERS.items()}
-    return {kind: executor for kind, executor in built.items() if executor is not None}
+    return {kind: backend for kind, backend in built.items() if backend is not None}
 
 
 def executor_for(executors_by_kind: Mapping[str, Executor], kind: str) -> Executor:

@@ -30,9 +30,8 @@ class QueueRules:
 
 
 class Owners:
-    """Whether a queue takes a waiting job's owner, as submit decides it: the owner, or one
-    of the teams the policy lists the owner in, is among the queue's users and teams. Each
-    owner's teams are looked up once (the policy does not change in a pass)."""
+    """Whether a queue takes a waiting job's owner, by the rule submit uses (Policy.takes).
+    Each owner's teams are looked up once (the policy does not change in a pass)."""
 
     def __init__(self, policy: cfg.Policy) -> None:
         self.policy = policy
@@ -44,4 +43,4 @@ class Owners:
         teams = self._teams.get(owner)
         if teams is None:
             teams = self._teams[owner] = self.policy.teams_of(owner)
-        return rules.access.admits(owner, teams)
+        return self.policy.takes(rules.queue, owner, teams)

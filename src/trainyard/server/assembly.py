@@ -9,10 +9,9 @@ from dataclasses import replace
 import grpc
 
 from trainyard.auth.authenticator import Authenticator
-from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor
-from trainyard.executors.registry import ExecutorSettings, build_executors
+from trainyard.executors.registry import ExecutorSettings, build_backends
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.metadata.workspace import Workspace
@@ -62,17 +61,15 @@ class TrainyardServer:
         model_store = ModelStore(self.db)
         dataset_store = DatasetStore(self.db)
         access_store = AccessStore(self.db)
-        self.pools: dict[str, PoolCapacity] = {JobKind.LOCAL: PoolCapacity(
-            JobKind.LOCAL, max_jobs=config.tracker.max_concurrent, gpu_ids=host_gpu_ids())}
         docker = config.docker
-        if docker is not None:
-            if not docker.instance:
-                docker = replace(docker, instance=instance_id(data_dir))
-            self.pools[JobKind.DOCKER] = PoolCapacity(
-                JobKind.DOCKER, max_jobs=docker.max_containers, cpus=docker.cpus,
-                memory_mb=docker.memory_mb, gpu_ids=docker.gpu_ids)
-        self.executors: dict[str, Executor] = build_executors(
-            ExecutorSettings(state_dir=self.workspace.executor_dir, docker=docker))
+        if docker is not None and not docker.instance:
+            docker = replace(docker, instance=instance_id(data_dir))
+        backends = build_backends(ExecutorSettings(
+            state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
+            local_gpu_ids=host_gpu_ids(), docker=docker))
+        self.executors: dict[str, Executor] = {k: b.executor for k, b in backends.items()}
+        # Without a policy file each kind runs in the pool of its name.
+        self.pools: dict[str, PoolCapacity] = {k: b.default_pool for k, b in backends.items()}
         self.policy = PolicyService(config.policy_file, self.executors, access_store,
                                     self.pools, config.tracker.max_concurrent)
         tracker_config = config.tracker

@@ -119,6 +119,8 @@ class AccessService:
         user = self.store.create_user(name, admin, now=self.clock())
         self.authenticator.invalidate()  # a first user ends single-user mode
         self.audit(identity, "CreateUser", name, True, "admin" if admin else "member")
+        if admin:
+            self._rules_changed()  # every queue takes an admin's jobs
         return user
 
     def list_users(self, identity: Identity) -> list[UserRecord]:

@@ -9,6 +9,8 @@ from `user` when `queue.access.admits(user, policy.teams_of(user))`.
   name is open.
 - A team's members are the file's and the store's together. Under a file, a team only the
   store knows plays no part: no queue of the file names it and it holds no quota.
+- Every queue takes jobs from the store's admins and from the single-user identity, at
+  submit and at admission alike.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from trainyard.auth.policy import LOCAL_USER
 from trainyard.domain.access import QueueAccess
-from trainyard.domain.errors import PermissionDenied
 from trainyard.domain.policy import Policy, Queue, Team, default_policy
 from trainyard.domain.pools import PoolCapacity
 from trainyard.services.policy_file import PolicyError, load_policy
@@ -45,35 +47,27 @@ class PolicyView:
 
 def merged_policy(declared: Policy | None, rules: Mapping[str, QueueAccess],
                   teams: Mapping[str, frozenset[str]], pools: Mapping[str, PoolCapacity],
-                  max_running: int) -> Policy:
-    """The one view of the policy in force and the store's queue rules and teams. A policy
-    the store adds nothing to is returned as it is."""
+                  max_running: int, admins: frozenset[str] = frozenset()) -> Policy:
+    """The one view of the policy in force and the store's queue rules, teams and admins
+    (the single-user identity always among them). A policy the store adds nothing to is
+    returned as it is."""
+    admins = admins | {LOCAL_USER}
     if declared is not None:
         grown = {name: members for name, members in teams.items()
                  if name in declared.teams and not members <= declared.teams[name].members}
-        if not grown:
+        if not grown and declared.admins == admins:
             return declared
         merged = dict(declared.teams)
         for name, members in grown.items():
             merged[name] = replace(merged[name], members=merged[name].members | members)
-        return replace(declared, teams=merged)
+        return replace(declared, teams=merged, admins=admins)
     base = default_policy(pools, max_running)
     queues = dict(base.queues)
     for name, access in rules.items():
         queue = queues.get(name) or Queue(name, pools=tuple(pools))
         queues[name] = replace(queue, users=access.users, teams=access.teams)
-    return replace(base, queues=queues,
+    return replace(base, queues=queues, admins=admins,
                    teams={name: Team(name, members) for name, members in teams.items()})
-
-
-def check_queue_access(policy: Policy, queue: str, user: str, admin: bool) -> None:
-    """PermissionDenied unless `user` may submit to `queue`, by the rule admission asks too.
-    A queue the view does not list is open (without a policy file any name is a queue)."""
-    declared = policy.queues.get(queue)
-    if admin or declared is None or declared.access.admits(user, policy.teams_of(user)):
-        return
-    raise PermissionDenied(f"queue {queue!r} is not open to {user!r}: it takes jobs from "
-                           f"{declared.access.principals()}")
 
 
 @dataclass(frozen=True)
@@ -81,6 +75,7 @@ class _Read:
     declared: Policy | None
     rules: dict[str, QueueAccess]
     teams: dict[str, frozenset[str]]
+    admins: frozenset[str]
     view: PolicyView
     read_at: float
 
@@ -140,6 +135,7 @@ class PolicyService:
             return last.view
         try:
             rules, teams = self.store.queue_acls(), self.store.team_members()
+            admins = self.store.admins()
         except Exception:
             if last is None:
                 raise
@@ -148,16 +144,16 @@ class PolicyService:
                         exc_info=True)
             return last.view
         if last is not None and last.declared is declared and last.rules == rules and \
-                last.teams == teams:
+                last.teams == teams and last.admins == admins:
             view = last.view
         else:
             view = PolicyView(merged_policy(declared, rules, teams, self.pools,
-                                            self.max_running),
+                                            self.max_running, admins),
                               declared is not None, str(self.path or ""), self.loaded_at)
         with self._lock:
             # A change or a reload since the read began: the next look reads again.
             if self._generation == generation and self._declared is declared:
-                self._read = _Read(declared, rules, teams, view, now)
+                self._read = _Read(declared, rules, teams, admins, view, now)
         return view
 
     def for_scheduler(self) -> Policy | None:

@@ -13,7 +13,7 @@ from trainyard.domain.pools import check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.services.guard import Guard
-from trainyard.services.policy import PolicyService, check_queue_access
+from trainyard.services.policy import PolicyService
 
 
 @dataclass(frozen=True)
@@ -35,17 +35,18 @@ class SubmitCheck:
     def accept(self, spec: JobSpec, identity: Identity) -> Accepted:
         """Check the job; return its team and kind. A refusal of the queue is audited."""
         validate_spec(spec, self.limits)
+        kind = kind_for(spec.image)
         view = self.policy.effective()
-        user, admin = identity.user, identity.admin
+        user = identity.user
         team = ""
         if view.from_file:
             # The view's teams hold the store's members too: no second source of teams.
             team = self.guard.audited(identity, "Train", spec.queue, lambda: check_submission(
-                view.policy, spec, user, frozenset(), admin))
+                view.policy, spec, user, kind))
         else:
-            check_placement(spec, self.policy.pools)
-            self.guard.audited(identity, "Train", spec.queue, lambda: check_queue_access(
-                view.policy, spec.queue, user, admin))
+            check_placement(spec, kind, self.policy.pools)
+            self.guard.audited(identity, "Train", spec.queue,
+                               lambda: view.policy.check_takes(spec.queue, user))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        return Accepted(team, kind_for(spec.image))
+        return Accepted(team, kind)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.errors import TrainyardError
-from trainyard.domain.kinds import JobKind
+from trainyard.domain.kinds import JobKind, kind_for
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import JobSpec
 from trainyard.scheduler.model import PendingJob
@@ -122,7 +122,7 @@ def submit(jobs: Iterable[TraceJob], policy: cfg.Policy) -> Submitted:
                        queue=job.queue, priority=job.priority, resources=job.resources)
         teams = frozenset({job.team}) if job.team else frozenset()
         try:
-            team = cfg.check_submission(policy, spec, job.user, teams, admin=False)
+            team = cfg.check_submission(policy, spec, job.user, kind_for(spec.image), teams)
         except TrainyardError as exc:
             reason = str(exc)
             refused[reason] = refused.get(reason, 0) + 1

@@ -151,6 +151,12 @@ class AccessStore:
             members.setdefault(row.team, set()).add(row.user_name)
         return {name: frozenset(users_) for name, users_ in members.items()}
 
+    def admins(self) -> frozenset[str]:
+        """The names of every admin."""
+        with self.db.read() as conn:
+            return frozenset(conn.execute(select(users.c.name).where(users.c.admin))
+                             .scalars().all())
+
     def principal(self, user: str) -> Principal:
         with self.db.read() as conn:
             record = self.user(user, conn)
