@@ -37,6 +37,7 @@ from trainyard.services.sweeps import SweepService
 from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
+from trainyard.store.faults import warn_if_armed
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
@@ -129,6 +130,7 @@ class TrainyardServer:
 
     def start(self) -> int:
         """Recover, start the tracker, then serve. Returns the bound port."""
+        warn_if_armed()
         self.db.claim_exclusive()
         refusal = self.tracker.missing_executors() or self._exposure()
         if refusal is not None:
@@ -179,6 +181,9 @@ class TrainyardServer:
         except PolicyError as exc:
             logging.getLogger("trainyard.policy").error(
                 "policy not reloaded; the one in force stays:\n%s", exc)
+        except Exception:  # a reload must never take the server down
+            logging.getLogger("trainyard.policy").exception(
+                "policy not reloaded; the one in force stays")
 
     def stop(self, grace: float = 2.0) -> None:
         self.grpc.stop(grace)

@@ -27,3 +27,11 @@ def crash_at(point: str) -> None:
     if armed(point):
         log.warning("fault point %s: killing the process", point)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def warn_if_armed() -> None:
+    """Say so loudly when a server starts with a fault point armed: it will kill itself."""
+    point = os.environ.get(FAULT_ENV)
+    if point:
+        log.warning("%s=%s is set: this process kills itself at that fault point (for crash "
+                    "tests only)", FAULT_ENV, point)
