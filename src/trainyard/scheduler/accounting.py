@@ -86,6 +86,8 @@ class Ledger:
         # more is held and nothing else changed, so what did not fit fits no better.
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
+        # Each pool's running jobs, and each team's in each pool, in the snapshot's order:
+        # what they hold is added up in that order.
         teams: dict[tuple[str, str], list[RunningJob]] = {}
         for run in running:
             room = rooms.get(run.pool)

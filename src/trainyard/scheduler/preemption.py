@@ -45,7 +45,7 @@ def preemptible_from(run: RunningJob, policy: cfg.Policy) -> float | None:
     """The first time, to the float, at which preemptible() allows stopping the running
     job; None: never (its queue is protected, or it stops already)."""
     at = run.started_at + max(0.0, policy.min_runtime_s)
-    if preemptible_among((run,), policy, at):  # as a rule from the minimum on
+    if preemptible_among((run,), policy, at):  # the usual case: at the minimum already
         return at
     if not preemptible(run, policy, math.inf):
         return None
