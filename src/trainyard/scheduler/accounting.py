@@ -7,11 +7,10 @@ then everything is restored exactly as it was)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import cast
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
@@ -32,6 +31,7 @@ from trainyard.scheduler.quotas import (
     unpromised,
 )
 
+_POOL_CAPACITY = ReasonCode.POOL_CAPACITY  # once: looking an enum member up takes a while
 # Per pool of a policy (by its key): the team quotas there, and the capacity they leave
 # promised to no team. The policy does not change, so this is worked out once.
 Layout = dict[str, tuple[PoolQuotas | None, Resources]]
@@ -73,9 +73,9 @@ class Ledger:
     def __init__(self, rooms: dict[str, PoolRoom], running: Sequence[RunningJob],
                  unavailable: Mapping[str, str], reasons: SharedReasons) -> None:
         self.rooms = rooms  # by the policy's pool keys
-        self.gpus_taken: set[str] = set()
+        self.gpus_taken: set[str] = {gpu for run in running for gpu in run.gpu_ids}
         self.running = len(running)  # jobs active, counting those admitted in the pass
-        self.by_queue: dict[str, int] = defaultdict(int)
+        self.by_queue: Counter[str] = Counter(run.queue for run in running)
         self.unavailable = unavailable  # executor -> why it can launch nothing now
         self.reasons = reasons
         # Each pool's borrowing sums, made when first needed (by pool name).
@@ -86,46 +86,28 @@ class Ledger:
         # more is held and nothing else changed, so what did not fit fits no better.
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
-        # Added up in the order of the running jobs, as one add() after another would, in
-        # lists of [cpus, memory_mb, gpus].
-        used: dict[str, list[float]] = {}
-        returning: dict[str, list[float]] = {}
-        teams: dict[tuple[str, str], list[float]] = {}
-        gpus_taken, by_queue = self.gpus_taken, self.by_queue
+        # Each pool's running jobs, and each team's in each pool, in the snapshot's order:
+        # what they hold is added up in that order.
+        teams: dict[tuple[str, str], list[RunningJob]] = {}
         for run in running:
-            if run.gpu_ids:
-                gpus_taken.update(run.gpu_ids)
-            by_queue[run.queue] += 1
-            res = run.resources
             room = rooms.get(run.pool)
             if room is not None:
                 room.running.append(run)
-                total = used.get(run.pool)
-                if total is None:
-                    total = used[run.pool] = [0.0, 0, 0]
-                total[0] += res.cpus
-                total[1] += res.memory_mb
-                total[2] += res.gpus
-                if run.preempting:
-                    total = returning.get(run.pool)
-                    if total is None:
-                        total = returning[run.pool] = [0.0, 0, 0]
-                    total[0] += res.cpus
-                    total[1] += res.memory_mb
-                    total[2] += res.gpus
             if run.team:
-                total = teams.get((run.team, run.pool))
-                if total is None:
-                    total = teams[(run.team, run.pool)] = [0.0, 0, 0]
-                total[0] += res.cpus
-                total[1] += res.memory_mb
-                total[2] += res.gpus
-        for key, total in used.items():
-            rooms[key].used = _resources(total)
-            rooms[key].jobs = len(rooms[key].running)
-        for key, total in returning.items():
-            rooms[key].returning = _resources(total)
-        self.team_use = {team_pool: _resources(total) for team_pool, total in teams.items()}
+                key = (run.team, run.pool)
+                found = teams.get(key)
+                if found is None:
+                    teams[key] = [run]
+                else:
+                    found.append(run)
+        for room in rooms.values():
+            if room.running:
+                room.used = _total(room.running)
+                room.jobs = len(room.running)
+                stopping = [run for run in room.running if run.preempting]
+                if stopping:
+                    room.returning = _total(stopping)
+        self.team_use = {team_pool: _total(runs) for team_pool, runs in teams.items()}
 
     @classmethod
     def of(cls, policy: cfg.Policy, layout: Layout, running: Sequence[RunningJob],
@@ -168,7 +150,7 @@ class Ledger:
                 ReasonCode.RESERVED, f"pool {name!r} holds capacity for a job that has waited "
                 "longer, or for which others are being preempted; it starts after that one"))
         if need.gpus > 1 and (why is None or "GPUs" in why):
-            return PendingReason(ReasonCode.POOL_CAPACITY, f"waiting for {need.gpus} GPUs to "
+            return PendingReason(_POOL_CAPACITY, f"waiting for {need.gpus} GPUs to "
                                  f"be free at once in pool {name!r}")
         return self.reasons.of(("capacity", why or "", name), lambda: PendingReason(
             ReasonCode.POOL_CAPACITY, f"{why or f'pool {name!r} has too few GPUs free'}; it "
@@ -198,7 +180,8 @@ class Ledger:
             return self.reasons.of(("borrow limit", team, pool), lambda: PendingReason(
                 ReasonCode.TEAM_QUOTA, quota_sentence(team, pool, mine, "its limit on "
                                                       "borrowing is reached")))
-        cannot = self.sums(room, quotas).cannot_borrow(team, over, room.idle)
+        borrowing = self.borrowing.get(pool) or self.sums(room, quotas)
+        cannot = borrowing.cannot_borrow(team, over, room.idle)
         if cannot is None:
             cannot = no_idle_exactly(team, Resources(*over), pool, room.idle, quotas,
                                      self.team_use)
@@ -304,6 +287,13 @@ def _less(total: Resources, part: Resources, left: int) -> Resources:
                      total.gpus - part.gpus)
 
 
-def _resources(total: list[float]) -> Resources:
-    """[cpus, memory_mb, gpus], as the Ledger adds them up, the last two from ints."""
-    return Resources(total[0], cast(int, total[1]), cast(int, total[2]))
+def _total(runs: Sequence[RunningJob]) -> Resources:
+    """What the jobs hold together, added up in their order as one add() after another
+    would."""
+    cpus, memory, gpus = 0.0, 0, 0
+    for run in runs:
+        res = run.resources
+        cpus += res.cpus
+        memory += res.memory_mb
+        gpus += res.gpus
+    return Resources(cpus, memory, gpus)

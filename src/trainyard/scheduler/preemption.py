@@ -44,9 +44,11 @@ def preemptible(run: RunningJob, policy: cfg.Policy, now: float) -> bool:
 def preemptible_from(run: RunningJob, policy: cfg.Policy) -> float | None:
     """The first time, to the float, at which preemptible() allows stopping the running
     job; None: never (its queue is protected, or it stops already)."""
+    at = run.started_at + max(0.0, policy.min_runtime_s)
+    if preemptible_among((run,), policy, at):  # the usual case: at the minimum already
+        return at
     if not preemptible(run, policy, math.inf):
         return None
-    at = run.started_at + max(0.0, policy.min_runtime_s)
     while not preemptible(run, policy, at):  # a rounding short of it: a step or two
         at = math.nextafter(at, math.inf)
     return at

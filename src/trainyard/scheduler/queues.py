@@ -42,6 +42,7 @@ _SWEEP = attrgetter("sweep")
 _LIMITS = (ReasonCode.QUEUE_LIMIT, ReasonCode.GLOBAL_CONCURRENCY_LIMIT)
 _PREEMPT_FOR_ROOM = (ReasonCode.POOL_CAPACITY, ReasonCode.TEAM_QUOTA)
 _STILL_CLAIMED = (ReasonCode.POOL_CAPACITY, ReasonCode.RESERVED)
+_POOL_CAPACITY = ReasonCode.POOL_CAPACITY  # once: looking an enum member up takes a while
 
 
 @dataclass
@@ -315,7 +316,7 @@ class QueuePolicy:
         first_problem: PendingReason | None = None
         for room, problem in problems:
             claimant = mine is room
-            if problem.code == ReasonCode.POOL_CAPACITY:
+            if problem.code == _POOL_CAPACITY:
                 reclaiming = preemption.reclaim(job, room, claimant)
                 if reclaiming is not None:
                     if job.job_id in state.reclaiming:  # taken back for this job: claimed

@@ -9,7 +9,6 @@ each step returns a new Feed."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
@@ -30,14 +29,17 @@ def active_job(job_id: str, queue: str, resources: Resources, pool: str,
                       attained=attained, priority=priority)
 
 
-@dataclass(frozen=True)
 class Feed:
-    """What one pass hands the next."""
+    """What one pass hands the next. Never changed: each step returns a new one."""
 
-    usage: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
-    usage_at: float | None = None  # the time usage is as of; None: never accounted
-    # The last pass's Decisions.reclaiming: what comes back is held for those jobs.
-    reclaiming: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("usage", "usage_at", "reclaiming")
+
+    def __init__(self, usage: Mapping[str, float] | None = None, usage_at: float | None = None,
+                 reclaiming: Mapping[str, str] | None = None) -> None:
+        self.usage: Mapping[str, float] = {} if usage is None else usage  # queue -> decayed
+        self.usage_at = usage_at  # the time usage is as of; None: never accounted
+        # The last pass's Decisions.reclaiming: what comes back is held for those jobs.
+        self.reclaiming: Mapping[str, str] = {} if reclaiming is None else reclaiming
 
     def accounted(self, running: Iterable[RunningJob], now: float, half_life: float
                   ) -> Feed:
@@ -53,9 +55,12 @@ class Feed:
                  sweep_titles: Mapping[str, str] | None = None) -> Snapshot:
         """What a pass at `now` is given: the waiting and running jobs, with the usage and
         the claims this feed carries."""
-        return Snapshot(pending=pending, running=running, now=now, pools=pools or {},
-                        unavailable=unavailable or {}, usage=self.usage,
-                        sweep_limits=sweep_limits or {}, sweep_titles=sweep_titles or {},
+        return Snapshot(pending=pending, running=running, now=now,
+                        pools={} if pools is None else pools,
+                        unavailable={} if unavailable is None else unavailable,
+                        usage=self.usage,
+                        sweep_limits={} if sweep_limits is None else sweep_limits,
+                        sweep_titles={} if sweep_titles is None else sweep_titles,
                         reclaiming=self.reclaiming)
 
     def after(self, decisions: Decisions) -> Feed:
