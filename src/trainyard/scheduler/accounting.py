@@ -30,6 +30,7 @@ from trainyard.scheduler.quotas import (
     quota_sentence,
     unpromised,
 )
+from trainyard.scheduler.usage import held, team_use
 
 _POOL_CAPACITY = ReasonCode.POOL_CAPACITY  # once: looking an enum member up takes a while
 # Per pool of a policy (by its key): the team quotas there, and the capacity they leave
@@ -86,28 +87,20 @@ class Ledger:
         # more is held and nothing else changed, so what did not fit fits no better.
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
-        # Each pool's running jobs, and each team's in each pool, in the snapshot's order:
-        # what they hold is added up in that order.
-        teams: dict[tuple[str, str], list[RunningJob]] = {}
+        # Each pool's running jobs in the snapshot's order: what they hold is added up in
+        # that order (scheduler.usage, as the queues overview adds it up).
         for run in running:
             room = rooms.get(run.pool)
             if room is not None:
                 room.running.append(run)
-            if run.team:
-                key = (run.team, run.pool)
-                found = teams.get(key)
-                if found is None:
-                    teams[key] = [run]
-                else:
-                    found.append(run)
         for room in rooms.values():
             if room.running:
-                room.used = _total(room.running)
+                room.used = held(room.running)
                 room.jobs = len(room.running)
                 stopping = [run for run in room.running if run.preempting]
                 if stopping:
-                    room.returning = _total(stopping)
-        self.team_use = {team_pool: _total(runs) for team_pool, runs in teams.items()}
+                    room.returning = held(stopping)
+        self.team_use = team_use(running)
 
     @classmethod
     def of(cls, policy: cfg.Policy, layout: Layout, running: Sequence[RunningJob],
@@ -287,13 +280,3 @@ def _less(total: Resources, part: Resources, left: int) -> Resources:
                      total.gpus - part.gpus)
 
 
-def _total(runs: Sequence[RunningJob]) -> Resources:
-    """What the jobs hold together, added up in their order as one add() after another
-    would."""
-    cpus, memory, gpus = 0.0, 0, 0
-    for run in runs:
-        res = run.resources
-        cpus += res.cpus
-        memory += res.memory_mb
-        gpus += res.gpus
-    return Resources(cpus, memory, gpus)

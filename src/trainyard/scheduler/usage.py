@@ -39,40 +39,31 @@ class PoolUse:
     jobs: int
 
 
+def held(running: Iterable[Holding]) -> Resources:
+    """What the jobs hold together, added up in their order as one add() after another
+    would: the one sum every figure of use is made by."""
+    cpus, memory, gpus = 0.0, 0, 0
+    for run in running:
+        res = run.resources
+        cpus += res.cpus
+        memory += res.memory_mb
+        gpus += res.gpus
+    return Resources(cpus, memory, gpus)
+
+
 def team_use(running: Iterable[Holding]) -> dict[tuple[str, str], Resources]:
     """(team, pool) -> what the team's running jobs hold of the pool. A job of no team
     counts for none."""
-    totals: dict[tuple[str, str], list[float]] = {}
+    by_team: dict[tuple[str, str], list[Holding]] = {}
     for run in running:
-        if not run.team:
-            continue
-        key = (run.team, run.pool)
-        total = totals.get(key)
-        if total is None:
-            total = totals[key] = [0.0, 0, 0]
-        res = run.resources
-        total[0] += res.cpus
-        total[1] += res.memory_mb
-        total[2] += res.gpus
-    return {key: _resources(total) for key, total in totals.items()}
+        if run.team:
+            by_team.setdefault((run.team, run.pool), []).append(run)
+    return {key: held(runs) for key, runs in by_team.items()}
 
 
 def pool_use(running: Iterable[Holding]) -> dict[str, PoolUse]:
     """pool -> what its running jobs hold of it, and how many they are."""
-    totals: dict[str, list[float]] = {}
-    jobs: dict[str, int] = {}
+    by_pool: dict[str, list[Holding]] = {}
     for run in running:
-        total = totals.get(run.pool)
-        if total is None:
-            total = totals[run.pool] = [0.0, 0, 0]
-            jobs[run.pool] = 0
-        res = run.resources
-        total[0] += res.cpus
-        total[1] += res.memory_mb
-        total[2] += res.gpus
-        jobs[run.pool] += 1
-    return {pool: PoolUse(_resources(total), jobs[pool]) for pool, total in totals.items()}
-
-
-def _resources(total: list[float]) -> Resources:
-    return Resources(total[0], int(total[1]), int(total[2]))
+        by_pool.setdefault(run.pool, []).append(run)
+    return {pool: PoolUse(held(runs), len(runs)) for pool, runs in by_pool.items()}
