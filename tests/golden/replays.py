@@ -3,6 +3,7 @@ preemptions, for the golden record that refactorings of the scheduler must repro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ from trainyard.sim.compare import _json_safe, compare
 from trainyard.sim.policies import POLICIES
 from trainyard.sim.trace import Trace, generate_trace, queue_per_team, read_trace
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
+# The project's shared data sits beside the repository; TRAINYARD_TRACES to look elsewhere.
+TRACES = Path(os.environ.get("TRAINYARD_TRACES", Path(__file__).resolve().parents[3] /
+                             "shared" / "data" / "traces"))
 PHILLY = TRACES / "philly-3vc.csv"
 GPUS = 64
 # Wall-clock figures, which differ from run to run.
