@@ -51,3 +51,7 @@ def quota_policy() -> Policy:
         "nlp": Team("nlp", frozenset({"bob"}), {"gpu": Quota(gpus=4, borrow_gpus=0)}),
     }
     return policy(teams=teams)
+
+
+# Who is in which team, as the policy lists its members; no quotas.
+TEAMS = {"vision": Team("vision", frozenset({"ann"})), "nlp": Team("nlp", frozenset({"bob"}))}

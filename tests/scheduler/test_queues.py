@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.scheduler.builders import job, policy, quota_policy, run
+from tests.scheduler.builders import TEAMS, job, policy, quota_policy, run
 from trainyard.domain import policy as cfg
 from trainyard.domain.policy import Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity
@@ -69,38 +69,6 @@ def test_a_job_spills_to_the_queues_next_pool() -> None:
     busy = [RunningJob(f"r{i}", "a", Resources(2, 1024, 0), "gpu") for i in range(16)]
     decided = run(policy(), [job(1)], busy)
     assert decided.pools == {"j1": "cpu"}
-
-
-# Who is in which team, as the policy lists its members; no quotas.
-TEAMS = {"vision": Team("vision", frozenset({"ann"})), "nlp": Team("nlp", frozenset({"bob"}))}
-
-
-def test_changed_access_rules_stop_jobs_already_queued() -> None:
-    p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",),
-                                                     teams=frozenset({"vision"}))},
-               teams=TEAMS)
-    decided = run(p, [job(1, owner="bob", team="nlp"), job(2, owner="ann", team="vision")])
-    assert decided.admit == ("j2",)
-    assert decided.pending["j1"].code == ReasonCode.QUEUE_ACCESS
-    assert decided.pending["j1"].message == "queue 'a' no longer takes jobs from 'bob'"
-
-
-def test_access_is_the_owners_as_at_submit_not_the_team_a_job_draws_on() -> None:
-    # The rule submit uses: the owner, or a team the policy lists the owner in. A job
-    # drawing on no team (or on another) is still its owner's; and ann no longer in team
-    # vision may no longer run there.
-    p = policy(queues={**policy().queues, "a": Queue("a", pools=("cpu",),
-                                                     users=frozenset({"cat"}),
-                                                     teams=frozenset({"vision"}))},
-               teams=TEAMS)
-    decided = run(p, [job(1, owner="ann"), job(2, owner="cat", team="nlp"),
-                      job(3, owner="bob", team="vision")])
-    assert sorted(decided.admit) == ["j1", "j2"]
-    assert decided.pending["j3"].code == ReasonCode.QUEUE_ACCESS
-    moved = replace(p, teams={"vision": Team("vision", frozenset({"bob"})),
-                              "nlp": Team("nlp", frozenset({"ann"}))})
-    again = run(moved, [job(1, owner="ann", team="vision"), job(3, owner="bob", team="nlp")])
-    assert again.admit == ("j3",) and again.pending["j1"].code == ReasonCode.QUEUE_ACCESS
 
 
 # --- invariants over random workloads ---------------------------------------------------

@@ -65,4 +65,6 @@ class Feed:
 
     def after(self, decisions: Decisions) -> Feed:
         """What the next pass is handed once the policy decided."""
+        if not decisions.reclaiming and not self.reclaiming:
+            return self  # no claims before or now: the usual case, and nothing to hand on
         return Feed(self.usage, self.usage_at, decisions.reclaiming)
