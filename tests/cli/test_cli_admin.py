@@ -118,3 +118,17 @@ def test_single_user_mode_cannot_lock_itself_out(tmp_path: Path) -> None:
         assert who.returncode == 0 and json.loads(who.stdout)["single_user"] is True
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("where", ["data-dir", "database"])
+def test_bootstrap_without_a_store_says_so_without_a_traceback(tmp_path: Path,
+                                                               where: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    args = ["--data-dir", str(blocker / "data")] if where == "data-dir" else \
+        ["--data-dir", str(tmp_path / "data"),
+         "--database-url", "postgresql://nobody@127.0.0.1:1/none"]
+    result = trainyard("admin", "bootstrap", "boss", *args)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot open the store at ")
+    assert "Traceback" not in result.stderr and not result.stdout

@@ -13,9 +13,11 @@ from trainyard.sim.compare import _json_safe, compare
 from trainyard.sim.policies import POLICIES
 from trainyard.sim.trace import Trace, generate_trace, queue_per_team, read_trace
 
-# The project's shared data sits beside the repository; TRAINYARD_TRACES to look elsewhere.
-TRACES = Path(os.environ.get("TRAINYARD_TRACES", Path(__file__).resolve().parents[3] /
-                             "shared" / "data" / "traces"))
+# The project's shared data: TRAINYARD_TRACES, or shared/ inside the checkout or beside it.
+_ROOT = Path(__file__).resolve().parents[2]
+_CANDIDATES = [Path(os.environ["TRAINYARD_TRACES"])] if "TRAINYARD_TRACES" in os.environ \
+    else [root / "shared" / "data" / "traces" for root in (_ROOT, _ROOT.parent)]
+TRACES = next((path for path in _CANDIDATES if path.exists()), _CANDIDATES[-1])
 PHILLY = TRACES / "philly-3vc.csv"
 GPUS = 64
 # Wall-clock figures, which differ from run to run.

@@ -18,6 +18,9 @@ def golden() -> dict[str, dict[str, object]]:
 @pytest.mark.parametrize("name", list(replays.RECORDS))
 def test_replays_are_the_golden_records(name: str, golden: dict[str, dict[str, object]]
                                         ) -> None:
+    if name.startswith("philly") and not replays.PHILLY.exists():
+        # Data, not a component CI installs: a checkout without it replays the rest.
+        pytest.skip(f"no Philly trace at {replays.PHILLY}")
     now = record.normal(replays.RECORDS[name]())
     assert set(now) == set(golden[name])
     for policy, result in now.items():

@@ -76,6 +76,8 @@ def bootstrap(
 ) -> None:
     """Create the first admin directly in the store and print their token (shown once).
     From then on the server asks every call for a token."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from trainyard.domain.errors import TrainyardError
     from trainyard.server.offline import bootstrap_admin
 
@@ -83,6 +85,12 @@ def bootstrap(
         created = bootstrap_admin(data_dir, database_url, name)
     except TrainyardError as exc:
         errors.print(f"[red]error[/]: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    except (OSError, SQLAlchemyError) as exc:  # the data dir or the database is not there
+        where = database_url.split("@")[-1] if database_url else str(data_dir)
+        errors.print(f"[red]error[/]: cannot open the store at {escape(where)}: "
+                     f"{escape(str(getattr(exc, 'orig', None) or exc).splitlines()[0])}",
+                     highlight=False)
         raise typer.Exit(1) from None
     if output is Output.json:
         print_json({"user": name, "token_id": created.record.id, "token": created.token})

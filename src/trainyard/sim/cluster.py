@@ -121,8 +121,9 @@ def submit(jobs: Iterable[TraceJob], policy: cfg.Policy) -> Submitted:
         spec = JobSpec(name=job.name or job.job_id, command="sim", image=_image(policy, job),
                        queue=job.queue, priority=job.priority, resources=job.resources)
         teams = frozenset({job.team}) if job.team else frozenset()
+        kind = kind_for(spec.image)
         try:
-            team = cfg.check_submission(policy, spec, job.user, kind_for(spec.image), teams)
+            team = cfg.check_submission(policy, spec, job.user, kind, teams)
         except TrainyardError as exc:
             reason = str(exc)
             refused[reason] = refused.get(reason, 0) + 1
@@ -130,7 +131,7 @@ def submit(jobs: Iterable[TraceJob], policy: cfg.Policy) -> Submitted:
             continue
         pending.append(PendingJob(
             job_id=job.job_id, queue=job.queue, priority=job.priority, seq=len(pending),
-            resources=job.resources, kind=JobKind.DOCKER if spec.image else JobKind.LOCAL,
+            resources=job.resources, kind=kind,
             owner=job.user, team=team, submitted_at=job.submit_time))
         accepted.append(job)
     return Submitted(tuple(accepted), tuple(pending), refused, examples)

@@ -11,6 +11,7 @@ from trainyard.domain.errors import StaleState
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import Executor
+from trainyard.executors.registry import executor_for
 from trainyard.scheduler import PendingReason, Policy, Snapshot
 from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.model import orders_by_service
@@ -86,7 +87,7 @@ class Admission:
         allocated, then create it beside the loop. False if the job left the queue first."""
         attempt = job.attempt + 1
         # The policy admits only jobs of the kinds in its snapshot, which are the executors'.
-        handle = self.executors_by_kind[job.kind].handle_for(job.id, attempt)
+        handle = executor_for(self.executors_by_kind, job.kind).handle_for(job.id, attempt)
         pool = pool or job.kind
         try:
             self.jobs.transition(
