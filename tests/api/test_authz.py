@@ -13,8 +13,8 @@ from typing import Any
 import grpc
 import pytest
 
+from tests.services.conftest import ROOT, add_people
 from trainyard.auth.certs import generate_self_signed
-from trainyard.auth.policy import Identity
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.jobs import JobFilter
@@ -24,7 +24,6 @@ from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 OK, UNAUTH, DENIED = "OK", "UNAUTHENTICATED", "PERMISSION_DENIED"
 CALLERS = ("anonymous", "expired", "revoked", "read_only", "other_team", "member", "admin")
-ROOT = Identity(user="root", admin=True)
 
 
 @dataclass
@@ -80,15 +79,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                                        tracker=TrackerConfig(max_concurrent=8,
                                                              cancel_grace=1.0)))
     access = srv.access
-    access.bootstrap("root")
-    for name in ("mia", "otto", "max"):
-        access.create_user(ROOT, name, admin=False)
-    access.create_team(ROOT, "red")
-    access.create_team(ROOT, "blue")
-    access.add_member(ROOT, "red", "mia")
-    access.add_member(ROOT, "blue", "otto")
-    access.add_member(ROOT, "red", "max")
-    access.set_queue_access(ROOT, "red-q", [], ["red"])
+    add_people(access)
 
     def token(user: str, **kwargs: Any) -> str:
         options = {"expires_in": 0.0, "read_only": False, **kwargs}

@@ -12,6 +12,7 @@ import pytest
 
 from trainyard.auth.policy import Identity
 from trainyard.server.assembly import ServerConfig, TrainyardServer
+from trainyard.services.access import AccessService
 from trainyard.services.bundle import Services
 
 ROOT = Identity(user="root", admin=True)
@@ -41,11 +42,8 @@ def assemble(tmp_path: Path, policy: str | None = None) -> TrainyardServer:
                                         policy_file=policy_file))
 
 
-def populate(srv: TrainyardServer) -> World:
-    """root (admin); mia and max in team red, otto in team blue; red-q takes team red. The
-    callers: admin (root), member (mia), read_only (mia's read-only token), other_team
-    (otto) and teammate (max)."""
-    access = srv.access
+def add_people(access: AccessService) -> None:
+    """root (admin); mia and max in team red, otto in team blue; red-q takes team red."""
     access.bootstrap("root")
     for name in ("mia", "otto", "max"):
         access.create_user(ROOT, name, admin=False)
@@ -55,6 +53,14 @@ def populate(srv: TrainyardServer) -> World:
     access.add_member(ROOT, "blue", "otto")
     access.add_member(ROOT, "red", "max")
     access.set_queue_access(ROOT, "red-q", [], ["red"])
+
+
+def populate(srv: TrainyardServer) -> World:
+    """root (admin); mia and max in team red, otto in team blue; red-q takes team red. The
+    callers: admin (root), member (mia), read_only (mia's read-only token), other_team
+    (otto) and teammate (max)."""
+    access = srv.access
+    add_people(access)
     tokens = {"admin": ("root", False), "member": ("mia", False),
               "read_only": ("mia", True), "other_team": ("otto", False),
               "teammate": ("max", False)}

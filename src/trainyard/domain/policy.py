@@ -125,8 +125,8 @@ def check_submission(policy: Policy, spec: JobSpec, user: str, kind: str,
     if queue is None:
         raise InvalidArgument("queue", f"{spec.queue!r} is not a queue of this server; its "
                               f"queues are {', '.join(sorted(policy.queues))}")
+    policy.check_takes(queue.name, user, user_teams)
     teams = user_teams | policy.teams_of(user)
-    policy.check_takes(queue.name, user, teams)
     pools = [policy.pools[p] for p in queue.pools
              if p in policy.pools and policy.pools[p].executor == kind]
     if not pools:

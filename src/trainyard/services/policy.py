@@ -49,8 +49,8 @@ def merged_policy(declared: Policy | None, rules: Mapping[str, QueueAccess],
                   teams: Mapping[str, frozenset[str]], pools: Mapping[str, PoolCapacity],
                   max_running: int, admins: frozenset[str] = frozenset()) -> Policy:
     """The one view of the policy in force and the store's queue rules, teams and admins
-    (the single-user identity always among them). A policy the store adds nothing to is
-    returned as it is."""
+    (the single-user identity always among them). A policy the merge would leave as it is
+    is returned itself, so an unchanged view keeps the same object."""
     admins = admins | {LOCAL_USER}
     if declared is not None:
         grown = {name: members for name, members in teams.items()
