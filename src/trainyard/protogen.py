@@ -7,7 +7,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "proto"
-PROTO_FILES = ("trainyard/v1/training.proto",)
+PROTO_FILES = ("trainyard/v1/training.proto", "trainyard/v1/runtime.proto")
 
 
 def generate(out_dir: Path) -> list[Path]:
