@@ -39,7 +39,7 @@ def test_train_and_status_end_to_end(client: Client, tmp_path: Path) -> None:
     assert ds.created and len(ds.version) == 64 and ds.file_count == 1
     spec = TrainSpec(
         name="e2e", dataset=f"rows:{ds.version}", hyperparameters={"LR": "0.5"},
-        labels={"team": "vision"},
+        labels={"team": "vision"}, framework="pytorch",
         command='wc -l < "$TRAINING_DATA_PATH/rows.csv"; '
                 'echo "{\\"step\\": 1, \\"loss\\": $LR}" >> "$METRICS_PATH"; '
                 'echo w > "$MODEL_SAVE_PATH/w"',
@@ -51,6 +51,7 @@ def test_train_and_status_end_to_end(client: Client, tmp_path: Path) -> None:
     assert st.model is not None and st.model["model_name"] == "e2e"
     assert st.spec["dataset"] == {"name": "rows", "version": ds.version}
     assert st.spec["labels"] == {"team": "vision"}
+    assert st.spec["framework"] == "pytorch"
     assert [t.to_state for t in st.transitions] == ["WAITING", "LAUNCHING", "RUNNING",
                                                     "SUCCEEDED"]
     assert all(t.time for t in st.transitions)

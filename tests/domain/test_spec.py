@@ -25,6 +25,7 @@ BAD = [
     ("resources.gpus", replace(GOOD, resources=Resources(gpus=-1)), "negative"),
     ("resources.gpus", replace(GOOD, resources=Resources(gpus=1000)), "GPUs this server"),
     ("queue", replace(GOOD, queue="no/slash"), "queue"),
+    ("framework", replace(GOOD, framework="jax"), "pytorch, tensorflow, none"),
     ("priority", replace(GOOD, priority=10**9), "between"),
     ("dataset.name", replace(GOOD, dataset=DatasetRef("", "a" * 64)), "empty"),
     ("dataset.version", replace(GOOD, dataset=DatasetRef("digits", "abc")), "64-character"),

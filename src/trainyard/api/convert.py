@@ -71,6 +71,7 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
         workers=req.workers if req.workers != 0 else 1,  # 0 (unset) is one worker
         git_commit=req.git_commit,
         model_name=req.model_name,
+        framework=req.framework,
     )
 
 
@@ -81,7 +82,7 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
         resources=pb.Resources(cpus=spec.resources.cpus, memory_mb=spec.resources.memory_mb,
                                gpus=spec.resources.gpus),
         queue=spec.queue, priority=spec.priority, labels=spec.labels, workers=spec.workers,
-        git_commit=spec.git_commit, model_name=spec.model_name,
+        git_commit=spec.git_commit, model_name=spec.model_name, framework=spec.framework,
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))

@@ -41,8 +41,11 @@ def submit(
     memory: Annotated[int, typer.Option(help="Memory in MiB.")] = Resources.memory_mb,
     gpus: Annotated[int, typer.Option(help="GPUs.")] = 0,
     workers: Annotated[int, typer.Option(
-        min=1, help="Workers started together on one machine, each with --cpus, --memory "
-                    "and --gpus, told its RANK and its peers.")] = 1,
+        min=1, help="Workers started together, each with --cpus, --memory and --gpus, "
+                    "told its RANK and its peers.")] = 1,
+    framework: Annotated[str, typer.Option(
+        help="Worker variables a group gets: pytorch, tensorflow or none [default: "
+             "both sets].")] = "",
     queue: Annotated[str, typer.Option(help="Queue name.")] = DEFAULT_QUEUE,
     priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
     request_id: Annotated[str, typer.Option(help="Makes a retried submit idempotent.")] = "",
@@ -64,7 +67,7 @@ def submit(
         resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
         priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
-        git_commit=git_commit, model_name=model_name,
+        git_commit=git_commit, model_name=model_name, framework=framework,
     )
     with client_for(server) as client:
         submitted = client.train(spec)

@@ -126,7 +126,7 @@ class JobStatus:
                               "gpus": spec.resources.gpus},
                 "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
                 "workers": spec.workers or 1, "git_commit": spec.git_commit,
-                "model_name": spec.model_name,
+                "model_name": spec.model_name, "framework": spec.framework,
             },
             metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
             model=({"model_name": s.model.model_name, "version": s.model.version,

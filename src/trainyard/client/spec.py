@@ -42,6 +42,7 @@ class TrainSpec:
     pipeline_max_parallel: int = 0  # its running limit from now on; 0 keeps the limit it has
     git_commit: str = ""  # the code's version, recorded on each run
     model_name: str = ""  # the model its files become a version of; empty: the name
+    framework: str = ""  # "pytorch", "tensorflow" or "none": its workers' variables; "": both
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
@@ -53,7 +54,7 @@ class TrainSpec:
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
             client_request_id=self.client_request_id, workers=self.workers,
             pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
-            git_commit=self.git_commit, model_name=self.model_name,
+            git_commit=self.git_commit, model_name=self.model_name, framework=self.framework,
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")

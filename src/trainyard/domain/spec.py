@@ -55,6 +55,8 @@ class JobSpec:
     git_commit: str = ""
     # The model the job's artifact becomes a version of; empty: the job's name.
     model_name: str = ""
+    # Whose worker variables each worker of a group gets (FRAMEWORKS); empty: both sets.
+    framework: str = ""
 
     @property
     def total_resources(self) -> Resources:
@@ -94,6 +96,11 @@ class SpecLimits:
     max_image_chars: int = 512
 
 
+# The frameworks whose variables a worker group can be given: PyTorch's (WORLD_SIZE, RANK,
+# LOCAL_RANK, MASTER_ADDR, MASTER_PORT), TensorFlow's (TF_CONFIG), or neither; "" is both.
+FRAMEWORKS = ("pytorch", "tensorflow", "none")
+
+
 def check_text(field: str, value: str, max_len: int = 256) -> None:
     """A free-text request field that reaches the store: no NUL, bounded length."""
     if "\x00" in value:
@@ -122,6 +129,9 @@ def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
                               "at most 128 characters)")
     _validate_resources(spec.resources, limits)
     _validate_workers(spec, limits)
+    if spec.framework and spec.framework not in FRAMEWORKS:
+        raise InvalidArgument("framework", f"{spec.framework[:40]!r} is not a framework: give "
+                              f"{', '.join(FRAMEWORKS)}, or nothing for both sets of variables")
     if not NAME_RE.match(spec.queue):
         raise InvalidArgument("queue", f"{spec.queue!r} is not a valid queue name")
     if abs(spec.priority) > limits.max_priority:

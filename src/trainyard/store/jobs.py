@@ -120,6 +120,7 @@ def _spec_columns(spec: JobSpec) -> dict[str, Any]:
         "priority": spec.priority,
         "git_commit": spec.git_commit,
         "model_name": spec.model_name,
+        "framework": spec.framework,
     }
 
 

@@ -58,6 +58,7 @@ class JobRecord:
             workers=m["workers"],
             git_commit=m["git_commit"],
             model_name=m["model_name"],
+            framework=m["framework"],
         )
         return cls(
             id=m["id"],

@@ -34,6 +34,8 @@ jobs = Table(
     Column("image", String(512), nullable=False, default=""),
     # Which executor runs it (domain.kinds), decided once at submit.
     Column("kind", String(32), nullable=False, server_default="local"),
+    # Whose worker variables its workers get (domain.spec.FRAMEWORKS); "": both.
+    Column("framework", String(16), nullable=False, server_default=""),
     Column("dataset_name", String(128), nullable=True),
     Column("dataset_version", String(64), nullable=True),
     Column("hyperparameters", JSON, nullable=False),
