@@ -2,10 +2,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-docker test proto lint bench bench-peers-setup bench-submit bench-launch \
+.PHONY: venv torch demo demo-docker test proto lint bench bench-peers-setup bench-submit bench-launch \
 	bench-scheduler bench-policies clean
 
 venv: $(STAMP)
+
+# PyTorch, CPU build, for the distributed-training example and its tests; pinned exactly:
+# an open range would pull a multi-GB CUDA build.
+TORCH := torch==2.13.0
+torch: $(STAMP)
+	@$(PY) -c "import torch" 2>/dev/null || \
+		$(PY) -m pip install --quiet --disable-pip-version-check $(TORCH)
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
