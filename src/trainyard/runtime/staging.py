@@ -32,11 +32,11 @@ class StagingError(Exception):
 
 
 def safe_relative(path: str) -> PurePosixPath:
-    """A chunk's path, refused when it is absolute, climbs with '..', or is empty."""
-    parts = PurePosixPath(path).parts
-    if not path or path.startswith("/") or "\\" in path or not parts:
-        raise StagingError(f"refused the file path {path!r}: not a relative path")
-    if any(part in ("..", ".") for part in parts) or "\0" in path:
+    """A chunk's path, refused when it is absolute, climbs with '..', or is not plain."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or "\0" in path:
+        raise StagingError(f"refused the file path {path!r}: not a plain relative path")
+    if any(part in ("", ".", "..") for part in parts):
         raise StagingError(f"refused the file path {path!r}: it leaves its directory")
     return PurePosixPath(*parts)
 
