@@ -212,17 +212,35 @@ class _Agent:
         return self._finish(code)
 
     def _wait(self) -> int:
+        """The job's exit code, once it and every process it left in its group are gone:
+        what it writes on its way out (a checkpoint on TERM) is complete before uploads."""
         assert self.proc is not None
         kill_at: float | None = None
-        while (code := self.proc.poll()) is None:
-            if kill_at is None and (self.stop_asked.is_set() or self.failed.is_set()):
-                self._signal(signal.SIGTERM)
+        code: int | None = None
+        while code is None or self._group_alive():
+            if code is None:
+                code = self.proc.poll()
+            stop = self.stop_asked.is_set() or self.failed.is_set() or code is not None
+            if kill_at is None and stop:
+                self._signal(signal.SIGTERM)  # the job's stragglers too, once it exited
                 kill_at = time.monotonic() + self.options.grace
             elif kill_at is not None and time.monotonic() >= kill_at:
                 self._signal(signal.SIGKILL)
+                if code is not None:
+                    break  # what is left cannot be waited for
                 kill_at = float("inf")
             time.sleep(0.05)
         return 128 - code if code < 0 else code
+
+    def _group_alive(self) -> bool:
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def _finish(self, code: int) -> int:
         assert self.reporter is not None
@@ -244,7 +262,7 @@ class _Agent:
         self._signal(signal.Signals(signum))
 
     def _signal(self, sig: signal.Signals) -> None:
-        if self.proc is not None and self.proc.returncode is None:
+        if self.proc is not None:
             with contextlib.suppress(OSError):  # it ended meanwhile
                 os.killpg(self.proc.pid, sig)
 

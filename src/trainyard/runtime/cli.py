@@ -25,7 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if parsed.verb == "free-port":
         from trainyard.runtime.slurm import free_port
 
-        print(free_port(parsed.span))
+        try:
+            print(free_port(parsed.span))
+        except (OSError, ValueError) as exc:
+            print(f"[trainyard runtime] {exc}", file=sys.stderr)
+            return 70
         return 0
     if parsed.verb == "slurm-hosts":
         from trainyard.runtime.slurm import SlurmError, rank_hosts
@@ -38,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not words:
         parser.error("give the command to run after --")
-    command = words[0] if len(words) == 1 else shlex.join(words)
+    # Several words are one simple command: the shell execs it, so that the job itself gets
+    # the signals and its exit status is the job's, with no shell in between.
+    command = words[0] if len(words) == 1 else "exec " + shlex.join(words)
     from trainyard.runtime.agent import AgentOptions, run
 
     return run(command, AgentOptions(

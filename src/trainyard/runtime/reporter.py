@@ -57,9 +57,8 @@ class Reporter:
             raise self.error
 
     def _loop(self) -> None:
-        while not self._done.wait(FLUSH_EVERY):
-            if not self._push(heartbeat=True):
-                return
+        while self._push(heartbeat=True) and not self._done.wait(FLUSH_EVERY):
+            pass
 
     def _push(self, *, heartbeat: bool) -> bool:
         with self._lock:
