@@ -167,8 +167,9 @@ def test_shared_staging_pushes_only_metrics_and_heartbeats(service: Served,
     job = '''
 import json, os
 from trainyard import runtime
-print(runtime.data_path().read_text() if False else (runtime.data_path() / "train.csv").read_text().strip())
-print(os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"], json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"][1])
+print((runtime.data_path() / "train.csv").read_text().strip())
+workers = json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"]
+print(os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"], workers[1])
 runtime.log_metric(step=1, acc=0.5)
 (runtime.model_path() / "m").write_text("x")
 '''
