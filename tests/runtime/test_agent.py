@@ -126,10 +126,13 @@ def test_checkpoints_are_uploaded_when_saved_and_on_term_and_come_back(
     assert "resumed from: nothing" in standin.lines("log")
     # The next attempt, on another node (another cache), starts from that checkpoint.
     standin.attempt, standin.kept = 2, {}
-    standin.stop_requested = True  # and the service asks it to stop: TERM
-    code, _, err = finish(agent(service, tmp_path / "other-node", CHECKPOINTING))
+    proc = agent(service, tmp_path / "other-node", CHECKPOINTING)
+    wait_for(lambda: "saved" in standin.lines("log"), timeout=20)
+    standin.stop_requested = True  # the service asks it to stop: TERM, as above
+    code, _, err = finish(proc)
     assert code == 0, err
     assert standin.lines("log")[0] == "resumed from: at term"
+    assert standin.checkpoint == {"state.txt": b"at term"}
 
 
 def test_a_refused_token_fails_in_one_sentence(service: Served, tmp_path: Path) -> None:
