@@ -137,11 +137,16 @@ class StandIn(runtime_pb2_grpc.JobRuntimeServicer):
 class Served:
     """The stand-in on a free loopback port, until close()."""
 
-    def __init__(self, servicer: StandIn) -> None:
+    def __init__(self, servicer: StandIn, tls: tuple[bytes, bytes] | None = None) -> None:
+        """tls: (PEM key, PEM certificate) to serve TLS."""
         self.servicer = servicer
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         runtime_pb2_grpc.add_JobRuntimeServicer_to_server(servicer, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        if tls is None:
+            self.port = self.server.add_insecure_port("127.0.0.1:0")
+        else:
+            credentials = grpc.ssl_server_credentials([tls])
+            self.port = self.server.add_secure_port("127.0.0.1:0", credentials)
         self.address = f"127.0.0.1:{self.port}"
         self.server.start()
 

@@ -215,3 +215,23 @@ def test_the_package_runs_as_one_zip_file(service: Served, tmp_path: Path) -> No
     port = subprocess.run([sys.executable, "-I", str(pyz), "free-port"], capture_output=True,
                           text=True, timeout=60, check=True)
     assert int(port.stdout) > 0
+
+
+def test_the_service_is_reached_over_tls_with_its_ca(tmp_path: Path) -> None:
+    from trainyard.auth.certs import generate_self_signed
+
+    pair = generate_self_signed(tmp_path / "tls", hosts=("127.0.0.1",))
+    served = Served(StandIn(token=TOKEN), tls=(pair.key.read_bytes(), pair.cert.read_bytes()))
+    try:
+        code, _, err = finish(agent(served, tmp_path, "print('over tls')", "--tls-ca",
+                                    str(pair.cert)))
+        assert code == 0, err
+        assert served.servicer.lines("log")[0] == "over tls"
+        # Without the CA the handshake fails: retried as UNAVAILABLE, then given up.
+        code, _, err = finish(agent(served, tmp_path, "print('x')", "--retry-for", "1"))
+        assert code == 70 and "did not answer" in err
+        code, _, err = finish(agent(served, tmp_path, "print('x')", "--tls-ca",
+                                    str(tmp_path / "missing.pem")))
+        assert code == 70 and "cannot read the CA certificate" in err
+    finally:
+        served.close()
