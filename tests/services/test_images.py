@@ -29,7 +29,9 @@ def test_the_base_image_is_named_by_every_input() -> None:
     assert inputs.tag == f"trainyard/base:{inputs.digest()[:16]}"
     changed = [replace(inputs, suite="trixie"), replace(inputs, mirror="http://m/debian"),
                replace(inputs, packages=(*inputs.packages, "python3-scipy")),
-               replace(inputs, runtime_source=inputs.runtime_source + "\n# changed\n")]
+               replace(inputs, runtime_files=((inputs.runtime_files[0][0],
+                                              inputs.runtime_files[0][1] + "\n# changed\n"),
+                                             *inputs.runtime_files[1:]))]
     assert len({inputs.digest(), *(c.digest() for c in changed)}) == 5
     # The order packages are listed in does not make another image.
     assert replace(inputs, packages=tuple(reversed(inputs.packages))).digest() == \

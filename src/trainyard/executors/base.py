@@ -18,8 +18,8 @@ from trainyard.domain.spec import Resources
 # executor runs with a Python of its own choosing (the job's image's, inside a container).
 def _launcher_path() -> Path:
     spec = importlib.util.find_spec("trainyard.runtime")  # found, not imported
-    assert spec is not None and spec.origin is not None
-    return Path(spec.origin).resolve()
+    assert spec is not None and spec.submodule_search_locations
+    return (Path(next(iter(spec.submodule_search_locations))) / "gang.py").resolve()
 
 
 LAUNCHER = _launcher_path()

@@ -30,6 +30,12 @@ class ImageError(Exception):
     """Building or listing images failed; the message is for the user."""
 
 
+def runtime_sources() -> tuple[tuple[str, str], ...]:
+    """The modules of the trainyard.runtime package, as (file name, text), by name."""
+    package = Path(runtime.__file__).parent
+    return tuple((path.name, path.read_text()) for path in sorted(package.glob("*.py")))
+
+
 @dataclass(frozen=True)
 class BaseInputs:
     """Everything the base image is made from: equal inputs give an equal image."""
@@ -37,12 +43,14 @@ class BaseInputs:
     suite: str = "bookworm"
     mirror: str = DEFAULT_MIRROR
     packages: tuple[str, ...] = DEFAULT_PACKAGES
-    runtime_source: str = field(default_factory=lambda: Path(runtime.__file__).read_text())
+    # (file name, text) of each module of trainyard.runtime, sorted by name
+    runtime_files: tuple[tuple[str, str], ...] = field(default_factory=lambda: runtime_sources())
 
     def digest(self) -> str:
+        files = {name: hashlib.sha256(text.encode()).hexdigest()
+                 for name, text in self.runtime_files}
         blob = json.dumps({"suite": self.suite, "mirror": self.mirror,
-                           "packages": sorted(self.packages),
-                           "runtime": hashlib.sha256(self.runtime_source.encode()).hexdigest()},
+                           "packages": sorted(self.packages), "runtime": files},
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -120,7 +128,7 @@ def _debootstrap_tarball(inputs: BaseInputs, tarball: Path,
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
             raise ImageError(f"debootstrap failed with code {done.returncode}:\n{tail}")
         _slim(root)
-        _install_runtime(root, inputs.runtime_source)
+        _install_runtime(root, inputs.runtime_files)
         partial = tarball.with_suffix(".partial")
         done = subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial),
                                "."], capture_output=True, text=True, check=False)
@@ -138,7 +146,7 @@ def _slim(root: Path) -> None:
                 entry.unlink()
 
 
-def _install_runtime(root: Path, source: str) -> None:
+def _install_runtime(root: Path, files: tuple[tuple[str, str], ...]) -> None:
     """Make `import trainyard.runtime` work for the image's own python3."""
     sites = [d for d in (root / "usr/lib").glob("python3.*")
              if d.is_dir() and d.name[len("python3."):].isdigit()]
@@ -148,7 +156,10 @@ def _install_runtime(root: Path, source: str) -> None:
         package = root / "usr/local/lib" / site.name / "dist-packages" / "trainyard"
         package.mkdir(parents=True, exist_ok=True)
         (package / "__init__.py").write_text('"""Trainyard\'s helper for training code."""\n')
-        (package / "runtime.py").write_text(source)
+        modules = package / "runtime"
+        modules.mkdir(exist_ok=True)
+        for name, text in files:
+            (modules / name).write_text(text)
 
 
 def build_image(client: docker.DockerClient, context: Path, tag: str,

@@ -1,9 +1,10 @@
-"""For training code: read the container contract and write metrics. Standard library only,
-so it can be copied into any image.
+"""The gang launcher of multi-worker jobs: `python3 -I gang.py launch --workers N -- COMMAND`
+starts N workers of COMMAND on this machine, each told its rank and where its peers listen,
+and stops them all when one fails (see `launch`).
 
-It is also the gang launcher of multi-worker jobs: `python3 -m trainyard.runtime launch
---workers N -- COMMAND` starts N workers of COMMAND on this machine, each told its rank and
-where its peers listen, and stops them all when one fails (see `launch`)."""
+A single standard-library file that imports nothing of its package, so that any image's
+python3 can run it alone; it also holds the framework variables every worker gets
+(`framework_env`), which the remote runtime reuses."""
 
 from __future__ import annotations
 
@@ -18,100 +19,47 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
-
-
-def _path(name: str, default: str) -> Path:
-    return Path(os.environ.get(name) or default)
-
-
-def job_id() -> str:
-    return os.environ.get("JOB_ID", "local")
-
-
-def data_path() -> Path:
-    """Read-only directory holding the job's dataset version."""
-    return _path("TRAINING_DATA_PATH", "data")
-
-
-def model_path() -> Path:
-    """Directory whose files become the model artifact when the job succeeds."""
-    path = _path("MODEL_SAVE_PATH", "model")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def checkpoint_path() -> Path:
-    """Directory kept across retries and preemptions."""
-    path = _path("CHECKPOINT_PATH", "checkpoint")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def rank() -> int:
-    """This worker's rank in a multi-worker job: 0 to world_size() - 1; 0 when alone."""
-    return int(os.environ.get("RANK") or 0)
-
-
-def world_size() -> int:
-    """How many workers the job has; 1 for a single-worker job."""
-    return int(os.environ.get("WORLD_SIZE") or 1)
-
-
-def metrics_path() -> Path:
-    return _path("METRICS_PATH", "metrics.jsonl")
-
-
-def hyperparameters() -> dict[str, str]:
-    """All hyperparameters, as the strings they were submitted as."""
-    raw = os.environ.get("HYPERPARAMETERS", "{}")
-    value: Any = json.loads(raw)
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def hyperparameter(name: str, default: str | None = None) -> str | None:
-    return hyperparameters().get(name, default)
-
-
-def log_metric(step: int | None = None, **values: float) -> None:
-    """Append one line to METRICS_PATH: log_metric(step=3, loss=0.2, accuracy=0.91)."""
-    record: dict[str, Any] = {} if step is None else {"step": int(step)}
-    for key, value in values.items():
-        record[key] = float(value)
-    line = json.dumps(record, separators=(",", ":")) + "\n"
-    # One write of a whole line with O_APPEND keeps lines intact even with several writers.
-    fd = os.open(metrics_path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
-
-
-# --- the gang launcher ----------------------------------------------------------------------
+from typing import IO, BinaryIO, cast
 
 LOOPBACK = "127.0.0.1"  # the workers of a job share one machine (or one container)
 STOP_GRACE = 3.0  # seconds between the TERM and the KILL that stop the other workers
 LONGEST_LINE = 64 * 1024  # a longer run of output without a newline is passed on in pieces
 
 
+FRAMEWORKS = ("both", "pytorch", "tensorflow", "none")
+
+
+def framework_env(rank: int, world_size: int, local_rank: int, master_addr: str,
+                  master_port: int, workers: Sequence[str],
+                  framework: str = "both") -> dict[str, str]:
+    """What worker `rank` of `world_size` is told of its group. Every framework gets
+    WORLD_SIZE, RANK and LOCAL_RANK; "pytorch" adds MASTER_ADDR and MASTER_PORT (its env://
+    rendezvous), "tensorflow" adds TF_CONFIG listing `workers` ("host:port" of each rank),
+    "both" adds all of them."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}: choose one of "
+                         f"{', '.join(FRAMEWORKS)}")
+    env = {"WORLD_SIZE": str(world_size), "RANK": str(rank), "LOCAL_RANK": str(local_rank)}
+    if framework in ("both", "pytorch"):
+        env["MASTER_ADDR"] = master_addr
+        env["MASTER_PORT"] = str(master_port)
+    if framework in ("both", "tensorflow"):
+        tf_config = {"cluster": {"worker": list(workers)},
+                     "task": {"type": "worker", "index": rank}}
+        env["TF_CONFIG"] = json.dumps(tf_config, separators=(",", ":"))
+    return env
+
+
 def worker_env(rank: int, workers: int, master_port: int, ports: Sequence[int],
-               gpu_ids: Sequence[str]) -> dict[str, str]:
-    """The variables worker `rank` of `workers` gets: PyTorch's (WORLD_SIZE, RANK,
-    LOCAL_RANK, MASTER_ADDR, MASTER_PORT), TensorFlow's (TF_CONFIG, where worker i listens on
-    ports[i]) and its own equal slice of the job's GPUs as CUDA_VISIBLE_DEVICES."""
+               gpu_ids: Sequence[str], framework: str = "both") -> dict[str, str]:
+    """The variables worker `rank` of `workers` on this machine gets: `framework_env`'s, where
+    worker i listens on ports[i], and its own equal slice of the job's GPUs as
+    CUDA_VISIBLE_DEVICES."""
     each = len(gpu_ids) // workers
-    tf_config = {"cluster": {"worker": [f"{LOOPBACK}:{port}" for port in ports]},
-                 "task": {"type": "worker", "index": rank}}
-    return {
-        "WORLD_SIZE": str(workers),
-        "RANK": str(rank),
-        "LOCAL_RANK": str(rank),
-        "MASTER_ADDR": LOOPBACK,
-        "MASTER_PORT": str(master_port),
-        "TF_CONFIG": json.dumps(tf_config, separators=(",", ":")),
-        "CUDA_VISIBLE_DEVICES": ",".join(gpu_ids[rank * each:(rank + 1) * each]),
-    }
+    env = framework_env(rank, workers, rank, LOOPBACK, master_port,
+                        [f"{LOOPBACK}:{port}" for port in ports], framework)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_ids[rank * each:(rank + 1) * each])
+    return env
 
 
 def free_ports(count: int) -> list[int]:

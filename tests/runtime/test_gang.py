@@ -1,4 +1,5 @@
-import ast
+"""The gang launcher, run as the executors run it: a real process of real workers."""
+
 import json
 import os
 import signal
@@ -7,45 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from trainyard import runtime
-from trainyard.metadata.metrics_file import read_new_metrics
+from trainyard.executors.base import LAUNCHER
 
-
-def test_runtime_reads_the_contract_and_writes_metrics_the_service_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("METRICS_PATH", str(tmp_path / "m.jsonl"))
-    monkeypatch.setenv("MODEL_SAVE_PATH", str(tmp_path / "model"))
-    monkeypatch.setenv("HYPERPARAMETERS", json.dumps({"LR": "0.1", "EPOCHS": 3}))
-    monkeypatch.setenv("JOB_ID", "j1")
-    assert runtime.job_id() == "j1"
-    assert runtime.hyperparameters() == {"LR": "0.1", "EPOCHS": "3"}
-    assert runtime.hyperparameter("LR") == "0.1"
-    assert runtime.model_path().is_dir()
-    runtime.log_metric(step=1, loss=0.5)
-    runtime.log_metric(accuracy=0.75)
-    batch = read_new_metrics(tmp_path / "m.jsonl", 0)
-    assert [(p.step, p.values) for p in batch.points] == [
-        (1, {"loss": 0.5}), (None, {"accuracy": 0.75})
-    ]
-
-
-def test_runtime_imports_nothing_outside_the_standard_library() -> None:
-    # It is copied alone into images, and run as the gang launcher by any image's python3.
-    tree = ast.parse(Path(runtime.__file__).read_text())
-    imports = {alias.name.split(".")[0] for node in ast.walk(tree)
-               if isinstance(node, ast.Import) for alias in node.names}
-    imports |= {node.module.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.module}
-    assert imports, "no imports found: the check is broken"
-    assert imports <= set(sys.stdlib_module_names) | {"__future__"}
-
-
-# --- the gang launcher, run as the executors run it: a real process of real workers --------
-
-LAUNCH = [sys.executable, "-I", runtime.__file__, "launch"]
+LAUNCH = [sys.executable, "-I", str(LAUNCHER), "launch"]
 
 
 def launch(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
@@ -163,15 +129,6 @@ def test_it_runs_as_a_module_too() -> None:
                            "2", "--", "echo $RANK"], capture_output=True, text=True, timeout=20)
     assert done.returncode == 0 and sorted(done.stdout.splitlines()) == ["[rank 0] 0",
                                                                         "[rank 1] 1"]
-
-
-def test_rank_and_world_size_read_the_worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert (runtime.rank(), runtime.world_size()) == (0, 1)  # a single-worker job
-    monkeypatch.setenv("RANK", "2")
-    monkeypatch.setenv("WORLD_SIZE", "4")
-    assert (runtime.rank(), runtime.world_size()) == (2, 4)
 
 
 def test_the_worker_env_names_are_reserved_by_the_contract() -> None:
