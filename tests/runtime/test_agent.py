@@ -190,24 +190,17 @@ runtime.log_metric(step=1, acc=0.5)
 def test_the_package_runs_as_one_zip_file(service: Served, tmp_path: Path) -> None:
     """As it is shipped to cluster nodes: the package's files and a __main__ in a zipapp,
     run by a python3 that has grpcio but not trainyard."""
-    import zipapp
+    from trainyard.executors.runtime_bundle import runtime_bundle
 
-    root = tmp_path / "app"
-    package = root / "trainyard" / "runtime"
-    package.mkdir(parents=True)
-    (root / "trainyard" / "__init__.py").write_text("")
-    for module in (Path(SRC) / "trainyard" / "runtime").glob("*.py"):
-        (package / module.name).write_text(module.read_text())
-    (root / "__main__.py").write_text("import sys\nfrom trainyard.runtime.cli import main\n"
-                                      "sys.exit(main())\n")
-    pyz = tmp_path / "trainyard-runtime.pyz"
-    zipapp.create_archive(root, pyz)
+    bundle = runtime_bundle()
+    pyz = tmp_path / bundle.name
+    pyz.write_bytes(bundle.data)
     job = "from trainyard import runtime; runtime.log_metric(step=1, x=2.0); print('zipped')"
     done = subprocess.run(
         [sys.executable, "-I", str(pyz), "run", "--service", service.address, "--cache-dir",
          str(tmp_path / "cache"), "--", sys.executable, "-c", job],
         env={"PATH": os.environ["PATH"], "TRAINYARD_JOB_TOKEN": TOKEN,
-             "PYTHONPATH": str(pyz)},  # the job imports trainyard.runtime from it too
+             },  # the job imports trainyard.runtime from the zip: the agent offers it
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert service.servicer.lines("log")[0] == "zipped"

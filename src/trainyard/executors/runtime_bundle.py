@@ -35,25 +35,27 @@ class RuntimeBundle:
         return f"trainyard-runtime-{self.digest[:12]}.pyz"
 
 
-def runtime_dir() -> Path:
-    """The installed `trainyard.runtime` package's directory (found, not imported)."""
+def runtime_sources() -> tuple[tuple[str, str], ...]:
+    """The modules of the installed `trainyard.runtime` package (found, not imported), as
+    (file name, text), by name: what the bundle and the base image carry."""
     spec = importlib.util.find_spec("trainyard.runtime")
     assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))).resolve()
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return tuple((path.name, path.read_text()) for path in sorted(package.glob("*.py")))
 
 
 @functools.cache
 def runtime_bundle() -> RuntimeBundle:
-    return build_bundle(runtime_dir())
+    return build_bundle(runtime_sources())
 
 
-def build_bundle(package: Path) -> RuntimeBundle:
+def build_bundle(sources: tuple[tuple[str, str], ...]) -> RuntimeBundle:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         _add(archive, "__main__.py", _MAIN)
         _add(archive, "trainyard/__init__.py", _PACKAGE)
-        for source in sorted(package.glob("*.py")):
-            _add(archive, f"trainyard/runtime/{source.name}", source.read_bytes())
+        for name, text in sources:
+            _add(archive, f"trainyard/runtime/{name}", text.encode())
     return RuntimeBundle(buffer.getvalue())
 
 

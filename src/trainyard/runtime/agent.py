@@ -84,6 +84,15 @@ def say(message: str) -> None:
     print(SAY + message, file=sys.stderr, flush=True)
 
 
+def _offer_runtime(env: dict[str, str]) -> None:
+    """Run from the shipped zip file, let the job's own code `import trainyard.runtime` from
+    it too, where the node has no Trainyard installed."""
+    archive = Path(__file__).resolve().parents[2]
+    if archive.is_file():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(archive), env.get("PYTHONPATH"))
+                                            if p)
+
+
 def node_name(env: Mapping[str, str]) -> str:
     return env.get("SLURMD_NODENAME") or socket.gethostname()
 
@@ -135,6 +144,7 @@ class _Agent:
         self.signal_file = self.rank_dir / "checkpoint.signal"
         metrics = self.rank_dir / "metrics.jsonl"
         self.env.update({"METRICS_PATH": str(metrics), CHECKPOINT_SIGNAL: str(self.signal_file)})
+        _offer_runtime(self.env)
         self.pull = self.options.staging == "pull"
         if self.pull:
             self._stage(attempt, cache, job_dir)

@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from trainyard import runtime
+from trainyard.executors.runtime_bundle import runtime_sources
 
 BASE_REPOSITORY = "trainyard/base"
 BASE_IMAGE = f"{BASE_REPOSITORY}:latest"  # what trainer Dockerfiles start FROM
@@ -28,12 +28,6 @@ ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 class ImageError(Exception):
     """Building or listing images failed; the message is for the user."""
-
-
-def runtime_sources() -> tuple[tuple[str, str], ...]:
-    """The modules of the trainyard.runtime package, as (file name, text), by name."""
-    package = Path(runtime.__file__).parent
-    return tuple((path.name, path.read_text()) for path in sorted(package.glob("*.py")))
 
 
 @dataclass(frozen=True)
