@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.services.conftest import ROOT, World, assemble, populate
-from trainyard.api.permissions import ADMIN, RPC_ACCESS, TRAINING
+from trainyard.api.permissions import ADMIN, RPC_ACCESS, RUNTIME, TRAINING
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied
 from trainyard.domain.runs import ModelRef
@@ -22,6 +22,7 @@ from trainyard.domain.sweep import Parameter
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.services.runs import RunQuery
 from trainyard.store.jobs import JobFilter
+from trainyard.v1 import runtime_pb2
 from trainyard.v1 import training_pb2 as pb
 
 # The kinds of caller; the read-only one is the member's own read-only token.
@@ -163,6 +164,11 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
 }
 # The one RPC without a use case: the servicer answers it from the caller's identity alone.
 NO_USE_CASE = {TRAINING + "WhoAmI"}
+# The job runtime's: their use cases take the grant of a job token (auth/job_grants.py),
+# never an identity, so no user's caller can even be handed to them; the table refuses
+# every user, admins included (tests/api/test_runtime_auth.py shows it over gRPC).
+JOB_RPCS = {f"{RUNTIME}{m.name}"
+            for m in runtime_pb2.DESCRIPTOR.services_by_name["JobRuntime"].methods}
 
 
 @pytest.fixture(scope="module")
@@ -177,9 +183,21 @@ def test_every_rpc_of_the_table_and_of_the_api_has_its_use_case() -> None:
     offered = {f"/trainyard.v1.{service}/{m.name}"
                for service in ("TrainingService", "AdminService")
                for m in pb.DESCRIPTOR.services_by_name[service].methods}
-    assert set(RPC_ACCESS) == offered
-    assert set(CALLS) | NO_USE_CASE == set(RPC_ACCESS) and not set(CALLS) & NO_USE_CASE
+    assert set(RPC_ACCESS) == offered | JOB_RPCS and len(JOB_RPCS) == 6
+    assert set(CALLS) | NO_USE_CASE | JOB_RPCS == set(RPC_ACCESS)
+    assert not set(CALLS) & NO_USE_CASE and not (set(CALLS) | NO_USE_CASE) & JOB_RPCS
     assert all(RPC_ACCESS[rpc] is Access.READ for rpc in NO_USE_CASE)
+    assert {rpc for rpc, access in RPC_ACCESS.items() if access is Access.JOB} == JOB_RPCS
+
+
+@pytest.mark.parametrize("caller", [*CALLERS, "teammate"])
+def test_the_table_refuses_every_user_the_job_runtime(fixtures: Fixtures, caller: str) -> None:
+    identity = fixtures.world.who[caller]
+    for rpc in sorted(JOB_RPCS):
+        action = rpc.rsplit("/", 1)[-1]
+        assert table_refusal(identity, rpc) == (
+            f"{action} needs the job token of a running attempt, not a token of "
+            f"{identity.user!r}")
 
 
 def table_refusal(identity: Identity, rpc: str) -> str | None:

@@ -7,11 +7,14 @@ import pytest
 from sqlalchemy import delete
 
 from tests.tracker.passes import run_to_end
+from trainyard.auth.job_grants import JobGrants
 from trainyard.auth.policy import LOCAL
+from trainyard.domain.errors import Unauthenticated
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchError
 from trainyard.server.assembly import TrainyardServer
+from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
 from trainyard.store.schema import dataset_versions
 from trainyard.tracker.launch_request import THREAD_VARIABLES, LaunchRequests
@@ -99,3 +102,23 @@ def test_a_dataset_version_no_longer_registered_is_a_launch_error(
                                    dataset=DatasetRef("nowhere", "0" * 64)))
     with pytest.raises(LaunchError, match=f"dataset nowhere:{'0' * 64} is no longer"):
         requests.build(job)
+
+
+def test_a_remote_launch_carries_a_fresh_job_token_stored_before_it(
+        stack: TrainyardServer) -> None:
+    requests = stack.tracker.launcher.requests
+    job = launching(stack, JobSpec(name="r", command="true"))
+    stack.jobs.update_fields(job.id, JobState.LAUNCHING, pool="cluster")
+    job = stack.jobs.get(job.id)
+    local = requests.build(job)
+    assert local.job_token == "" and local.pool == "cluster"
+    assert JobTokenStore(stack.db).attempts(job.id) == []
+    remote = requests.build(job, remote=True)
+    assert remote.pool == "cluster" and remote.job_token not in repr(remote)
+    grant = JobGrants(JobTokenStore(stack.db)).verify(remote.job_token)
+    assert (grant.job_id, grant.attempt) == (job.id, 1)
+    again = requests.build(job, remote=True)  # relaunched: the first token is replaced
+    assert again.job_token != remote.job_token
+    with pytest.raises(Unauthenticated):
+        JobGrants(JobTokenStore(stack.db)).verify(remote.job_token)
+    assert JobGrants(JobTokenStore(stack.db)).verify(again.job_token).job_id == job.id

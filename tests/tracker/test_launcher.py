@@ -48,9 +48,9 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     gate = threading.Event()
     build = launcher.requests.build
 
-    def held(job: JobRecord) -> LaunchRequest:
+    def held(job: JobRecord, **options: bool) -> LaunchRequest:
         assert gate.wait(30)
-        return build(job)
+        return build(job, **options)
 
     monkeypatch.setattr(launcher.requests, "build", held)
     launcher.launch_beside(job)

@@ -1,24 +1,37 @@
 """Authentication and the per-RPC access check, as a gRPC server interceptor. A handler
-reads the caller's identity with `current_identity()`."""
+reads the caller's identity with `current_identity()`, a JobRuntime handler the grant of
+the caller's job token with `current_grant()`.
+
+Two kinds of credential, kept apart: a user's token ("ty_...") may call everything but
+trainyard.v1.JobRuntime; a job token ("tyjob_...", one attempt's) may call JobRuntime and
+nothing else."""
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import grpc
 
 from trainyard.api.errors import status_for
 from trainyard.api.permissions import access_for
+from trainyard.auth import job_tokens
+from trainyard.auth.authenticator import AUTHORIZATION
+from trainyard.auth.job_grants import JobGrant
 from trainyard.auth.policy import Access, Identity, check_access
+from trainyard.auth.tokens import bearer_value
 from trainyard.domain.errors import PermissionDenied, TrainyardError, Unauthenticated
 from trainyard.services.access import AccessService
+from trainyard.services.job_runtime import JobRuntimeService
 
 log = logging.getLogger(__name__)
 _identity: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("identity",
                                                                             default=None)
+_grant: contextvars.ContextVar[JobGrant | None] = contextvars.ContextVar("grant", default=None)
+JOB_TOKEN_ELSEWHERE = "a job token may only call trainyard.v1.JobRuntime"
+T = TypeVar("T")
 
 
 def current_identity() -> Identity:
@@ -28,9 +41,17 @@ def current_identity() -> Identity:
     return identity
 
 
+def current_grant() -> JobGrant:
+    grant = _grant.get()
+    if grant is None:  # only a handler registered without the interceptor gets here
+        raise Unauthenticated("no job token was verified for this call")
+    return grant
+
+
 class AuthInterceptor(grpc.ServerInterceptor):
-    def __init__(self, access: AccessService) -> None:
+    def __init__(self, access: AccessService, runtime: JobRuntimeService) -> None:
         self.access = access
+        self.runtime = runtime
 
     def intercept_service(self, continuation: Callable[[Any], Any],
                           details: grpc.HandlerCallDetails) -> Any:
@@ -43,13 +64,21 @@ class AuthInterceptor(grpc.ServerInterceptor):
         if needed is Access.PUBLIC:
             return handler
         identity: Identity | None = None
+        target = ""
+        metadata = details.invocation_metadata or ()
         try:
             if needed is None:
                 raise PermissionDenied(f"{method} is not an RPC this server offers")
-            identity = self.access.identify(details.invocation_metadata or ())
+            credential = _job_credential(metadata)
+            if credential is not None:
+                target = _claimed_attempt(credential)
+                if needed is not Access.JOB:
+                    raise Unauthenticated(JOB_TOKEN_ELSEWHERE)
+                return _with(handler, _grant, self.runtime.authenticate(credential))
+            identity = self.access.identify(metadata)
             check_access(identity, needed, action)
         except (Unauthenticated, PermissionDenied) as exc:
-            self.access.audit(identity, action, "", False, str(exc))
+            self.access.audit(identity, action, target, False, str(exc))
             return _refusal(handler, status_for(exc), str(exc))
         except TrainyardError as exc:
             return _refusal(handler, status_for(exc), str(exc))
@@ -57,7 +86,29 @@ class AuthInterceptor(grpc.ServerInterceptor):
             log.exception("authenticating a call to %s failed", method)
             return _refusal(handler, grpc.StatusCode.INTERNAL,
                             "internal error while checking credentials; see the server log")
-        return _with_identity(handler, identity)
+        return _with(handler, _identity, identity)
+
+
+def _job_credential(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
+    """The call's bearer credential when it is a job token; None for anything else, which
+    the user authenticator judges (and refuses in its own words when malformed)."""
+    values = [value for key, value in metadata if key.lower() == AUTHORIZATION]
+    if len(values) != 1:
+        return None
+    try:
+        credential = bearer_value(values[0])
+    except Unauthenticated:
+        return None
+    return credential if job_tokens.is_job_token(credential) else None
+
+
+def _claimed_attempt(credential: str) -> str:
+    """The attempt a job token names, for the audit log; empty when it is malformed."""
+    try:
+        claimed = job_tokens.parse(credential)
+    except Unauthenticated:
+        return ""
+    return f"{claimed.job_id}-{claimed.attempt}"
 
 
 def _refusal(handler: Any, code: grpc.StatusCode, message: str) -> Any:
@@ -67,15 +118,16 @@ def _refusal(handler: Any, code: grpc.StatusCode, message: str) -> Any:
     return _same_kind(handler, refuse)
 
 
-def _with_identity(handler: Any, identity: Identity) -> Any:
-    inner = handler.unary_unary or handler.unary_stream
-
+def _with(handler: Any, var: contextvars.ContextVar[T | None], value: T) -> Any:
+    """The handler, run with `var` set to `value` (the caller's identity or grant)."""
     if handler.unary_stream is not None:
+        inner = handler.unary_stream
+
         def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             # Set at each resumption: the server may resume a stream on another thread.
             responses = inner(request, context)
             while True:
-                _identity.set(identity)
+                var.set(value)
                 try:
                     item = next(responses)
                 except StopIteration:
@@ -84,19 +136,26 @@ def _with_identity(handler: Any, identity: Identity) -> Any:
 
         return _same_kind(handler, stream)
 
+    inner = handler.unary_unary or handler.stream_unary
+
     def unary(request: Any, context: grpc.ServicerContext) -> Any:
-        token = _identity.set(identity)
+        # A client stream's requests are read inside this call, on this thread.
+        token = var.set(value)
         try:
             return inner(request, context)
         finally:
-            _identity.reset(token)
+            var.reset(token)
 
     return _same_kind(handler, unary)
 
 
 def _same_kind(handler: Any, behavior: Callable[..., Any]) -> Any:
-    """A handler like `handler` (unary or server-streaming) that runs `behavior`."""
-    make = grpc.unary_stream_rpc_method_handler if handler.unary_stream is not None \
-        else grpc.unary_unary_rpc_method_handler
+    """A handler like `handler` (unary, server- or client-streaming) that runs `behavior`."""
+    if handler.unary_stream is not None:
+        make = grpc.unary_stream_rpc_method_handler
+    elif handler.stream_unary is not None:
+        make = grpc.stream_unary_rpc_method_handler
+    else:
+        make = grpc.unary_unary_rpc_method_handler
     return make(behavior, request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer)

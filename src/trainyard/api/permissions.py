@@ -8,6 +8,7 @@ from trainyard.auth.policy import Access
 
 TRAINING = "/trainyard.v1.TrainingService/"
 ADMIN = "/trainyard.v1.AdminService/"
+RUNTIME = "/trainyard.v1.JobRuntime/"
 
 RPC_ACCESS: dict[str, Access] = {
     TRAINING + "Train": Access.WRITE,
@@ -45,6 +46,14 @@ RPC_ACCESS: dict[str, Access] = {
     ADMIN + "SetQueueAccess": Access.ADMIN,
     ADMIN + "ListQueueAccess": Access.ADMIN_READ,
     ADMIN + "ListAudit": Access.ADMIN_READ,
+    # One attempt's own data, with the token minted for it alone (auth/job_tokens.py); a
+    # job token is refused everywhere else.
+    RUNTIME + "GetAttempt": Access.JOB,
+    RUNTIME + "PullDataset": Access.JOB,
+    RUNTIME + "PullCheckpoint": Access.JOB,
+    RUNTIME + "PushCheckpoint": Access.JOB,
+    RUNTIME + "PushModel": Access.JOB,
+    RUNTIME + "Push": Access.JOB,
 }
 
 # Open to anyone: load balancers probe health, and reflection describes only the API.

@@ -20,6 +20,7 @@ class Access(StrEnum):
     WRITE = "write"  # a token that may change state
     ADMIN_READ = "admin-read"  # an admin, read-only token allowed
     ADMIN = "admin"  # an admin with a token that may change state
+    JOB = "job"  # the job token of a running attempt, and nothing else (JobRuntime)
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,13 @@ class Identity:
 LOCAL = Identity(user=LOCAL_USER, admin=True, single_user=True)
 
 
-
 def check_access(identity: Identity, access: Access, action: str) -> None:
     """Raise PermissionDenied unless the identity may call an RPC needing `access`."""
     if access in (Access.PUBLIC, Access.READ):
         return
+    if access is Access.JOB:  # a user's identity never acts as a job's
+        raise PermissionDenied(f"{action} needs the job token of a running attempt, not a "
+                               f"token of {identity.user!r}")
     if access in (Access.ADMIN, Access.ADMIN_READ) and not identity.admin:
         raise PermissionDenied(f"{action} is for admins, and {identity.user!r} is not one")
     if access in (Access.WRITE, Access.ADMIN) and identity.read_only:

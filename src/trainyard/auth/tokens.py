@@ -40,6 +40,16 @@ def matches(secret: str, secret_hash: str) -> bool:
 def parse_bearer(header: str | bytes) -> tuple[str, str]:
     """(token id, secret) from an authorization header value, or Unauthenticated with a
     sentence that never repeats the value."""
+    match = TOKEN_RE.match(bearer_value(header))
+    if match is None:
+        raise Unauthenticated("the bearer token is malformed: Trainyard tokens look like "
+                              "ty_<12 hex digits>_<43 characters>")
+    return match.group(1), match.group(2)
+
+
+def bearer_value(header: str | bytes) -> str:
+    """The credential of an authorization header value ('Bearer <credential>'), or
+    Unauthenticated with a sentence that never repeats the value."""
     if isinstance(header, bytes) or not header.isascii() or not header.isprintable():
         raise Unauthenticated("the authorization header must be printable ASCII: "
                               "'Bearer <token>'")
@@ -50,8 +60,4 @@ def parse_bearer(header: str | bytes) -> tuple[str, str]:
     if scheme.lower() != "bearer":
         raise Unauthenticated("the authorization header must use the Bearer scheme: "
                               "'Bearer <token>'")
-    match = TOKEN_RE.match(credential.strip())
-    if match is None:
-        raise Unauthenticated("the bearer token is malformed: Trainyard tokens look like "
-                              "ty_<12 hex digits>_<43 characters>")
-    return match.group(1), match.group(2)
+    return credential.strip()

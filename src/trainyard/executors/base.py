@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -51,6 +51,10 @@ class LaunchRequest:
     gpu_ids: tuple[str, ...]  # the devices allocated to this job (all its workers), exactly
     files: JobFiles
     workers: int = 1  # more than one: started together by the gang launcher
+    # The attempt's own credential for the job runtime (trainyard.v1.JobRuntime), minted
+    # for remote executors only; it reaches the job through TRAINYARD_JOB_TOKEN, never argv.
+    job_token: str = field(default="", repr=False)  # never in a log line
+    pool: str = ""  # the pool the scheduler admitted the attempt to
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:
@@ -95,6 +99,9 @@ class LaunchError(Exception):
 
 class Executor(Protocol):
     name: str
+    # True: its jobs run on other machines and reach this service's files only through the
+    # job runtime (trainyard.v1.JobRuntime), so each attempt gets a job token.
+    remote: bool
 
     def handle_for(self, job_id: str, attempt: int) -> str:
         """A deterministic name, so a restarted service can find what it launched."""

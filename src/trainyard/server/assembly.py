@@ -9,11 +9,13 @@ from dataclasses import replace
 import grpc
 
 from trainyard.auth.authenticator import Authenticator
+from trainyard.auth.job_grants import JobGrants
 from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor
 from trainyard.executors.registry import ExecutorSettings, build_backends
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.metadata.pushed_streams import PushedStreams
 from trainyard.metadata.workspace import Workspace
 from trainyard.server.config import (
     ServerConfig,
@@ -28,6 +30,7 @@ from trainyard.services.access import AccessService
 from trainyard.services.bundle import Services
 from trainyard.services.datasets import DatasetService
 from trainyard.services.guard import Guard
+from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
@@ -38,10 +41,12 @@ from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.faults import warn_if_armed
+from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.runs import RunStore
+from trainyard.store.runtime_streams import RuntimeStreamStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker
 
@@ -119,6 +124,9 @@ class TrainyardServer:
             datasets=DatasetService(registry, run_store, model_store, guard),
             access=self.access,
             policy=self.policy,
+            runtime=JobRuntimeService(
+                JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
+                PushedStreams(RuntimeStreamStore(self.db), self.workspace)),
         )
 
     def fair_share_half_life(self) -> float:

@@ -1,5 +1,5 @@
-"""The gRPC server: the interceptor that authenticates every call, the two servicers over
-the use cases, health checking and reflection."""
+"""The gRPC server: the interceptor that authenticates every call, the servicers over the
+use cases (the users' two, and the job runtime's), health checking and reflection."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from grpc_reflection.v1alpha import reflection
 from trainyard.api.admin_service import AdminServicer
 from trainyard.api.auth import AuthInterceptor
 from trainyard.api.grpc_service import TrainingServicer
+from trainyard.api.runtime_servicer import JobRuntimeServicer
 from trainyard.services.bundle import Services
+from trainyard.v1 import runtime_pb2, runtime_pb2_grpc
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["TrainingService"].full_name
 ADMIN_SERVICE_NAME = pb.DESCRIPTOR.services_by_name["AdminService"].full_name
+RUNTIME_SERVICE_NAME = runtime_pb2.DESCRIPTOR.services_by_name["JobRuntime"].full_name
 
 
 class GrpcServer:
@@ -26,14 +29,16 @@ class GrpcServer:
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             options=[("grpc.so_reuseport", 0)],
-            interceptors=[AuthInterceptor(services.access)],
+            interceptors=[AuthInterceptor(services.access, services.runtime)],
         )
         pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(services), self.server)
         pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.access), self.server)
+        runtime_pb2_grpc.add_JobRuntimeServicer_to_server(
+            JobRuntimeServicer(services.runtime), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
-            self.server)
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, RUNTIME_SERVICE_NAME, health.SERVICE_NAME,
+             reflection.SERVICE_NAME), self.server)
 
     def bind(self, address: str, credentials: grpc.ServerCredentials | None) -> int:
         """Listen on address (TLS with credentials); the bound port, 0 if it could not."""

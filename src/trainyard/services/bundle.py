@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from trainyard.services.access import AccessService
 from trainyard.services.datasets import DatasetService
+from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
@@ -22,3 +23,4 @@ class Services:
     datasets: DatasetService
     access: AccessService
     policy: PolicyService
+    runtime: JobRuntimeService  # what remote attempts ask, with their job tokens

@@ -9,7 +9,6 @@ and the run's full record only for a caller who may see that run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,14 +17,13 @@ from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import FailedPrecondition, NotFound
 from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
 from trainyard.domain.spec import HASH_RE
-from trainyard.metadata.hashing import open_stored_file, read_manifest
+from trainyard.metadata.file_chunks import FileChunk, chunks_of
+from trainyard.metadata.hashing import read_manifest
 from trainyard.services.guard import Guard
 from trainyard.services.runs import RunService, RunView
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.model_registry import ModelStore, ModelSummary
 from trainyard.store.records import AliasChange, DatasetRecord, ModelRecord, RunRecord
-
-CHUNK = 256 * 1024  # under gRPC's 4 MiB message limit with room to spare
 
 
 @dataclass(frozen=True)
@@ -42,15 +40,6 @@ class ModelLineage:
     run: RunRecord  # what it ran: spec, image id, owner
     run_view: RunView | None  # the run's record, for a caller who may see it
     dataset: DatasetRecord | None
-
-
-@dataclass(frozen=True)
-class FileChunk:
-    path: str
-    size: int
-    sha256: str
-    offset: int
-    data: bytes
 
 
 @dataclass
@@ -102,25 +91,7 @@ class ModelService:
         except (OSError, ValueError) as exc:
             raise FailedPrecondition(f"the files of model {ref} cannot be read on the "
                                      f"server: {exc}") from None
-        return model, self._chunks(stored, files)
-
-    @staticmethod
-    def _chunks(stored: Path, files: tuple[tuple[str, str, int], ...]) -> Iterator[FileChunk]:
-        for rel, sha, size in files:
-            try:
-                fd = open_stored_file(stored, rel)
-            except (OSError, ValueError) as exc:
-                raise FailedPrecondition(f"stored file {rel!r} cannot be read: {exc}") from None
-            with os.fdopen(fd, "rb") as fh:
-                offset = 0
-                while True:
-                    data = fh.read(CHUNK)
-                    if not data and offset:
-                        break
-                    yield FileChunk(rel, size, sha, offset, data)
-                    offset += len(data)
-                    if not data:
-                        break  # an empty file: one empty chunk
+        return model, chunks_of(stored, files)
 
     def lineage(self, identity: Identity, ref: ModelRef) -> ModelLineage:
         """From a model version back to its run, dataset version and code."""

@@ -29,9 +29,10 @@ from trainyard.domain.kinds import kind_for
 from trainyard.domain.pipeline import PIPELINE, group_title, pipeline_id
 from trainyard.domain.position import QueuePlace
 from trainyard.domain.spec import JobSpec, Resources, total_resources
-from trainyard.domain.states import JobState, check_transition
+from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
 from trainyard.store import faults
 from trainyard.store.db import Database
+from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import EventRecord, JobRecord, QueuedJob
 from trainyard.store.runs import record_run
 from trainyard.store.schema import job_events, job_labels, jobs, runs, sweeps
@@ -101,6 +102,8 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
         "time": now, "reason": reason,
     })
     record_run(conn, job_id, expected, target, now, fields)
+    if expected in ACTIVE_STATES and target not in ACTIVE_STATES:
+        delete_for_job(conn, job_id)  # the attempt ended, and its job token with it
 
 
 def _spec_columns(spec: JobSpec) -> dict[str, Any]:

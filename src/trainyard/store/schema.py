@@ -280,3 +280,28 @@ queue_usage = Table(
     Column("usage", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+# --- the job runtime -----------------------------------------------------------------------
+
+# A job token is "tyjob_<job>_<attempt>_<secret>", one per attempt; only the secret's
+# SHA-256 is kept. The rows go when the attempt ends (store/jobs.py, _move).
+job_tokens = Table(
+    "job_tokens",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("secret_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+# Where an attempt's pushed stream ("metrics", "log") stands in its host file: the bytes
+# committed, and each rank's next sequence number ({"0": 17}). A push moves both at once.
+runtime_streams = Table(
+    "runtime_streams",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("stream", String(16), primary_key=True),
+    Column("committed_offset", BigInteger, nullable=False),
+    Column("seqs", JSON, nullable=False),
+)

@@ -1,27 +1,37 @@
 """What an executor is asked to start for one attempt: its files, its environment beyond the
-contract, and the dataset version it reads."""
+contract, the dataset version it reads, and for a remote executor the attempt's job token
+(stored before the executor hears of it, so the job can use it from its first moment)."""
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from trainyard.auth import job_tokens
 from trainyard.executors.base import JobFiles, LaunchError, LaunchRequest
 from trainyard.metadata.workspace import Workspace
 from trainyard.store.datasets import DatasetStore
+from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class LaunchRequests:
-    def __init__(self, workspace: Workspace, datasets: DatasetStore) -> None:
+    def __init__(self, workspace: Workspace, datasets: DatasetStore,
+                 tokens: JobTokenStore | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.workspace = workspace
         self.datasets = datasets
+        self.tokens = tokens if tokens is not None else JobTokenStore(datasets.db)
+        self.clock = clock
 
-    def build(self, job: JobRecord) -> LaunchRequest:
-        """The request for a LAUNCHING job's attempt, its directories made. Raises
-        LaunchError when its dataset version is gone."""
+    def build(self, job: JobRecord, *, remote: bool = False) -> LaunchRequest:
+        """The request for a LAUNCHING job's attempt, its directories made; for a remote
+        executor with a fresh job token, already stored. Raises LaunchError when its
+        dataset version is gone."""
         paths = self.workspace.attempt(job.id, job.attempt)
         paths.create()
         # Keep numeric libraries within the CPUs the job asked for.
@@ -35,7 +45,14 @@ class LaunchRequests:
                              command=job.spec.command, image=job.spec.image, env=env,
                              hyperparameters=job.spec.hyperparameters,
                              resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
-                             workers=job.spec.workers)
+                             workers=job.spec.workers,
+                             job_token=self.mint(job) if remote else "", pool=job.pool)
+
+    def mint(self, job: JobRecord) -> str:
+        """A new token for the job's current attempt, replacing one minted for it before."""
+        minted = job_tokens.mint(job.id, job.attempt)
+        self.tokens.put(job.id, job.attempt, minted.secret_hash, now=self.clock())
+        return minted.token
 
     def data_path(self, job: JobRecord) -> str:
         """The directory of the job's dataset version; without one, an empty read-only one."""

@@ -61,7 +61,7 @@ class Launcher:
         """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
         try:
             executor = executor_for(self.executors_by_kind, job.kind)
-            image_id = executor.launch(self.requests.build(job))
+            image_id = executor.launch(self.requests.build(job, remote=executor.remote))
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,

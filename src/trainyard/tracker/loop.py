@@ -16,6 +16,7 @@ from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler import Policy
 from trainyard.store.datasets import DatasetStore
+from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.usage import UsageStore
@@ -67,7 +68,8 @@ class Tracker:
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
         self.launcher = Launcher(
             jobs=jobs, executors_by_kind=executors_by_kind,
-            requests=LaunchRequests(workspace, datasets), clock=self.now,
+            requests=LaunchRequests(workspace, datasets, JobTokenStore(jobs.db), self.now),
+            clock=self.now,
             workers=config.launch_workers, on_settled=self._reconcile_now)
         self.fair_share = FairShareUsage(
             usage, clock=self.now, save_interval=config.usage_save_interval,

@@ -1,0 +1,80 @@
+"""The JobRuntime servicer: what one attempt of a remote job asks, with its job token. The
+grant the interceptor verified (current_grant) names the attempt; no request names a job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+
+from trainyard.api.auth import current_grant
+from trainyard.api.errors import grpc_errors
+from trainyard.services.job_runtime import FileChunk, JobRuntimeService, SequenceGap
+from trainyard.v1 import runtime_pb2 as pb
+from trainyard.v1 import runtime_pb2_grpc as pb_grpc
+
+# Where a refused batch should resume, beside the FAILED_PRECONDITION of a sequence gap.
+NEXT_SEQ_METADATA = "trainyard-next-seq"
+
+
+class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
+    def __init__(self, runtime: JobRuntimeService) -> None:
+        self.runtime = runtime
+
+    @grpc_errors
+    def GetAttempt(self, request: pb.GetAttemptRequest,
+                   context: grpc.ServicerContext) -> pb.Attempt:
+        info = self.runtime.attempt(current_grant(), request.node, request.rank)
+        return pb.Attempt(job_id=info.job_id, attempt=info.attempt,
+                          dataset_hash=info.dataset_hash, dataset_bytes=info.dataset_bytes,
+                          dataset_files=info.dataset_files,
+                          has_checkpoint=info.has_checkpoint,
+                          heartbeat_interval_s=info.heartbeat_interval_s)
+
+    @grpc_errors
+    def PullDataset(self, request: pb.PullDatasetRequest,
+                    context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+        chunks = self.runtime.pull_dataset(current_grant(), request.content_hash)
+        yield from _send(chunks, context)
+
+    @grpc_errors
+    def PullCheckpoint(self, request: pb.PullCheckpointRequest,
+                       context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+        yield from _send(self.runtime.pull_checkpoint(current_grant()), context)
+
+    @grpc_errors
+    def PushCheckpoint(self, request_iterator: Iterator[pb.FileChunk],
+                       context: grpc.ServicerContext) -> pb.PushFilesReply:
+        stored = self.runtime.push_checkpoint(current_grant(), _received(request_iterator))
+        return pb.PushFilesReply(files=stored.files, bytes=stored.bytes)
+
+    @grpc_errors
+    def PushModel(self, request_iterator: Iterator[pb.FileChunk],
+                  context: grpc.ServicerContext) -> pb.PushFilesReply:
+        stored = self.runtime.push_model(current_grant(), _received(request_iterator))
+        return pb.PushFilesReply(files=stored.files, bytes=stored.bytes)
+
+    @grpc_errors
+    def Push(self, request: pb.PushRequest, context: grpc.ServicerContext) -> pb.PushReply:
+        try:
+            result = self.runtime.push(current_grant(), request.stream, request.rank,
+                                       request.first_seq, request.lines)
+        except SequenceGap as gap:
+            # The client resends from here; the number is in the trailers and the sentence.
+            context.set_trailing_metadata(((NEXT_SEQ_METADATA, str(gap.next_seq)),))
+            raise
+        return pb.PushReply(next_seq=result.next_seq, stop_requested=result.stop_requested)
+
+
+def _send(chunks: Iterator[FileChunk], context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+    for chunk in chunks:
+        if not context.is_active():
+            return
+        yield pb.FileChunk(path=chunk.path, offset=chunk.offset, data=chunk.data,
+                           size=chunk.size, sha256=chunk.sha256)
+
+
+def _received(requests: Iterator[pb.FileChunk]) -> Iterator[FileChunk]:
+    for msg in requests:
+        yield FileChunk(path=msg.path, size=msg.size, sha256=msg.sha256, offset=msg.offset,
+                        data=msg.data)

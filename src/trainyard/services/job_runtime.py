@@ -1,0 +1,179 @@
+"""What one attempt of a remote job may ask of the service, given the grant its job token
+proved (auth/job_grants.py): no use case takes a job id, so a token of one job can act on
+nothing of another. The attempt's files on this host stay the one interface: pushed lines
+land in its metrics file and log, an uploaded model in its model directory, a checkpoint
+in the job's checkpoint directory, where the tracker and the other use cases find them as
+they do for a local job."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainyard.auth.job_grants import JobGrant, JobGrants
+from trainyard.domain.errors import FailedPrecondition, PermissionDenied
+from trainyard.metadata.file_chunks import (
+    FileChunk,
+    ReceivedTree,
+    chunks_of,
+    receive_tree,
+    remove_tree,
+    replace_dir,
+    tree_entries,
+)
+from trainyard.metadata.hashing import read_manifest
+from trainyard.metadata.pushed_streams import HEARTBEAT, PushedStreams, SequenceGap
+from trainyard.metadata.workspace import AttemptPaths, Workspace
+from trainyard.store.datasets import DatasetStore
+from trainyard.store.records import DatasetRecord
+
+__all__ = ["AttemptInfo", "FileChunk", "JobRuntimeService", "PushResult", "SequenceGap",
+           "StoredFiles"]
+
+log = logging.getLogger(__name__)
+
+HASH_PREFIX = "sha256:"
+HEARTBEAT_INTERVAL_S = 5.0
+LOCK_STRIPES = 64
+
+
+@dataclass(frozen=True)
+class AttemptInfo:
+    job_id: str
+    attempt: int
+    dataset_hash: str  # "sha256:<hex>"; empty: the job reads no dataset
+    dataset_bytes: int
+    dataset_files: int
+    has_checkpoint: bool
+    heartbeat_interval_s: float
+
+
+@dataclass(frozen=True)
+class StoredFiles:
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PushResult:
+    next_seq: int
+    stop_requested: bool  # cancelled or preempted: the attempt should stop
+
+
+class JobRuntimeService:
+    def __init__(self, grants: JobGrants, datasets: DatasetStore, workspace: Workspace,
+                 streams: PushedStreams,
+                 heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S) -> None:
+        self.grants = grants
+        self.datasets = datasets
+        self.workspace = workspace
+        self.streams = streams
+        self.heartbeat_interval_s = heartbeat_interval_s
+        # One upload at a time replaces a job's checkpoint or an attempt's model.
+        self._locks = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+
+    def authenticate(self, credential: str) -> JobGrant:
+        """The grant of a presented job token, or Unauthenticated."""
+        return self.grants.verify(credential)
+
+    def attempt(self, grant: JobGrant, node: str, rank: int) -> AttemptInfo:
+        log.info("job %s: rank %d on %s started its runtime", grant.name, rank,
+                 node[:64] or "an unnamed node")
+        self.streams.heartbeat(grant.job_id, grant.attempt)
+        record = self._dataset(grant)
+        return AttemptInfo(
+            job_id=grant.job_id, attempt=grant.attempt,
+            dataset_hash=HASH_PREFIX + record.version if record else "",
+            dataset_bytes=record.size_bytes if record else 0,
+            dataset_files=record.file_count if record else 0,
+            has_checkpoint=self._has_checkpoint(grant),
+            heartbeat_interval_s=self.heartbeat_interval_s)
+
+    def pull_dataset(self, grant: JobGrant, content_hash: str) -> Iterator[FileChunk]:
+        """The files of the job's own dataset version; any other is refused."""
+        record = self._dataset(grant)
+        wanted = content_hash.removeprefix(HASH_PREFIX)
+        if record is None or wanted != record.version:
+            own = f"its own, {HASH_PREFIX}{record.version}" if record else "none: it reads no " \
+                "dataset"
+            raise PermissionDenied(f"job {grant.name} may pull only its dataset version "
+                                   f"({own}), not {content_hash[:80]!r}")
+        stored = Path(record.path)
+        try:
+            files = read_manifest(stored)
+        except (OSError, ValueError) as exc:
+            raise FailedPrecondition(f"the files of dataset {record.name}:"
+                                     f"{record.version[:12]} cannot be read on the server: "
+                                     f"{exc}") from None
+        return chunks_of(stored, files)
+
+    def pull_checkpoint(self, grant: JobGrant) -> Iterator[FileChunk]:
+        """The job's checkpoint as its last upload (or a local attempt) left it; none: no
+        chunk."""
+        checkpoint = self._paths(grant).checkpoint_dir
+        with self._lock(checkpoint):
+            if not checkpoint.is_dir():
+                return iter(())
+            files = tree_entries(checkpoint, f"the checkpoint of job {grant.job_id}")
+        return chunks_of(checkpoint, files)
+
+    def push_checkpoint(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
+        """Replace the job's checkpoint with the files streamed, once all arrived whole;
+        any failed check leaves the one before in place."""
+        return self._replace(self._paths(grant).checkpoint_dir, chunks, "checkpoint")
+
+    def push_model(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
+        """The attempt's model files, into its model directory, checked the same way; a
+        success of the job then makes them a model version as for a local job."""
+        return self._replace(self._paths(grant).model_dir, chunks, "model")
+
+    def push(self, grant: JobGrant, stream: str, rank: int, first_seq: int,
+             lines: Sequence[bytes]) -> PushResult:
+        """An ordered batch of metric records or log lines, or a heartbeat; kept exactly
+        once (metadata/pushed_streams.py). Raises SequenceGap for a batch past next_seq."""
+        if stream == HEARTBEAT:
+            self.streams.heartbeat(grant.job_id, grant.attempt)
+            next_seq = 0
+        else:
+            next_seq = self.streams.append(grant.job_id, grant.attempt, stream, rank,
+                                           first_seq, lines)
+        job = grant.job
+        return PushResult(next_seq, job.cancel_requested or job.preempt_requested)
+
+    def last_heartbeat(self, job_id: str, attempt: int) -> float | None:
+        """When the attempt last showed a sign of life (a heartbeat, a push, its start)."""
+        return self.streams.last_heartbeat(job_id, attempt)
+
+    def _replace(self, target: Path, chunks: Iterable[FileChunk], what: str) -> StoredFiles:
+        received: ReceivedTree = receive_tree(chunks, target, what)
+        try:
+            with self._lock(target):
+                replace_dir(received.directory, target)
+        except BaseException:
+            remove_tree(received.directory)
+            raise
+        return StoredFiles(received.files, received.bytes)
+
+    def _dataset(self, grant: JobGrant) -> DatasetRecord | None:
+        ref = grant.job.spec.dataset
+        if ref is None:
+            return None
+        record = self.datasets.get(ref.name, ref.version)
+        if record is None:
+            raise FailedPrecondition(f"dataset {ref.name}:{ref.version[:12]} of job "
+                                     f"{grant.job_id} is no longer registered")
+        return record
+
+    def _has_checkpoint(self, grant: JobGrant) -> bool:
+        checkpoint = self._paths(grant).checkpoint_dir
+        return checkpoint.is_dir() and any(checkpoint.iterdir())
+
+    def _paths(self, grant: JobGrant) -> AttemptPaths:
+        return self.workspace.attempt(grant.job_id, grant.attempt)
+
+    def _lock(self, path: Path) -> threading.Lock:
+        return self._locks[zlib.crc32(str(path).encode()) % LOCK_STRIPES]

@@ -1,0 +1,91 @@
+"""A live server for the job runtime's tests: users exist (so user tokens mean something),
+and jobs run as local processes that wait for a go file, each given a job token minted the
+way the tracker mints one for a remote executor's launch."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from tests.liveserver import live_server
+from tests.services.conftest import ROOT
+from trainyard.domain.spec import DatasetRef, JobSpec
+from trainyard.domain.states import JobState
+from trainyard.server.assembly import TrainyardServer
+from trainyard.store.db import sqlite_url
+from trainyard.v1 import runtime_pb2 as rpb
+from trainyard.v1 import runtime_pb2_grpc as rpb_grpc
+
+
+@dataclass
+class RuntimeWorld:
+    server: TrainyardServer
+    channel: grpc.Channel
+    user_token: str  # root's
+    tmp: Path
+
+    @property
+    def stub(self) -> rpb_grpc.JobRuntimeStub:
+        return rpb_grpc.JobRuntimeStub(self.channel)
+
+    def running_job(self, name: str, dataset: DatasetRef | None = None) -> tuple[str, str]:
+        """A RUNNING job that exits 0 once its go file exists, and its job token."""
+        go = self.tmp / f"go-{name}"
+        command = f"for i in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done; exit 1"
+        job_id, _ = self.server.service.train(ROOT, JobSpec(name=name, command=command,
+                                                           dataset=dataset))
+        self.wait(job_id, {JobState.RUNNING})
+        job = self.server.jobs.get(job_id)
+        return job_id, self.server.tracker.launcher.requests.mint(job)
+
+    def finish(self, name: str, job_id: str) -> None:
+        (self.tmp / f"go-{name}").touch()
+        self.wait(job_id, {JobState.SUCCEEDED})
+
+    def wait(self, job_id: str, states: set[JobState], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.server.jobs.get(job_id).state not in states:
+            assert time.monotonic() < deadline, self.server.jobs.get(job_id)
+            time.sleep(0.05)
+
+
+def bearer(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def runtime_world(tmp: Path) -> Iterator[RuntimeWorld]:
+    with live_server(tmp, sqlite_url(tmp)) as srv:
+        created = srv.access.bootstrap("root")
+        channel = grpc.insecure_channel(f"127.0.0.1:{srv.port}")
+        try:
+            yield RuntimeWorld(srv, channel, created.token, tmp)
+        finally:
+            channel.close()
+
+
+def chunks(files: dict[str, bytes], piece: int = 64 * 1024) -> Iterator[rpb.FileChunk]:
+    """The files as a client streams them, each chunk naming its file's size and sha256."""
+    for path, data in files.items():
+        sha = hashlib.sha256(data).hexdigest()
+        for offset in range(0, max(len(data), 1), piece):
+            yield rpb.FileChunk(path=path, offset=offset, data=data[offset:offset + piece],
+                                size=len(data), sha256=sha)
+
+
+def received(stream: Iterator[rpb.FileChunk]) -> dict[str, bytes]:
+    """The files of a pulled stream, each checked against the size and sha256 it names."""
+    files: dict[str, bytearray] = {}
+    expected: dict[str, tuple[int, str]] = {}
+    for chunk in stream:
+        data = files.setdefault(chunk.path, bytearray())
+        assert chunk.offset == len(data)
+        data.extend(chunk.data)
+        expected[chunk.path] = (chunk.size, chunk.sha256)
+    for path, data in files.items():
+        assert (len(data), hashlib.sha256(data).hexdigest()) == expected[path]
+    return {path: bytes(data) for path, data in files.items()}
