@@ -20,22 +20,25 @@ ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)
 
 
 def make_server(tmp_path: Path, database_url: str, policy: str | None = None,
-                **tracker: Any) -> TrainyardServer:
-    """Not started; with `policy`, the text of its policy file (TOML)."""
+                tls: tuple[Path, Path] | None = None, **tracker: Any) -> TrainyardServer:
+    """Not started; with `policy`, the text of its policy file (TOML); with `tls`, (PEM
+    certificate, PEM key) it serves TLS with."""
     policy_file = None
     if policy is not None:
         policy_file = tmp_path / "policy.toml"
         policy_file.write_text(policy)
     return TrainyardServer(ServerConfig(
         data_dir=tmp_path / "data", database_url=database_url, port=0,
-        policy_file=policy_file, tracker=replace(FAST, **tracker)))
+        policy_file=policy_file, tracker=replace(FAST, **tracker),
+        tls_cert=tls[0] if tls else None, tls_key=tls[1] if tls else None))
 
 
 @contextlib.contextmanager
 def live_server(tmp_path: Path, database_url: str, policy: str | None = None,
+                tls: tuple[Path, Path] | None = None,
                 **tracker: Any) -> Iterator[TrainyardServer]:
     """Started; at the end its active jobs are cancelled and it stops."""
-    srv = make_server(tmp_path, database_url, policy, **tracker)
+    srv = make_server(tmp_path, database_url, policy, tls, **tracker)
     srv.start()
     try:
         yield srv

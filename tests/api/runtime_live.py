@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -58,10 +59,14 @@ def bearer(token: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {token}"),)
 
 
-def runtime_world(tmp: Path) -> Iterator[RuntimeWorld]:
-    with live_server(tmp, sqlite_url(tmp)) as srv:
+def runtime_world(tmp: Path, tls: tuple[Path, Path] | None = None,
+                  **tracker: Any) -> Iterator[RuntimeWorld]:
+    """tls: (PEM certificate, PEM key): the server serves TLS, the channel trusts it."""
+    with live_server(tmp, sqlite_url(tmp), tls=tls, **tracker) as srv:
         created = srv.access.bootstrap("root")
-        channel = grpc.insecure_channel(f"127.0.0.1:{srv.port}")
+        address = f"127.0.0.1:{srv.port}"
+        channel = grpc.insecure_channel(address) if tls is None else grpc.secure_channel(
+            address, grpc.ssl_channel_credentials(root_certificates=tls[0].read_bytes()))
         try:
             yield RuntimeWorld(srv, channel, created.token, tmp)
         finally:

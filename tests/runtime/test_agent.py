@@ -1,39 +1,119 @@
 """`python3 -m trainyard.runtime run -- COMMAND` end to end: a real agent process running a
-real job, against a real gRPC JobRuntime server on loopback (tests/runtime/standin_service)."""
+real job against the real server's JobRuntime service on loopback (tests/api/runtime_live).
+
+The attempt whose token the agent holds is a RUNNING local job that waits for its go file,
+as a remote executor's job would wait for its node; the agent writes into that attempt's
+files on this host, where the tests read them, and the waiting job is let go afterwards."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.runtime.standin_service import Served, StandIn, wait_for
+from tests.api.runtime_live import RuntimeWorld, bearer, runtime_world
+from tests.liveserver import ACTIVE
+from tests.services.conftest import ROOT
+from trainyard.domain.spec import DatasetRef, JobSpec
+from trainyard.domain.states import JobState
+from trainyard.metadata.workspace import AttemptPaths
+from trainyard.v1 import runtime_pb2 as rpb
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-TOKEN = "tyjob_job1_1_" + "s" * 43
+HEARTBEAT_S = 0.3  # the service's interval for these attempts: a stop is seen at once
+ENDED = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
 
 
-@pytest.fixture
-def service() -> Iterator[Served]:
-    served = Served(StandIn(token=TOKEN, dataset={"train.csv": b"1,2\n3,4\n",
-                                                  "sub/notes.txt": b"hello"}))
-    yield served
-    served.close()
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeWorld]:
+    # A grace long enough that an agent asked to stop uploads before its attempt is killed.
+    with contextmanager(runtime_world)(tmp_path_factory.mktemp("agent"),
+                                       cancel_grace=20.0) as world:
+        world.server.services.runtime.heartbeat_interval_s = HEARTBEAT_S
+        yield world
+        # Every test let its waiting jobs go: nothing is left for the teardown to cancel.
+        assert world.server.jobs.in_states(ACTIVE) == []
 
 
-def agent(served: Served, cache: Path, job: str, *options: str, token: str = TOKEN,
+@dataclass
+class Attempt:
+    """A RUNNING attempt of a local job that waits for its go file, and its job token."""
+
+    world: RuntimeWorld
+    job_id: str
+    attempt: int
+    token: str
+
+    @property
+    def paths(self) -> AttemptPaths:
+        return self.world.server.workspace.attempt(self.job_id, self.attempt)
+
+    def log(self) -> list[str]:
+        return self.paths.log_path.read_text().splitlines()
+
+    def metrics(self) -> list[str]:
+        return self.paths.metrics_path.read_text().splitlines()
+
+    def go(self) -> None:
+        (self.world.tmp / f"go-trainyard-{self.job_id}-{self.attempt}").touch()
+
+    def termed(self) -> bool:
+        return (self.world.tmp / f"termed-trainyard-{self.job_id}-{self.attempt}").exists()
+
+    def finish(self, states: set[JobState] = ENDED) -> None:
+        """Let the waiting job end; it leaves nothing running."""
+        self.go()
+        self.world.wait(self.job_id, states)
+
+
+def running(world: RuntimeWorld, name: str, dataset: DatasetRef | None = None) -> Attempt:
+    """A job that waits for the go file of its current attempt; a TERM (a cancel, a
+    preemption) makes it end 143 when that comes, so that its attempt, and the token, last
+    until the test lets it go."""
+    go, termed = (f"{world.tmp}/{what}-$TRAINYARD_HANDLE" for what in ("go", "termed"))
+    command = (f"trap 'code=143; touch {termed}' TERM; code=0; for i in $(seq 1200); do "
+               f"[ -e {go} ] && exit $code; sleep 0.05; done; exit 1")
+    job_id, _ = world.server.service.train(ROOT, JobSpec(name=name, command=command,
+                                                       dataset=dataset))
+    return current(world, job_id)
+
+
+def current(world: RuntimeWorld, job_id: str) -> Attempt:
+    world.wait(job_id, {JobState.RUNNING})
+    job = world.server.jobs.get(job_id)
+    return Attempt(world, job_id, job.attempt, world.server.tracker.launcher.requests.mint(job))
+
+
+def dataset(world: RuntimeWorld, name: str, files: dict[str, bytes]) -> DatasetRef:
+    src = world.tmp / f"src-{name}"
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    record, _ = world.server.datasets.register(ROOT, name, str(src))
+    return DatasetRef(name, record.version)
+
+
+def address(world: RuntimeWorld) -> str:
+    return f"127.0.0.1:{world.server.port}"
+
+
+def agent(service: str, cache: Path, job: str, *options: str, token: str,
           env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "trainyard.runtime", "run", "--service", served.address,
+    argv = [sys.executable, "-m", "trainyard.runtime", "run", "--service", service,
             "--cache-dir", str(cache / "{node}"), "--retry-for", "10", "--grace", "2",
             *options, "--", sys.executable, "-c", job]
     environment = {"PATH": os.environ["PATH"], "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1",
-                   "TRAINYARD_JOB_TOKEN": token, "JOB_ID": "job1", **(env or {})}
+                   "TRAINYARD_JOB_TOKEN": token, **(env or {})}
     return subprocess.Popen(argv, env=environment, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -41,6 +121,18 @@ def agent(served: Served, cache: Path, job: str, *options: str, token: str = TOK
 def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def files_in(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 TRAIN = '''
@@ -56,42 +148,65 @@ print("to stderr", file=sys.stderr)
 (runtime.model_path() / "weights.bin").write_bytes(b"w" * 3_000_000)
 sys.exit(int(os.environ.get("CODE", "0")))
 '''
+DATASET = {"train.csv": b"1,2\n3,4\n", "sub/notes.txt": b"hello"}
 
 
-def test_a_job_gets_its_dataset_and_its_output_arrives_once(service: Served,
+def test_a_job_gets_its_dataset_and_its_output_arrives_once(world: RuntimeWorld,
                                                              tmp_path: Path) -> None:
-    service.servicer.lose_replies = 2  # two pushes applied, their replies lost: resent
-    code, out, err = finish(agent(service, tmp_path, TRAIN))
+    ref = dataset(world, "train-data", DATASET)
+    job = running(world, "train", ref)
+    code, out, err = finish(agent(address(world), tmp_path, TRAIN, token=job.token))
     assert code == 0, err
-    standin = service.servicer
-    assert standin.lines("log") == [
+    assert job.log() == [
         "data: ['1,2', '3,4'] hello", "writable: False", "token seen: False", "to stderr",
         "[trainyard runtime] model uploaded: 1 files, 3000000 bytes"]
-    assert [json.loads(line) for line in standin.lines("metrics")] == [
-        {"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}, {"step": 2, "loss": 1.0 / 3}]
-    # The batches whose replies were lost went again from the same line.
-    assert len(standin.pushes) >= len({(s, f) for s, _, f, _ in standin.pushes}) + 2
-    assert standin.model == {"weights.bin": b"w" * 3_000_000}  # over 1 MiB: several chunks
-    assert standin.heartbeats.get(0, 0) >= 1
+    records = [{"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}, {"step": 2, "loss": 1.0 / 3}]
+    assert [json.loads(line) for line in job.metrics()] == records
+    # A push applied whose reply was lost goes again from the same line: kept once.
+    pushed = job.paths.metrics_path.read_bytes()
+    lines = [line.encode() for line in job.metrics()]
+    for _ in range(2):
+        reply = world.stub.Push(rpb.PushRequest(stream="metrics", rank=0, first_seq=0,
+                                                lines=lines), metadata=bearer(job.token),
+                                timeout=10)
+        assert reply.next_seq == 3
+    assert job.paths.metrics_path.read_bytes() == pushed
+    # over 1 MiB: several chunks, put together whole where a local job's model would be
+    assert files_in(job.paths.model_dir) == {"weights.bin": b"w" * 3_000_000}
+    assert world.server.services.runtime.last_heartbeat(job.job_id, job.attempt) is not None
     assert "data: ['1,2', '3,4'] hello" in out  # echoed for the engine's own log too
     # The dataset sits read-only in the node's cache, by content hash, for the next job.
-    digest = standin.dataset_hash.split(":")[1]
-    cached = next((tmp_path).glob(f"*/datasets/{digest}"))
+    cached = next(tmp_path.glob(f"*/datasets/{ref.version}"))
     assert (cached / "train.csv").read_bytes() == b"1,2\n3,4\n"
-    code, _, err = finish(agent(service, tmp_path, TRAIN))
+    pulled = (cached / "train.csv").stat()
+    job.finish({JobState.SUCCEEDED})
+    series = world.server.tracker.metrics.series(job.job_id, "loss")
+    assert [(step, value) for step, value in series] == [(r["step"], r["loss"]) for r in records]
+    assert world.server.service.status(ROOT, job.job_id).model is not None
+    again = running(world, "train-again", ref)
+    code, _, err = finish(agent(address(world), tmp_path, TRAIN, token=again.token))
     assert code == 0, err
-    assert standin.dataset_pulls == 1  # the second job reused the node's copy
+    assert again.log()[0] == "data: ['1,2', '3,4'] hello"
+    # The second job on this node reused the node's copy: the same file, not pulled again.
+    kept = (cached / "train.csv").stat()
+    assert (kept.st_ino, kept.st_ctime_ns) == (pulled.st_ino, pulled.st_ctime_ns)
+    again.finish()
 
 
 def test_the_exit_code_passes_through_and_a_failed_job_uploads_no_model(
-        service: Served, tmp_path: Path) -> None:
-    code, _, err = finish(agent(service, tmp_path, TRAIN, env={"CODE": "3"}))
+        world: RuntimeWorld, tmp_path: Path) -> None:
+    ref = dataset(world, "fail-data", DATASET)
+    job = running(world, "fails", ref)
+    code, _, err = finish(agent(address(world), tmp_path, TRAIN, token=job.token,
+                                env={"CODE": "3"}))
     assert code == 3, err
-    assert service.servicer.model is None
-    assert len(service.servicer.lines("metrics")) == 3  # what it wrote still arrived
+    assert files_in(job.paths.model_dir) == {}
+    assert len(job.metrics()) == 3  # what it wrote still arrived
+    assert not any("model uploaded" in line for line in job.log())
     killed = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
-    code, _, _ = finish(agent(service, tmp_path, killed))
+    code, _, _ = finish(agent(address(world), tmp_path, killed, token=job.token))
     assert code == 128 + signal.SIGKILL
+    job.finish()
 
 
 CHECKPOINTING = '''
@@ -111,53 +226,81 @@ time.sleep(60)
 
 
 def test_checkpoints_are_uploaded_when_saved_and_on_term_and_come_back(
-        service: Served, tmp_path: Path) -> None:
-    standin = service.servicer
-    proc = agent(service, tmp_path, CHECKPOINTING)
+        world: RuntimeWorld, tmp_path: Path) -> None:
+    job = running(world, "checkpointing")
+    checkpoint = job.paths.checkpoint_dir  # the job's, on the host, for every attempt
+    proc = agent(address(world), tmp_path, CHECKPOINTING, token=job.token)
     # Output reaches the service within a second of being printed.
-    wait_for(lambda: "saved" in standin.lines("log"), timeout=20)
-    wait_for(lambda: standin.checkpoint == {"state.txt": b"step 1"})
+    wait_for(lambda: "saved" in job.log(), timeout=20)
+    wait_for(lambda: files_in(checkpoint) == {"state.txt": b"step 1"})
     proc.send_signal(signal.SIGTERM)  # as scancel does: passed on, then the upload
     code, _, err = finish(proc)
     assert code == 0, err
-    assert standin.checkpoint == {"state.txt": b"at term"}
-    assert standin.checkpoint_uploads == 2
-    assert standin.model is not None  # it exited 0
-    assert "resumed from: nothing" in standin.lines("log")
-    # The next attempt, on another node (another cache), starts from that checkpoint.
-    standin.attempt, standin.kept = 2, {}
-    proc = agent(service, tmp_path / "other-node", CHECKPOINTING)
-    wait_for(lambda: "saved" in standin.lines("log"), timeout=20)
-    standin.stop_requested = True  # the service asks it to stop: TERM, as above
+    assert files_in(checkpoint) == {"state.txt": b"at term"}
+    uploads = [line for line in job.log() if "checkpoint uploaded" in line]
+    assert uploads == [
+        "[trainyard runtime] checkpoint uploaded as the job asked: 1 files, 6 bytes",
+        "[trainyard runtime] checkpoint uploaded at exit: 1 files, 7 bytes"]
+    assert job.log()[-1] == "[trainyard runtime] model uploaded: 0 files, 0 bytes"  # exit 0
+    assert job.log()[0] == "resumed from: nothing"
+    # The scheduler preempts the attempt; the next one, on another node (another cache),
+    # starts from that checkpoint.
+    assert world.server.jobs.update_fields(job.job_id, JobState.RUNNING,
+                                           preempt_requested=True, message="for a test")
+    world.server.tracker.wake()
+    wait_for(job.termed, timeout=20)  # the tracker passed the stop on to the attempt
+    job.go()
+    wait_for(lambda: world.server.jobs.get(job.job_id).attempt == 2, timeout=20)
+    second = current(world, job.job_id)
+    assert second.attempt == 2
+    proc = agent(address(world), tmp_path / "other-node", CHECKPOINTING, token=second.token)
+    wait_for(lambda: "saved" in second.log(), timeout=20)
+    world.server.service.cancel(ROOT, job.job_id)  # the service asks it to stop: TERM
     code, _, err = finish(proc)
     assert code == 0, err
-    assert standin.lines("log")[0] == "resumed from: at term"
-    assert standin.checkpoint == {"state.txt": b"at term"}
+    assert second.log()[0] == "resumed from: at term"
+    assert "[trainyard runtime] checkpoint uploaded at exit: 1 files, 7 bytes" in second.log()
+    assert files_in(checkpoint) == {"state.txt": b"at term"}
+    second.finish({JobState.CANCELLED})
 
 
-def test_a_refused_token_fails_in_one_sentence(service: Served, tmp_path: Path) -> None:
-    code, out, err = finish(agent(service, tmp_path, "print('ran')", token="tyjob_forged"))
+def test_a_refused_token_fails_in_one_sentence(world: RuntimeWorld, tmp_path: Path) -> None:
+    job = running(world, "forged")
+    forged = f"tyjob_{job.job_id}_{job.attempt}_" + "s" * 43
+    code, out, err = finish(agent(address(world), tmp_path, "print('ran')", token=forged))
     assert code == 70
     assert err.strip().splitlines() == [
         "[trainyard runtime] asking for the attempt failed: the service refused the job token "
-        "(unknown or expired job token)"]
+        f"(the job token of {job.job_id}-{job.attempt} is not valid here)"]
     assert "ran" not in out
-    code, _, err = finish(agent(service, tmp_path, "print('ran')", token=""))
+    code, _, err = finish(agent(address(world), tmp_path, "print('ran')",
+                                token="tyjob_forged"))
+    assert code == 70 and "the job token is malformed" in err
+    code, _, err = finish(agent(address(world), tmp_path, "print('ran')", token=""))
     assert code == 70 and "TRAINYARD_JOB_TOKEN is not set" in err
+    assert job.log() == []
+    job.finish()
+    # The token of an attempt that ended is refused too.
+    code, _, err = finish(agent(address(world), tmp_path, "print('ran')", token=job.token))
+    assert code == 70 and "the service refused the job token" in err
 
 
 def test_an_unreachable_service_is_retried_then_given_up_in_one_sentence(
         tmp_path: Path) -> None:
-    gone = Served(StandIn(token=TOKEN))
-    gone.close()
-    proc = agent(gone, tmp_path, "print('ran')", "--retry-for", "1")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "tyjob_job1_1_" + "s" * 43
+    proc = agent(f"127.0.0.1:{port}", tmp_path, "print('ran')", "--retry-for", "1",
+                 token=token)
     code, _, err = finish(proc)
     assert code == 70
     assert "did not answer for 1 s (UNAVAILABLE" in err and "Traceback" not in err
 
 
-def test_shared_staging_pushes_only_metrics_and_heartbeats(service: Served,
+def test_shared_staging_pushes_only_metrics_and_heartbeats(world: RuntimeWorld,
                                                            tmp_path: Path) -> None:
+    job = running(world, "shared", dataset(world, "shared-data", {"train.csv": b"elsewhere"}))
     shared = tmp_path / "shared"
     (shared / "data").mkdir(parents=True)
     (shared / "data" / "train.csv").write_text("9\n")
@@ -167,7 +310,7 @@ def test_shared_staging_pushes_only_metrics_and_heartbeats(service: Served,
            "SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0",
            "TRAINYARD_MASTER_ADDR": "127.0.0.1", "TRAINYARD_MASTER_PORT": "4000",
            "TRAINYARD_WORKER_HOSTS": "127.0.0.1,127.0.0.1"}
-    job = '''
+    code_ = '''
 import json, os
 from trainyard import runtime
 print((runtime.data_path() / "train.csv").read_text().strip())
@@ -176,35 +319,42 @@ print(os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"], w
 runtime.log_metric(step=1, acc=0.5)
 (runtime.model_path() / "m").write_text("x")
 '''
-    code, out, err = finish(agent(service, tmp_path / "cache", job, "--staging", "shared",
-                                  env=env))
+    started = time.time()
+    code, out, err = finish(agent(address(world), tmp_path / "cache", code_, "--staging",
+                                  "shared", token=job.token, env=env))
     assert code == 0, err
-    standin = service.servicer
     assert out.splitlines() == ["[rank 1] 9", "[rank 1] 1 2 4000 127.0.0.1:4002"]
-    assert standin.lines("metrics", rank=1) == ['{"step":1,"acc":0.5}']
-    assert standin.lines("log", rank=1) == [] and standin.heartbeats.get(1, 0) >= 1
-    assert standin.model is None and (shared / "model" / "m").read_text() == "x"
-    assert standin.dataset_pulls == 0
+    assert job.metrics() == ['{"step":1,"acc":0.5}']
+    assert job.log() == []  # the engine's own log has the output, not the service
+    beat = world.server.services.runtime.last_heartbeat(job.job_id, job.attempt)
+    assert beat is not None and beat >= started
+    assert files_in(job.paths.model_dir) == {} and (shared / "model" / "m").read_text() == "x"
+    assert files_in(job.paths.checkpoint_dir) == {}
+    assert not list((tmp_path / "cache").glob("*/datasets"))  # nothing pulled
+    job.finish()
 
 
-def test_the_package_runs_as_one_zip_file(service: Served, tmp_path: Path) -> None:
+def test_the_package_runs_as_one_zip_file(world: RuntimeWorld, tmp_path: Path) -> None:
     """As it is shipped to cluster nodes: the package's files and a __main__ in a zipapp,
     run by a python3 that has grpcio but not trainyard."""
     from trainyard.executors.runtime_bundle import runtime_bundle
 
+    job = running(world, "zipped")
     bundle = runtime_bundle()
     pyz = tmp_path / bundle.name
     pyz.write_bytes(bundle.data)
-    job = "from trainyard import runtime; runtime.log_metric(step=1, x=2.0); print('zipped')"
+    command = ("from trainyard import runtime; runtime.log_metric(step=1, x=2.0); "
+               "print('zipped')")
     done = subprocess.run(
-        [sys.executable, "-I", str(pyz), "run", "--service", service.address, "--cache-dir",
-         str(tmp_path / "cache"), "--", sys.executable, "-c", job],
-        env={"PATH": os.environ["PATH"], "TRAINYARD_JOB_TOKEN": TOKEN,
+        [sys.executable, "-I", str(pyz), "run", "--service", address(world), "--cache-dir",
+         str(tmp_path / "cache"), "--", sys.executable, "-c", command],
+        env={"PATH": os.environ["PATH"], "TRAINYARD_JOB_TOKEN": job.token,
              },  # the job imports trainyard.runtime from the zip: the agent offers it
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert service.servicer.lines("log")[0] == "zipped"
-    assert service.servicer.lines("metrics") == ['{"step":1,"x":2.0}']
+    assert job.log()[0] == "zipped"
+    assert job.metrics() == ['{"step":1,"x":2.0}']
+    job.finish()
     port = subprocess.run([sys.executable, "-I", str(pyz), "free-port"], capture_output=True,
                           text=True, timeout=60, check=True)
     assert int(port.stdout) > 0
@@ -214,17 +364,19 @@ def test_the_service_is_reached_over_tls_with_its_ca(tmp_path: Path) -> None:
     from trainyard.auth.certs import generate_self_signed
 
     pair = generate_self_signed(tmp_path / "tls", hosts=("127.0.0.1",))
-    served = Served(StandIn(token=TOKEN), tls=(pair.key.read_bytes(), pair.cert.read_bytes()))
-    try:
-        code, _, err = finish(agent(served, tmp_path, "print('over tls')", "--tls-ca",
-                                    str(pair.cert)))
+    with contextmanager(runtime_world)(tmp_path / "server",
+                                       tls=(pair.cert, pair.key)) as tls_world:
+        job = running(tls_world, "over-tls")
+        service = address(tls_world)
+        code, _, err = finish(agent(service, tmp_path, "print('over tls')", "--tls-ca",
+                                    str(pair.cert), token=job.token))
         assert code == 0, err
-        assert served.servicer.lines("log")[0] == "over tls"
+        assert job.log()[0] == "over tls"
         # Without the CA the handshake fails: retried as UNAVAILABLE, then given up.
-        code, _, err = finish(agent(served, tmp_path, "print('x')", "--retry-for", "1"))
+        code, _, err = finish(agent(service, tmp_path, "print('x')", "--retry-for", "1",
+                                    token=job.token))
         assert code == 70 and "did not answer" in err
-        code, _, err = finish(agent(served, tmp_path, "print('x')", "--tls-ca",
-                                    str(tmp_path / "missing.pem")))
+        code, _, err = finish(agent(service, tmp_path, "print('x')", "--tls-ca",
+                                    str(tmp_path / "missing.pem"), token=job.token))
         assert code == 70 and "cannot read the CA certificate" in err
-    finally:
-        served.close()
+        job.finish()
