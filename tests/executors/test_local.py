@@ -197,3 +197,14 @@ def test_a_gang_is_one_handle_that_a_restarted_executor_adopts(tmp_path: Path) -
     until(lambda: ended == [req.handle])
     assert restarted.poll(req.handle) == Observation(Phase.EXITED, exit_code=5)
     assert "[launcher] rank 1 exited with code 5" in req.files.log.read_text()
+
+
+def test_a_gang_gets_the_variables_of_its_framework(tmp_path: Path) -> None:
+    executor = LocalExecutor(tmp_path / "state")
+    req = replace(request(tmp_path, executor, 'echo "tf=${TF_CONFIG:-none} port=${MASTER_PORT}"'),
+                  workers=2, framework="pytorch")
+    executor.launch(req)
+    wait_for(executor, req.handle, {Phase.EXITED})
+    lines = sorted(req.files.log.read_text().splitlines())
+    assert len(lines) == 2 and all(" tf=none port=" in line and line[-1].isdigit()
+                                   for line in lines)

@@ -117,6 +117,20 @@ def test_with_no_forward_the_launcher_outlives_a_term_its_workers_also_got(
     assert [(tmp_path / f"{r}.log").read_text() for r in (0, 1)] == ["term\n", "term\n"]
 
 
+def test_a_framework_chooses_which_variables_the_workers_get() -> None:
+    probe = ("import os; print(','.join(sorted(k for k in ('WORLD_SIZE', 'RANK', 'MASTER_ADDR', "
+             "'MASTER_PORT', 'TF_CONFIG') if k in os.environ)))")
+    expected = {"pytorch": "MASTER_ADDR,MASTER_PORT,RANK,WORLD_SIZE",
+                "tensorflow": "RANK,TF_CONFIG,WORLD_SIZE", "none": "RANK,WORLD_SIZE",
+                "both": "MASTER_ADDR,MASTER_PORT,RANK,TF_CONFIG,WORLD_SIZE"}
+    for framework, names in expected.items():
+        done = launch("--workers", "2", f"--framework={framework}", "--", sys.executable, "-c",
+                      probe)
+        assert done.returncode == 0, done.stderr
+        assert by_rank(done.stdout) == {0: [names], 1: [names]}, framework
+    assert launch("--workers", "2", "--framework=jax", "--", "true").returncode == 2
+
+
 def test_the_launcher_refuses_what_it_cannot_do() -> None:
     uneven = launch("--workers", "2", "--gpu-ids", "0,1,2", "--", "true")
     assert uneven.returncode == 2 and "3 GPUs cannot be shared equally by 2" in uneven.stderr

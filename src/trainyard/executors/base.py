@@ -55,6 +55,7 @@ class LaunchRequest:
     # for remote executors only; it reaches the job through TRAINYARD_JOB_TOKEN, never argv.
     job_token: str = field(default="", repr=False)  # never in a log line
     pool: str = ""  # the pool the scheduler admitted the attempt to
+    framework: str = ""  # whose variables a group's workers get (domain.spec.FRAMEWORKS); "": both
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:
@@ -67,13 +68,15 @@ class LaunchRequest:
 
 
 def gang_command(python: str, launcher: str, workers: int, gpu_ids: Sequence[str],
-                 command: str, *, forward_signals: bool) -> list[str]:
+                 command: str, *, forward_signals: bool, framework: str = "") -> list[str]:
     """The command line that starts `command` as `workers` workers, each with its share of
-    `gpu_ids` (as the workers will name them)."""
+    `gpu_ids` (as the workers will name them) and `framework`'s variables ("": both)."""
     argv = [python, "-I", launcher, "launch", f"--workers={workers}",
             f"--gpu-ids={','.join(gpu_ids)}"]
     if not forward_signals:
         argv.append("--no-forward")
+    if framework:
+        argv.append(f"--framework={framework}")
     return [*argv, "--", command]
 
 

@@ -170,7 +170,8 @@ class DockerExecutor:
             mounts.append(Mount(LAUNCHER_MOUNT, str(LAUNCHER), type="bind", read_only=True))
             command = gang_command("python3", LAUNCHER_MOUNT, request.workers,
                                    [str(i) for i in range(len(request.gpu_ids))],
-                                   request.command, forward_signals=True)
+                                   request.command, forward_signals=True,
+                                   framework=request.framework)
         total = total_resources(request.resources, request.workers)  # limits hold the gang
         memory = total.memory_mb * 1024 * 1024
         devices = [DeviceRequest(driver="nvidia", device_ids=list(request.gpu_ids),

@@ -259,7 +259,7 @@ def _command(request: LaunchRequest) -> str:
     if request.workers == 1:
         return request.command
     argv = gang_command(sys.executable, str(LAUNCHER), request.workers, request.gpu_ids,
-                        request.command, forward_signals=False)
+                        request.command, forward_signals=False, framework=request.framework)
     return "exec " + shlex.join(argv)
 
 

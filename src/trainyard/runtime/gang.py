@@ -78,19 +78,26 @@ def free_ports(count: int) -> list[int]:
 
 def launch(command: str, workers: int, gpu_ids: Sequence[str] = (), *,
            forward_signals: bool = True, grace: float = STOP_GRACE,
-           out: BinaryIO | None = None) -> int:
+           out: BinaryIO | None = None, framework: str = "both") -> int:
     """Run `workers` copies of `command` (each by /bin/sh -c) and return the job's exit code.
 
     Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM and SIGINT
     are passed on to every worker, unless `forward_signals` is False because whoever signals
     the launcher signals its whole process group, workers included. When a worker exits
     non-zero the others get TERM, then KILL after `grace` seconds, and its code is the
-    job's; 0 when every worker exits 0. A worker killed by signal N counts as 128 + N."""
-    problem = _launch_problem(workers, gpu_ids)
+    job's; 0 when every worker exits 0. A worker killed by signal N counts as 128 + N.
+    `framework` chooses the group's variables (framework_env)."""
+    problem = _launch_problem(workers, gpu_ids) or _framework_problem(framework)
     if problem:
         raise ValueError(problem)
     return _Gang(command, workers, list(gpu_ids), forward_signals, grace,
-                 out or sys.stdout.buffer).run()
+                 out or sys.stdout.buffer, framework).run()
+
+
+def _framework_problem(framework: str) -> str:
+    if framework in FRAMEWORKS:
+        return ""
+    return f"unknown framework {framework!r}: choose one of {', '.join(FRAMEWORKS)}"
 
 
 def _launch_problem(workers: int, gpu_ids: Sequence[str]) -> str:
@@ -103,7 +110,8 @@ def _launch_problem(workers: int, gpu_ids: Sequence[str]) -> str:
 
 class _Gang:
     def __init__(self, command: str, workers: int, gpu_ids: list[str], forward_signals: bool,
-                 grace: float, out: BinaryIO) -> None:
+                 grace: float, out: BinaryIO, framework: str = "both") -> None:
+        self.framework = framework
         self.command = command
         self.workers = workers
         self.gpu_ids = gpu_ids
@@ -134,7 +142,8 @@ class _Gang:
     def _start(self, ports: list[int], master_port: int) -> None:
         for rank in range(self.workers):
             env = dict(os.environ)
-            env.update(worker_env(rank, self.workers, master_port, ports, self.gpu_ids))
+            env.update(worker_env(rank, self.workers, master_port, ports, self.gpu_ids,
+                                  self.framework))
             try:
                 proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -237,7 +246,8 @@ class _Gang:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`launch --workers N [--gpu-ids 0,1] [--no-forward] [--grace S] -- COMMAND...`: one
+    """`launch --workers N [--gpu-ids 0,1] [--no-forward] [--grace S] [--framework F] --
+    COMMAND...`: one
     argument after `--` is a shell command; several are quoted into one."""
     import argparse
 
@@ -254,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--no-forward", action="store_true",
                      help="do not pass TERM and INT on: the caller signals every worker")
     cmd.add_argument("--grace", type=float, default=STOP_GRACE)
+    cmd.add_argument("--framework", choices=FRAMEWORKS, default="both",
+                     help="whose variables the workers get (default: both sets)")
     parsed = parser.parse_args(options)
     if not words:
         parser.error("give the command to run after --")
@@ -263,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     return launch(command, parsed.workers, gpu_ids, forward_signals=not parsed.no_forward,
-                  grace=parsed.grace)
+                  grace=parsed.grace, framework=parsed.framework)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ class LaunchRequests:
                              command=job.spec.command, image=job.spec.image, env=env,
                              hyperparameters=job.spec.hyperparameters,
                              resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
-                             workers=job.spec.workers,
+                             workers=job.spec.workers, framework=job.spec.framework,
                              job_token=self.mint(job) if remote else "", pool=job.pool)
 
     def mint(self, job: JobRecord) -> str:
