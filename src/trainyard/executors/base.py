@@ -51,6 +51,10 @@ class LaunchRequest:
     gpu_ids: tuple[str, ...]  # the devices allocated to this job (all its workers), exactly
     files: JobFiles
     workers: int = 1  # more than one: started together by the gang launcher
+    # A remote executor's: the attempt's credential, given to the job only in its
+    # environment (TRAINYARD_JOB_TOKEN), never on a command line.
+    job_token: str = ""
+    pool: str = ""  # the pool the job was admitted to
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:
@@ -87,6 +91,9 @@ class Observation:
     phase: Phase
     exit_code: int | None = None
     message: str = ""  # for EXITED, replaces the plain "exited with code N" when set
+    # LOST through no fault of the job (its node failed, its engine preempted it): the
+    # attempt should be requeued, not failed.
+    retry: bool = False
 
 
 class LaunchError(Exception):
@@ -95,6 +102,7 @@ class LaunchError(Exception):
 
 class Executor(Protocol):
     name: str
+    remote: bool  # runs jobs off the service's host: they reach it through the job runtime
 
     def handle_for(self, job_id: str, attempt: int) -> str:
         """A deterministic name, so a restarted service can find what it launched."""

@@ -80,6 +80,7 @@ class DockerConfig:
 
 class DockerExecutor:
     name = "docker"
+    remote = False
 
     def __init__(self, config: DockerConfig) -> None:
         self.config = config

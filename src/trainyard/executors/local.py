@@ -48,6 +48,7 @@ INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
 class LocalExecutor:
     name = "local"
+    remote = False
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
