@@ -240,7 +240,9 @@ class SlurmExecutor:
             if job is None or job.state in ("PENDING", "CONFIGURING"):
                 self.commands.run(["scancel", job_id])  # nothing of it runs yet
                 return True
-            self.commands.run(["scancel", "--signal=TERM", "--full", job_id])
+            # Every task's step, not the batch step: the batch step's srun must live on to
+            # see its tasks end (with --full it dies first, and the job with it).
+            self.commands.run(["scancel", "--signal=TERM", job_id])
         except SlurmError as exc:
             with self._lock:
                 self._cancelled.discard(handle)
@@ -254,12 +256,12 @@ class SlurmExecutor:
         return True
 
     def _force(self, handle: str, job_id: str) -> None:
-        """After the grace period: KILL every task, then end the job."""
-        for argv in (["scancel", "--signal=KILL", "--full", job_id], ["scancel", job_id]):
-            try:
-                self.commands.run(argv)
-            except SlurmError as exc:
-                log.info("forcing %s: %s", handle, exc)  # ended meanwhile, most often
+        """After the grace period: end the job. Slurm treats any SIGKILL it is asked for as
+        ending the job, and ends one by TERM and, the cluster's KillWait later, KILL."""
+        try:
+            self.commands.run(["scancel", job_id])
+        except SlurmError as exc:
+            log.info("forcing %s: %s", handle, exc)  # ended meanwhile, most often
         with self._lock:
             self._timers.pop(handle, None)
 
