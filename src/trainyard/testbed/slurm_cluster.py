@@ -79,8 +79,7 @@ def two_nodes(cpus: int = 2, memory_mb: int = 2048) -> Settings:
     return Settings(nodes=(Node("n1", cpus, memory_mb), Node("n2", cpus, memory_mb)),
                     slurmd_timeout_s=5, min_job_age_s=600,
                     # A cancelled job's tasks are KILLed this long after its TERM; a
-                    # command gives up on
-                    # controller that is away this soon.
+                    # command gives up on a controller that is away this soon.
                     extra_lines=("KillWait=2", "MessageTimeout=3"))
 
 
