@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
-from trainyard.domain.kinds import JobKind
-from trainyard.domain.kinds import kind_in
+from trainyard.domain.kinds import JobKind, kind_in
 from trainyard.domain.pools import PoolCapacity, SlurmPool, never_fits
 from trainyard.domain.spec import JobSpec
 
