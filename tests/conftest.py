@@ -12,6 +12,7 @@ from tests.postgres import ThrowawayPostgres, find_bindir
 from trainyard.client import Client
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.db import Database, open_database, sqlite_url
+from trainyard.testbed import slurm_cluster as testbed
 from trainyard.tracker import TrackerConfig
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -23,6 +24,17 @@ def missing(component: str) -> None:
     if IN_CI:
         pytest.fail(f"{component} is required under CI=true but is not available")
     pytest.skip(f"{component} is not available")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testbed.SlurmCluster]:
+    """A real two-node Slurm cluster (n1, n2: 2 CPUs and 2 GiB each) for the whole session;
+    a test that stops one of its daemons starts it again."""
+    why = testbed.available()
+    if why is not None:
+        missing(f"Slurm ({why})")
+    with testbed.cluster(tmp_path_factory.mktemp("slurm"), testbed.two_nodes()) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

@@ -92,3 +92,29 @@ def test_every_settlement_is_an_edge_of_the_machine() -> None:
         if outcome.ran:
             check_transition(state, JobState.RUNNING)
         check_transition(JobState.RUNNING if outcome.ran else state, outcome.target)
+
+
+NODE_FAILED = Observation(Phase.LOST, message="node n2 failed", retry=True)
+
+# state, lost attempts before, cancel requested -> settlement, for an attempt lost through no
+# fault of the job (attempt 2)
+LOST_CASES = {
+    "first loss: requeued": (R, 0, False, Settlement(
+        PREEMPTED, "attempt 2 was lost: node n2 failed; requeued", lost=True)),
+    "second loss: requeued": (R, 1, False, Settlement(
+        PREEMPTED, "attempt 2 was lost: node n2 failed; requeued", lost=True)),
+    "third loss: failed": (R, 2, False, Settlement(
+        FAILED, "lost: node n2 failed; 3 attempts were lost, the most a job may lose")),
+    "lost after a cancel: cancelled": (R, 0, True, Settlement(CANCELLED,
+                                                              "cancelled by request")),
+    "lost before it ran: failed as before": (L, 0, False, Settlement(
+        FAILED, "lost: node n2 failed")),
+}
+
+
+@pytest.mark.parametrize("case", LOST_CASES.values(), ids=LOST_CASES.keys())
+def test_a_lost_attempt_is_requeued_at_most_twice(case: tuple[JobState, int, bool, Settlement]
+                                                  ) -> None:
+    state, lost_before, cancel, expected = case
+    assert settle(state, NODE_FAILED, cancel, False, attempt=2,
+                  lost_before=lost_before) == expected

@@ -3,6 +3,7 @@ a pool is always a named pool, whose executor runs jobs of one kind."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 
@@ -11,11 +12,26 @@ class JobKind:
 
     LOCAL: Final = "local"  # a process on the service's host
     DOCKER: Final = "docker"  # a container on the host's Docker engine
+    SLURM: Final = "slurm"  # a batch job on a Slurm cluster, through the job runtime
 
 
-KINDS: tuple[str, ...] = (JobKind.LOCAL, JobKind.DOCKER)
+KINDS: tuple[str, ...] = (JobKind.LOCAL, JobKind.DOCKER, JobKind.SLURM)
+# The kinds that run a bare command (no image).
+COMMAND_KINDS: frozenset[str] = frozenset({JobKind.LOCAL, JobKind.SLURM})
 
 
 def kind_for(image: str) -> str:
     """A job with an image runs as a container; a bare command as a local process."""
     return JobKind.DOCKER if image else JobKind.LOCAL
+
+
+def runs_shape(executor: str, image: str) -> bool:
+    """Whether a pool of this executor runs a job with (or without) an image."""
+    return executor == JobKind.DOCKER if image else executor in COMMAND_KINDS
+
+
+def kind_in(pool_executors: Iterable[str], image: str) -> str:
+    """The kind of a job in a queue whose pools have these executors, in order of
+    preference: the first that runs its shape; kind_for() when none does (the submit check
+    then says the queue runs no such jobs)."""
+    return next((e for e in pool_executors if runs_shape(e, image)), kind_for(image))

@@ -9,15 +9,16 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
-from trainyard.domain.kinds import JobKind
-from trainyard.domain.pools import PoolCapacity, never_fits
+from trainyard.domain.kinds import JobKind, kind_in
+from trainyard.domain.pools import PoolCapacity, SlurmPool, never_fits
 from trainyard.domain.spec import JobSpec
 
 
 @dataclass(frozen=True)
 class Pool:
     capacity: PoolCapacity  # its name, CPUs, memory, GPU ids and maximum jobs
-    executor: str = JobKind.LOCAL  # "local" or "docker": which jobs it can run
+    executor: str = JobKind.LOCAL  # "local", "docker" or "slurm": which jobs it can run
+    slurm: SlurmPool | None = None  # for executor "slurm": its cluster's partition and more
 
     @property
     def name(self) -> str:
@@ -63,6 +64,16 @@ class Team:
     name: str
     members: frozenset[str] = frozenset()
     quotas: Mapping[str, Quota] = field(default_factory=dict)  # by pool name
+
+
+def job_kind(policy: Policy, queue_name: str, image: str) -> str:
+    """A job's kind: the executor of the first pool of its queue that runs its shape (an
+    image: docker; a command: local or slurm). A queue the policy does not list runs by
+    kind_for()."""
+    queue = policy.queues.get(queue_name)
+    executors = [policy.pools[p].executor for p in queue.pools if p in policy.pools] \
+        if queue is not None else []
+    return kind_in(executors, image)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,30 @@ class PoolCapacity:
     cpus: float | None = None
     memory_mb: int | None = None
     gpu_ids: tuple[str, ...] = ()  # device ids handed to jobs, each to one job at a time
+    # A pool of several machines: its largest node's, which one worker must fit in.
+    node_cpus: float | None = None
+    node_memory_mb: int | None = None
+    node_gpus: int | None = None
 
     @property
     def gpus(self) -> int:
         return len(self.gpu_ids)
+
+
+@dataclass(frozen=True)
+class SlurmPool:
+    """How a pool of executor "slurm" reaches its cluster and stages its jobs' files."""
+
+    partition: str
+    account: str = ""
+    qos: str = ""
+    staging: str = "pull"  # "pull": the runtime fetches and pushes; "shared": host paths
+    cache_dir: str = "/var/tmp/trainyard/{node}"  # node-local; {node}: the node's name
+    cache_mb: int = 20480
+    python: str = "python3"
+    service_address: str = ""  # host:port the jobs reach the service at; "": the server's
+    spread: bool = False  # one worker per node when possible
+    grace_s: float | None = None  # None: the server's cancel grace
 
 
 def check_placement(spec: JobSpec, kind: str, pools: Mapping[str, PoolCapacity]) -> None:
@@ -50,6 +70,16 @@ def never_fits(pool: PoolCapacity, res: Resources, workers: int = 1) -> tuple[st
         ("resources.memory_mb", res.memory_mb, total.memory_mb, pool.memory_mb, "MiB"),
         ("resources.gpus", res.gpus, total.gpus, pool.gpus, "GPUs"),
     )
+    nodes: tuple[tuple[str, float, float | None, str], ...] = (
+        ("resources.cpus", res.cpus, pool.node_cpus, "CPUs"),
+        ("resources.memory_mb", res.memory_mb, pool.node_memory_mb, "MiB"),
+        ("resources.gpus", res.gpus, pool.node_gpus, "GPUs"),
+    )
+    for field_name, each, largest, unit in nodes:
+        if largest is not None and each > largest:
+            asked = f"{each} MiB" if unit == "MiB" else _number(each)
+            return field_name, f"{asked} is more than the {_number(largest)} {unit} of the " \
+                f"largest node of pool {pool.name!r}"
     for field_name, each, need, have, unit in checks:
         if have is None or need <= have:
             continue

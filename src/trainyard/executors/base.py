@@ -94,6 +94,9 @@ class Observation:
     phase: Phase
     exit_code: int | None = None
     message: str = ""  # for EXITED, replaces the plain "exited with code N" when set
+    # LOST through no fault of the job (its node failed, its engine preempted it): the
+    # attempt should be requeued, not failed.
+    retry: bool = False
 
 
 class LaunchError(Exception):

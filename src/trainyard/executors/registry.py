@@ -16,6 +16,7 @@ from trainyard.executors.local import LocalExecutor
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
     from trainyard.executors.docker import DockerConfig
+    from trainyard.executors.slurm import SlurmConfig
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class ExecutorSettings:
     local_max_jobs: int = 4  # local processes at once
     local_gpu_ids: tuple[str, ...] = ()  # the host's devices, for local processes
     docker: DockerConfig | None = None  # None: this server runs no containers
+    slurm: SlurmConfig | None = None  # None: this server has no Slurm pools
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,22 @@ def _docker(settings: ExecutorSettings) -> Backend | None:
                                 gpu_ids=docker.gpu_ids))
 
 
+def _slurm(settings: ExecutorSettings) -> Backend | None:
+    """One executor for every Slurm pool of the policy file (LaunchRequest.pool picks the
+    partition); Slurm pools come only from a policy file, so the default pool is nominal."""
+    slurm = settings.slurm
+    if slurm is None:
+        return None
+    from trainyard.executors.slurm import SlurmExecutor
+
+    return Backend(SlurmExecutor(slurm), PoolCapacity(JobKind.SLURM, max_jobs=1000))
+
+
 # Each kind's builder; one returns None where the server is not set up to run that kind.
 BUILDERS: Mapping[str, Callable[[ExecutorSettings], Backend | None]] = {
     JobKind.LOCAL: _local,
     JobKind.DOCKER: _docker,
+    JobKind.SLURM: _slurm,
 }
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Identity
 from trainyard.domain.kinds import kind_for
-from trainyard.domain.policy import check_submission
+from trainyard.domain.policy import check_submission, job_kind
 from trainyard.domain.pools import check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
 from trainyard.metadata.datasets import DatasetRegistry
@@ -35,8 +35,9 @@ class SubmitCheck:
     def accept(self, spec: JobSpec, identity: Identity) -> Accepted:
         """Check the job; return its team and kind. A refusal of the queue is audited."""
         validate_spec(spec, self.limits)
-        kind = kind_for(spec.image)
         view = self.policy.effective()
+        kind = job_kind(view.policy, spec.queue, spec.image) if view.from_file else \
+            kind_for(spec.image)
         user = identity.user
         team = ""
         if view.from_file:

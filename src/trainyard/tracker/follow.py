@@ -19,7 +19,7 @@ from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord
 from trainyard.tracker.launcher import Launcher
-from trainyard.tracker.settle import Settlement, settle
+from trainyard.tracker.settle import LOST_MARK, Settlement, settle
 from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,9 @@ class Follower:
               recovering: bool = False) -> None:
         """Write what the observation makes of the job (recovering: at start-up, of what
         happened while the service was down)."""
-        outcome = settle(job.state, observation, job.cancel_requested, job.preempt_requested)
+        lost_before = self._lost_attempts(job) if observation.retry else 0
+        outcome = settle(job.state, observation, job.cancel_requested, job.preempt_requested,
+                         attempt=job.attempt, lost_before=lost_before)
         if outcome.relaunch:
             # Recorded LAUNCHING, never created (the service stopped first, or the engine was
             # away): nothing ran, so starting it now cannot run it twice.
@@ -102,6 +104,12 @@ class Follower:
         elif outcome.target is not None:
             self._finish(job, outcome, recovering)
 
+    def _lost_attempts(self, job: JobRecord) -> int:
+        """Its earlier attempts that were lost through no fault of its own (their requeue
+        events say so)."""
+        return sum(1 for event in self.jobs.events(job.id)
+                   if event.to_state is JobState.PREEMPTED and LOST_MARK in event.reason)
+
     def _finish(self, job: JobRecord, outcome: Settlement, recovering: bool) -> None:
         assert outcome.target is not None
         state = job.state
@@ -112,8 +120,9 @@ class Follower:
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
         if outcome.target is JobState.PREEMPTED:
-            requeue(self.jobs, job.id, now=self.clock(),
-                    preempted=f"{job.message or PREEMPTED_WHY} ({outcome.message})")
+            why = outcome.message if outcome.lost else \
+                f"{job.message or PREEMPTED_WHY} ({outcome.message})"
+            requeue(self.jobs, job.id, now=self.clock(), preempted=why)
             self.waiting.invalidate()  # an old submit order, back in the queue
             self._reconcile_soon()
         else:

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Observation, Phase, describe_exit
 
+MAX_LOST_ATTEMPTS = 3  # attempts lost through no fault of the job before it fails
+LOST_MARK = " was lost: "  # in the requeue event's reason, so lost attempts can be counted
+
 
 @dataclass(frozen=True)
 class Settlement:
@@ -22,14 +25,16 @@ class Settlement:
     ran: bool = False  # LAUNCHING, yet its process ran: record RUNNING before `target`
     exited: bool = False  # its process exited (not lost): it ends with the exit status
     relaunch: bool = False  # recorded LAUNCHING, never created: start it now (it never ran)
+    lost: bool = False  # PREEMPTED because the attempt was lost (its node failed): requeue
 
 
 UNCHANGED = Settlement()
 
 
 def settle(state: JobState, observation: Observation, cancel_requested: bool,
-           preempt_requested: bool) -> Settlement:
-    """The next state of a LAUNCHING or RUNNING job that the executor observed."""
+           preempt_requested: bool, *, attempt: int = 1, lost_before: int = 0) -> Settlement:
+    """The next state of a LAUNCHING or RUNNING job that the executor observed.
+    `lost_before`: how many of its earlier attempts were lost (Observation.retry)."""
     phase = observation.phase
     if phase in (Phase.STARTING, Phase.UNKNOWN):
         return UNCHANGED  # ask again later
@@ -50,6 +55,11 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
     else:
         outcome = describe_lost(observation.message)
     succeeded = exited and code == 0
+    if observation.retry and phase is Phase.LOST and running and not cancel_requested:
+        if lost_before + 1 < MAX_LOST_ATTEMPTS:  # not the job's fault: it runs again
+            message = f"attempt {attempt}{LOST_MARK}{observation.message or 'lost'}; requeued"
+            return Settlement(JobState.PREEMPTED, message, lost=True)
+        outcome += f"; {MAX_LOST_ATTEMPTS} attempts were lost, the most a job may lose"
     if preempt_requested and not cancel_requested and not succeeded and running:
         target, message = JobState.PREEMPTED, outcome
     elif cancel_requested:

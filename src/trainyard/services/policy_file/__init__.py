@@ -12,12 +12,24 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
                                   # for its less-served ones; default true
 
     [pools.<name>]                # at least one
-    executor = "local"            # "local" or "docker"; default "local"
+    executor = "local"            # "local", "docker" or "slurm"; default "local"
     cpus = 16                     # number > 0; absent: CPUs are not counted
     memory_mb = 65536             # int >= 1; absent: memory is not counted
     gpus = 2                      # int >= 0, device ids "0".."n-1"; default 0
     # gpu_ids = ["0", "1"]        # or the device ids themselves; not both
-    max_jobs = 8                  # int >= 1, required
+    max_jobs = 8                  # int >= 1, required (slurm: default 1000)
+    # executor = "slurm" only; its cpus, memory_mb and gpus, left out, are read from the
+    # controller (the partition's nodes) at start and refreshed:
+    partition = "gpu"             # the Slurm partition, required
+    account = "ml"                # optional, likewise qos = "normal"
+    staging = "pull"              # "pull" (the runtime fetches and pushes the files) or
+                                  # "shared" (every node mounts the service's paths)
+    cache_dir = "/var/tmp/trainyard/{node}"  # node-local cache; {node}: the node's name
+    cache_mb = 20480              # int >= 1: the dataset cache's size cap
+    python = "python3"            # the nodes' Python, for the job runtime
+    service_address = ""          # host:port the jobs reach the service at; "": the server's
+    spread = false                # one worker per node when possible
+    grace = "30s"                 # TERM to KILL on cancel; default: the server's
 
     [queues.<name>]               # at least one
     pools = ["cpu"]               # declared pools, in order of preference; required

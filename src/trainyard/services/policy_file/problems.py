@@ -33,6 +33,7 @@ PYDANTIC_SENTENCES: dict[str, str] = {  # for pydantic's own error types
     "greater_than": "must be greater than {gt:g}, got {input!r}",
     "greater_than_equal": "must be at least {ge:g}, got {input!r}",
     "list_type": "must be a list of {items}, got {shown}",
+    "string_type": "must be a string, got {shown}",
 }
 SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem` raises them)
     "not_a_name": "{shown} is not a valid name: " + _NAME_RULE,
@@ -46,6 +47,10 @@ SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem`
     "not_a_duration": 'must be a duration like "90s", "10m", "1h30m" or "2d", or a number of '
                       "seconds, got {shown}",
     "zero_duration": "must be longer than 0, got {shown}",
+    "slurm_only": 'only a pool of executor "slurm" takes this key',
+    "slurm_required": 'is required for a pool of executor "slurm"',
+    "not_a_staging": 'must be "pull" or "shared", got {shown}',
+    "no_max_jobs": "is required",
     "over_pool": "{amount} is more than the {limit} of pool {pool}",
     "over_pool_together": "the teams' quotas add up to {total} {unit} ({parts}), more than "
                           "the pool's {limit}",

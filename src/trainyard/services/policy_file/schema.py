@@ -30,7 +30,7 @@ from pydantic_core.core_schema import ErrorType
 
 from trainyard.domain.kinds import KINDS, JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
-from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.pools import PoolCapacity, SlurmPool
 from trainyard.domain.spec import NAME_RE
 from trainyard.services.policy_file.capacity import quota_problems
 from trainyard.services.policy_file.problems import (
@@ -220,15 +220,64 @@ class TeamModel(_Table):
                     quotas={pool: quota.quota() for pool, quota in self.quota.items()})
 
 
+def _staging(value: object) -> object:
+    if isinstance(value, str) and value not in STAGING_MODES:
+        raise problem("not_a_staging")
+    return value
+
+
+STAGING_MODES = ("pull", "shared")
+SLURM_MAX_JOBS = 1000  # a Slurm pool's default: the cluster's own limits decide the rest
+SLURM_KEYS = ("partition", "account", "qos", "staging", "cache_dir", "cache_mb", "python",
+              "service_address", "spread", "grace")
+
+
 class PoolModel(_Table):
-    KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs")
+    KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs", *SLURM_KEYS)
 
     executor: Annotated[str, BeforeValidator(_kind)] = JobKind.LOCAL
-    max_jobs: PositiveInt
+    max_jobs: Annotated[PositiveInt | None, _not_null("int_type")] = None
     cpus: Annotated[PositiveNumber | None, _not_null("float_type")] = None
     memory_mb: Annotated[PositiveInt | None, _not_null("int_type")] = None
     gpus: NonNegativeInt = 0  # device ids "0".."n-1"
     gpu_ids: Annotated[tuple[str, ...] | None, BeforeValidator(_device_ids)] = None
+    # executor = "slurm" only (SlurmPool): left out, the capacity keys are the controller's
+    partition: Annotated[str | None, _not_null("string_type")] = None
+    account: str = ""
+    qos: str = ""
+    staging: Annotated[str, BeforeValidator(_staging)] = "pull"
+    cache_dir: str = "/var/tmp/trainyard/{node}"
+    cache_mb: PositiveInt = 20480
+    python: str = "python3"
+    service_address: str = ""
+    spread: bool = False
+    grace: Annotated[NonNegativeNumber | None, _not_null("float_type"),
+                     _seconds(positive=False)] = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _executor_keys(cls, data: Any, handler: Callable[[Any], PoolModel]) -> PoolModel:
+        """The Slurm keys belong to Slurm pools; a Slurm pool needs its partition, any other
+        its max_jobs. Checked on the keys as written, beside the values' own problems."""
+        if not isinstance(data, dict):
+            return handler(data)
+        found: list[InitErrorDetails | ErrorDetails] = []
+        if data.get("executor") == JobKind.SLURM:
+            if "partition" not in data:
+                found.append(problem_at(("partition",), "slurm_required", None))
+        else:
+            found += [problem_at((key,), "slurm_only", data[key])
+                      for key in SLURM_KEYS if key in data]
+            if "max_jobs" not in data:
+                found.append(problem_at(("max_jobs",), "no_max_jobs", None))
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            found.extend(problems_of(exc))
+            model = None
+        raise_all(found)
+        assert model is not None
+        return model
 
     @model_validator(mode="wrap")
     @classmethod
@@ -258,9 +307,18 @@ class PoolModel(_Table):
     def pool(self, name: str) -> Pool:
         gpu_ids = self.gpu_ids if self.gpu_ids is not None else tuple(
             str(i) for i in range(self.gpus))
-        return Pool(PoolCapacity(name, max_jobs=self.max_jobs, cpus=self.cpus,
+        slurm = None
+        if self.executor == JobKind.SLURM:
+            assert self.partition is not None
+            slurm = SlurmPool(partition=self.partition, account=self.account, qos=self.qos,
+                              staging=self.staging, cache_dir=self.cache_dir,
+                              cache_mb=self.cache_mb, python=self.python,
+                              service_address=self.service_address, spread=self.spread,
+                              grace_s=self.grace)
+        max_jobs = self.max_jobs if self.max_jobs is not None else SLURM_MAX_JOBS
+        return Pool(PoolCapacity(name, max_jobs=max_jobs, cpus=self.cpus,
                                  memory_mb=self.memory_mb, gpu_ids=gpu_ids),
-                    executor=self.executor)
+                    executor=self.executor, slurm=slurm)
 
 
 class QueueModel(_Table):
