@@ -18,7 +18,7 @@ POOL = "hpc"
 
 def executor(cluster: SlurmCluster, instance: str = "test-a") -> SlurmExecutor:
     return SlurmExecutor(SlurmConfig(
-        instance=instance, env=cluster.env, reconcile_interval_s=0.5,
+        instance=instance, env=cluster.env, reconcile_interval_s=0.5, agent=False,
         pools={POOL: SlurmPool(partition=cluster.partition, staging="shared")}))
 
 

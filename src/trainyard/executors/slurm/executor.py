@@ -6,6 +6,7 @@ owns it, so a restarted service finds its jobs by name and leaves others' alone.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -15,16 +16,17 @@ from dataclasses import dataclass, field
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import SlurmPool
 from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.runtime_bundle import runtime_bundle
 from trainyard.executors.slurm.commands import ControllerAway, SlurmCommands, SlurmError
 from trainyard.executors.slurm.environment import command_env, job_env
 from trainyard.executors.slurm.jobs import SlurmJob, observe
 from trainyard.executors.slurm.reconcile import Reconciler, Snapshot
 from trainyard.executors.slurm.script import (
+    Agent,
     ScriptSpec,
-    ShippedRuntime,
+    Shipped,
     batch_script,
     comment_for,
-    node_path,
 )
 
 log = logging.getLogger(__name__)
@@ -39,12 +41,12 @@ class SlurmConfig:
     instance: str  # this service's id: the comment of every job it submits
     pools: Mapping[str, SlurmPool]  # by pool name; LaunchRequest.pool picks one
     env: Mapping[str, str] = field(default_factory=dict)  # for the commands: SLURM_CONF
-    # Each task's argv before `-- COMMAND` for a pool (script.runtime_runner); None or an
-    # empty one runs the command with /bin/sh -c.
-    runner: Callable[[SlurmPool], Sequence[str]] | None = None
-    # The job runtime zipapp the script carries (its builder, called once); None: the nodes
-    # have the runtime installed, or no runner needs it.
-    runtime: Callable[[], ShippedRuntime] | None = None
+    # Where the job runtime's agent reaches the service (host:port), unless a pool says;
+    # with `agent` False each task runs the command alone (nothing is pushed).
+    service_address: str = ""
+    agent: bool = True
+    tls_ca_pem: bytes = b""  # the service's certificate, when it serves TLS
+    grace_s: float = 10.0  # a stopped job's time to checkpoint, unless a pool says
     reconcile_interval_s: float = 0.5
     command_timeout_s: float = 30.0
     # A job submitted this recently may not be in the controller's answer yet.
@@ -68,7 +70,6 @@ class SlurmExecutor:
         self._launched: dict[str, float] = {}  # handle -> when this process submitted it
         self._cancelled: set[str] = set()  # handles Trainyard asked Slurm to cancel
         self._timers: dict[str, threading.Timer] = {}
-        self._runtime: ShippedRuntime | None = None
         self._adopted: set[str] = set()  # handles a restarted service asked after
         self._absent: tuple[float, dict[str, Observation]] = (float("-inf"), {})
         self._started_at = clock()  # an adopt's first look is taken after this
@@ -108,22 +109,33 @@ class SlurmExecutor:
     def script_for(self, request: LaunchRequest) -> str:
         """The batch script of an attempt (sbatch reads it on standard input)."""
         pool = self.pool_of(request)
+        # Slurm opens the batch step's output before the script runs: a directory that is
+        # there on every node (the job's own output reaches the service through the agent).
         output = str(request.files.log) if pool.staging == "shared" else \
-            f"{node_path(pool.cache_dir).rstrip('/')}/slurm-%j.out"
-        runner = tuple(self.config.runner(pool)) if self.config.runner is not None else ()
+            "/tmp/trainyard-%x.out"
         spec = ScriptSpec(handle=request.handle, instance=self.config.instance,
                           command=request.command, workers=request.workers,
                           cpus=request.resources.cpus, memory_mb=request.resources.memory_mb,
-                          gpus=request.resources.gpus, output=output, runner=runner,
-                          runtime=self._shipped() if runner else None)
+                          gpus=request.resources.gpus, output=output,
+                          runtime=self._runtime(), agent=self._agent(pool, request))
         return batch_script(spec, pool)
 
-    def _shipped(self) -> ShippedRuntime | None:
-        if self.config.runtime is None:
+    def _agent(self, pool: SlurmPool, request: LaunchRequest) -> Agent | None:
+        config = self.config
+        if not config.agent:
             return None
-        if self._runtime is None:
-            self._runtime = self.config.runtime()
-        return self._runtime
+        address = pool.service_address or config.service_address
+        if not address:
+            raise LaunchError("the Slurm pool has no service_address for its jobs to reach "
+                              "this service at")
+        ca = Shipped(f"trainyard-ca-{hashlib.sha256(config.tls_ca_pem).hexdigest()[:12]}.pem",
+                     config.tls_ca_pem) if config.tls_ca_pem else None
+        grace = pool.grace_s if pool.grace_s is not None else config.grace_s
+        return Agent(address, grace, request.framework, ca)
+
+    def _runtime(self) -> Shipped:
+        bundle = runtime_bundle()  # built once per process
+        return Shipped(bundle.name, bundle.data)
 
     def launch(self, request: LaunchRequest) -> None:
         if request.image:

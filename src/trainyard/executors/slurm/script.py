@@ -11,23 +11,31 @@ from __future__ import annotations
 import base64
 import math
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainyard.domain.pools import SlurmPool
 
-# In a runner's argv, the path of the shipped runtime once unpacked on the node.
-PYZ = "{pyz}"
 _PYZ_VAR = "TRAINYARD_RUNTIME_PYZ"
+_CA_VAR = "TRAINYARD_SERVICE_CA"
 
 
 @dataclass(frozen=True)
-class ShippedRuntime:
-    """The job runtime as a zipapp, carried inside the script and unpacked once per node
-    into the pool's cache directory."""
+class Shipped:
+    """A file the script carries inside it and writes once per node into the pool's cache
+    directory: the job runtime's zipapp, the service's CA certificate."""
 
-    name: str  # trainyard-runtime-<sha12>.pyz: a new build gets a new name
+    name: str  # named by its content (trainyard-runtime-<sha12>.pyz): a new build, a new name
     data: bytes
+
+
+@dataclass(frozen=True)
+class Agent:
+    """The job runtime's agent each task runs around the command (`python3 <pyz> run`)."""
+
+    service_address: str  # where the agent reaches the service
+    grace_s: float  # how long a TERM'd job has before the agent kills it
+    framework: str = ""  # whose worker variables ("": both)
+    tls_ca: Shipped | None = None  # the service's CA, when it serves TLS
 
 
 @dataclass(frozen=True)
@@ -40,8 +48,8 @@ class ScriptSpec:
     memory_mb: int  # each worker's
     gpus: int  # each worker's
     output: str  # where Slurm writes the batch step's output (%N: the node's name)
-    runner: tuple[str, ...] = ()
-    runtime: ShippedRuntime | None = None
+    runtime: Shipped  # its verbs find the group's addresses; its agent runs each task
+    agent: Agent | None = None  # None: each task runs the command alone, with /bin/sh -c
     time_limit_s: float | None = None
 
 
@@ -76,80 +84,68 @@ def options(spec: ScriptSpec, pool: SlurmPool) -> list[str]:
     return opts
 
 
-def unpack_runtime(runtime: ShippedRuntime, cache_dir: str) -> list[str]:
-    """Shell lines that write the zipapp into the node's cache once (atomically, by rename)
-    and set TRAINYARD_RUNTIME_PYZ to it. `cache_dir` may hold {node}."""
-    encoded = base64.b64encode(runtime.data).decode()
+def node_dir(cache_dir: str) -> list[str]:
+    """Shell lines that set _ty_dir to the pool's cache directory on this node."""
+    quoted = '"$_ty_node"'.join(shlex.quote(part) for part in cache_dir.split("{node}"))
+    return ["_ty_node=${SLURMD_NODENAME:-$(hostname -s)}", f"_ty_dir={quoted}"]
+
+
+def ship(shipped: Shipped, variable: str) -> list[str]:
+    """Shell lines that write the file into $_ty_dir once (atomically, by rename) and export
+    `variable` as its path."""
+    encoded = base64.b64encode(shipped.data).decode()
     lines = [encoded[i:i + 76] for i in range(0, len(encoded), 76)]
-    node_dir = '"$_ty_node"'.join(shlex.quote(part) for part in cache_dir.split("{node}"))
     return [
-        "_ty_node=${SLURMD_NODENAME:-$(hostname -s)}",
-        f"_ty_dir={node_dir}",
-        f'{_PYZ_VAR}="$_ty_dir/{runtime.name}"',
-        f"export {_PYZ_VAR}",
-        f'if [ ! -s "${_PYZ_VAR}" ]; then',
+        f'{variable}="$_ty_dir/{shipped.name}"',
+        f"export {variable}",
+        f'if [ ! -s "${variable}" ]; then',
         '  mkdir -p "$_ty_dir" || exit 1',
-        '  base64 -d > "$' + _PYZ_VAR + '.$$" <<\'TRAINYARD_PYZ\' || exit 1',
+        f'  base64 -d > "${variable}.$$" <<\'TRAINYARD_FILE\' || exit 1',
         *lines,
-        "TRAINYARD_PYZ",
-        f'  mv -f "${_PYZ_VAR}.$$" "${_PYZ_VAR}" || exit 1',
+        "TRAINYARD_FILE",
+        f'  mv -f "${variable}.$$" "${variable}" || exit 1',
         "fi",
     ]
 
 
 def addresses(python: str) -> list[str]:
-    """Shell lines that export TRAINYARD_MASTER_ADDR (this node's, the first of the
-    allocation), TRAINYARD_MASTER_PORT (a free one here) and TRAINYARD_WORKER_HOSTS (one
-    address per rank, in srun's block order)."""
-    program = "; ".join([
-        "import os, re, shlex, socket, subprocess as sp",
-        "run = lambda *a: sp.run(a, capture_output=True, text=True, check=True).stdout",
-        "names = run('scontrol', 'show', 'hostnames', os.environ['SLURM_JOB_NODELIST']).split()",
-        "addr = lambda n: (re.findall(r'NodeAddr=(\\S+)', run('scontrol', 'show', 'node', "
-        "'-o', n)) or [n])[0]",
-        "per = [c for c, r in re.findall(r'(\\d+)(?:\\(x(\\d+)\\))?', "
-        "os.environ.get('SLURM_TASKS_PER_NODE', '1')) for _ in range(int(r or 1))]",
-        "addrs = {n: addr(n) for n in names}",
-        "hosts = [addrs[n] for n, c in zip(names, per) for _ in range(int(c))]",
-        "s = socket.socket(); s.bind(('', 0)); port = s.getsockname()[1]; s.close()",
-        "me = addrs.get(os.environ.get('SLURMD_NODENAME', ''), hosts[0] if hosts else "
-        "'127.0.0.1')",
-        "print('TRAINYARD_MASTER_ADDR=' + shlex.quote(me))",
-        "print('TRAINYARD_MASTER_PORT=%d' % port)",
-        "print('TRAINYARD_WORKER_HOSTS=' + shlex.quote(','.join(hosts)))",
-    ])
-    return [f"_ty_addr=$({shlex.quote(python)} -I -c {shlex.quote(program)}) || exit 1",
-            'eval "$_ty_addr"',
-            "export TRAINYARD_MASTER_ADDR TRAINYARD_MASTER_PORT TRAINYARD_WORKER_HOSTS"]
+    """Shell lines that export TRAINYARD_WORKER_HOSTS (one address per rank, from the
+    runtime's `slurm-hosts`), TRAINYARD_MASTER_ADDR (rank 0's: this node, the allocation's
+    first) and TRAINYARD_MASTER_PORT (free here, with one more per rank for TensorFlow)."""
+    runtime = f'{shlex.quote(python)} -I "${_PYZ_VAR}"'
+    return [
+        f"_ty_hosts=$({runtime} slurm-hosts) || exit 1",
+        f"_ty_port=$({runtime} free-port --span $((${{SLURM_NTASKS:-1}} + 1))) || exit 1",
+        'TRAINYARD_WORKER_HOSTS="$_ty_hosts"',
+        'TRAINYARD_MASTER_ADDR="${_ty_hosts%%,*}"',
+        'TRAINYARD_MASTER_PORT="$_ty_port"',
+        "export TRAINYARD_WORKER_HOSTS TRAINYARD_MASTER_ADDR TRAINYARD_MASTER_PORT",
+    ]
 
 
-def task_argv(runner: Sequence[str], command: str) -> str:
-    """What srun runs in each task, quoted for the shell: the runner then `-- COMMAND`, or
+def task_argv(spec: ScriptSpec, pool: SlurmPool) -> str:
+    """What srun runs in each task, quoted for the shell: the agent around the command, or
     /bin/sh -c COMMAND."""
-    if not runner:
-        return f"/bin/sh -c {shlex.quote(command)}"
-    words = [f'"${_PYZ_VAR}"' if word == PYZ else shlex.quote(word) for word in runner]
-    return " ".join([*words, "--", shlex.quote(command)])
+    agent = spec.agent
+    if agent is None:
+        return f"/bin/sh -c {shlex.quote(spec.command)}"
+    argv = [shlex.quote(pool.python), "-I", f'"${_PYZ_VAR}"', "run",
+            *map(shlex.quote, ["--service", agent.service_address, "--staging", pool.staging,
+                               "--cache-dir", pool.cache_dir, "--cache-mb",
+                               str(pool.cache_mb), "--grace", f"{agent.grace_s:g}"])]
+    if agent.framework:
+        argv += ["--framework", shlex.quote(agent.framework)]
+    if agent.tls_ca is not None:
+        argv += ["--tls-ca", f'"${_CA_VAR}"']
+    return " ".join([*argv, "--", shlex.quote(spec.command)])
 
 
 def batch_script(spec: ScriptSpec, pool: SlurmPool) -> str:
     lines = ["#!/bin/sh", *(f"#SBATCH {opt}" for opt in options(spec, pool))]
-    if spec.runtime is not None:
-        lines += unpack_runtime(spec.runtime, pool.cache_dir)
+    lines += node_dir(pool.cache_dir)
+    lines += ship(spec.runtime, _PYZ_VAR)
+    if spec.agent is not None and spec.agent.tls_ca is not None:
+        lines += ship(spec.agent.tls_ca, _CA_VAR)
     lines += addresses(pool.python)
-    lines.append(f"exec srun --kill-on-bad-exit=1 {task_argv(spec.runner, spec.command)}")
+    lines.append(f"exec srun --kill-on-bad-exit=1 {task_argv(spec, pool)}")
     return "\n".join([*lines, ""])
-
-
-def runtime_runner(pool: SlurmPool, service_address: str, *, grace_s: float,
-                   framework: str = "", tls_ca: str = "") -> tuple[str, ...]:
-    """The job runtime's agent as each task's runner (`python3 <pyz> run ... --`'s part
-    before `--`), for a script that ships the runtime."""
-    argv = [pool.python, PYZ, "run", "--service", service_address, "--staging", pool.staging,
-            "--cache-dir", pool.cache_dir, "--cache-mb", str(pool.cache_mb),
-            "--grace", f"{grace_s:g}"]
-    if framework:
-        argv += ["--framework", framework]
-    if tls_ca:
-        argv += ["--tls-ca", tls_ca]
-    return tuple(argv)
