@@ -10,9 +10,12 @@ import grpc
 
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.job_grants import JobGrants
-from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.kinds import JobKind
+from trainyard.domain.pools import PoolCapacity, SlurmPool
 from trainyard.executors.base import Executor
 from trainyard.executors.registry import ExecutorSettings, build_backends
+from trainyard.executors.slurm import SlurmExecutor
+from trainyard.executors.slurm.commands import SlurmError
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.metadata.pushed_streams import PushedStreams
@@ -26,6 +29,7 @@ from trainyard.server.config import (
 )
 from trainyard.server.grpc_server import GrpcServer
 from trainyard.server.scheduling import ActivePolicy
+from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
 from trainyard.services.bundle import Services
 from trainyard.services.datasets import DatasetService
@@ -34,6 +38,7 @@ from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
+from trainyard.services.policy_file import load_policy
 from trainyard.services.runs import RunService
 from trainyard.services.submission import SubmitCheck
 from trainyard.services.sweeps import SweepService
@@ -70,14 +75,24 @@ class TrainyardServer:
         docker = config.docker
         if docker is not None and not docker.instance:
             docker = replace(docker, instance=instance_id(data_dir))
+        # The file's Slurm pools make the Slurm executor (the policy service reads it again).
+        slurm = slurm_pools(load_policy(config.policy_file) if config.policy_file else None)
         backends = build_backends(ExecutorSettings(
             state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
-            local_gpu_ids=host_gpu_ids(), docker=docker))
+            local_gpu_ids=host_gpu_ids(), docker=docker,
+            slurm=slurm_config(slurm, instance=instance_id(data_dir),
+                               tls_ca_pem=config.tls_cert.read_bytes() if config.tls_cert
+                               else b"", grace_s=config.tracker.cancel_grace)))
         self.executors: dict[str, Executor] = {k: b.executor for k, b in backends.items()}
+        self.slurm_capacity: SlurmCapacity | None = None
+        if slurm:
+            self.slurm_capacity = self._read_slurm_capacity(slurm)
         # Without a policy file each kind runs in the pool of its name.
         self.pools: dict[str, PoolCapacity] = {k: b.default_pool for k, b in backends.items()}
-        self.policy = PolicyService(config.policy_file, self.executors, access_store,
-                                    self.pools, config.tracker.max_concurrent)
+        self.policy = PolicyService(
+            config.policy_file, self.executors, access_store, self.pools,
+            config.tracker.max_concurrent,
+            complete=self.slurm_capacity.complete if self.slurm_capacity else None)
         tracker_config = config.tracker
         declared = self.policy.declared
         if declared is not None:
@@ -102,6 +117,21 @@ class TrainyardServer:
         self.datasets = self.services.datasets
         self.grpc = GrpcServer(self.services, config.grpc_workers)
         self.port = 0
+
+    def _read_slurm_capacity(self, pools: dict[str, SlurmPool]) -> SlurmCapacity:
+        """The Slurm pools' capacity from their controllers; a server whose controller does
+        not answer does not start (a sentence naming the pool)."""
+        executor = self.executors[JobKind.SLURM]
+        assert isinstance(executor, SlurmExecutor)
+        capacity = SlurmCapacity(executor, pools)
+        try:
+            capacity.read()
+        except SlurmError as exc:
+            for started in self.executors.values():
+                started.close()
+            self.db.close()
+            raise RuntimeError(str(exc)) from None
+        return capacity
 
     def _services(self, config: ServerConfig, metrics: MetricStore, model_store: ModelStore,
                   dataset_store: DatasetStore) -> Services:
@@ -150,11 +180,23 @@ class TrainyardServer:
         self.port = self.grpc.bind(address, self._tls())
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
+        self._serve_slurm_jobs()
         self.tracker.start()
         self.grpc.start()
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
+
+    def _serve_slurm_jobs(self) -> None:
+        """Tell the Slurm executor where its jobs reach this server, and keep its pools'
+        capacity as the controllers declare it."""
+        executor = self.executors.get(JobKind.SLURM)
+        if isinstance(executor, SlurmExecutor):
+            host = "127.0.0.1" if self.config.host in ("0.0.0.0", "::", "") else \
+                self.config.host
+            executor.reach_service_at(f"{host}:{self.port}")
+        if self.slurm_capacity is not None:
+            self.slurm_capacity.refresh_every(REFRESH_S, self.policy.recomplete)
 
     def _exposure(self) -> str | None:
         """Why binding this address would be unsafe, or None."""
@@ -194,6 +236,8 @@ class TrainyardServer:
                 "policy not reloaded; the one in force stays")
 
     def stop(self, grace: float = 2.0) -> None:
+        if self.slurm_capacity is not None:
+            self.slurm_capacity.close()
         self.grpc.stop(grace)
         self.tracker.stop()
         for executor in self.executors.values():

@@ -87,20 +87,25 @@ class PolicyService:
 
     def __init__(self, path: Path | None, executors: Collection[str], store: AccessStore,
                  pools: Mapping[str, PoolCapacity], max_running: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 complete: Callable[[Policy], Policy] | None = None) -> None:
         self.path = path
         self.executors = frozenset(executors)
         self.store = store
         self.pools = pools  # without a file: the pools of FIFO's queues
         self.max_running = max_running
         self.clock = clock
+        # What the file leaves to the pools' engines to say (a Slurm pool's capacity).
+        self.complete = complete or (lambda policy: policy)
+        self._file: Policy | None = None  # the file as read, before `complete`
         self._lock = threading.Lock()
         self._declared: Policy | None = None
         self._read: _Read | None = None
         self._generation = 0  # counts changes made here, so a read in flight is not kept
         self.loaded_at = time.time()
         if path is not None:
-            self._declared = self._load(path)
+            self._file = self._load(path)
+            self._declared = self.complete(self._file)
 
     @property
     def declared(self) -> Policy | None:
@@ -111,13 +116,23 @@ class PolicyService:
         """Read the file again; on any problem keep the policy in force and raise."""
         if self.path is None:
             return None
-        fresh = self._load(self.path)
+        read = self._load(self.path)
+        fresh = self.complete(read)
         with self._lock:
-            self._declared = fresh
+            self._file, self._declared = read, fresh
             self.loaded_at = time.time()
         log.info("policy reloaded from %s: %d queues, %d pools, %d teams", self.path,
                  len(fresh.queues), len(fresh.pools), len(fresh.teams))
         return fresh
+
+    def recomplete(self) -> None:
+        """What `complete` fills in changed (a pool's engine declares other capacity): the
+        file as last read, completed again, is the policy from the next pass on."""
+        with self._lock:
+            if self._file is None:
+                return
+            self._declared = self.complete(self._file)
+        log.info("pool capacity read again from the engines")
 
     def changed(self) -> None:
         """The store's queue rules or teams changed: the next look reads them again."""

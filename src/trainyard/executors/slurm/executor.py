@@ -73,6 +73,11 @@ class SlurmExecutor:
         self._adopted: set[str] = set()  # handles a restarted service asked after
         self._absent: tuple[float, dict[str, Observation]] = (float("-inf"), {})
         self._started_at = clock()  # an adopt's first look is taken after this
+        self._service_address = config.service_address
+
+    def reach_service_at(self, address: str) -> None:
+        """Where jobs reach the service, once it is bound (its port may be chosen then)."""
+        self._service_address = address
 
     @property
     def calls(self) -> int:
@@ -124,7 +129,7 @@ class SlurmExecutor:
         config = self.config
         if not config.agent:
             return None
-        address = pool.service_address or config.service_address
+        address = pool.service_address or self._service_address
         if not address:
             raise LaunchError("the Slurm pool has no service_address for its jobs to reach "
                               "this service at")
