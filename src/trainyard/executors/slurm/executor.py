@@ -19,7 +19,7 @@ from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Ph
 from trainyard.executors.runtime_bundle import runtime_bundle
 from trainyard.executors.slurm.commands import ControllerAway, SlurmCommands, SlurmError
 from trainyard.executors.slurm.environment import command_env, job_env
-from trainyard.executors.slurm.jobs import SlurmJob, observe
+from trainyard.executors.slurm.jobs import SlurmJob, killed_by_signal, observe
 from trainyard.executors.slurm.reconcile import Reconciler, Snapshot
 from trainyard.executors.slurm.script import (
     Agent,
@@ -49,6 +49,9 @@ class SlurmConfig:
     grace_s: float = 10.0  # a stopped job's time to checkpoint, unless a pool says
     reconcile_interval_s: float = 0.5
     command_timeout_s: float = 30.0
+    # A job killed by a signal may have lost its node: the controller is given this long to
+    # mark a node of its allocation down (a lost attempt) before the kill counts as its end.
+    node_verdict_s: float = 20.0
     # A job submitted this recently may not be in the controller's answer yet.
     recent_s: float = 30.0
 
@@ -71,6 +74,7 @@ class SlurmExecutor:
         self._cancelled: set[str] = set()  # handles Trainyard asked Slurm to cancel
         self._timers: dict[str, threading.Timer] = {}
         self._adopted: set[str] = set()  # handles a restarted service asked after
+        self._killed: dict[str, float] = {}  # handle -> when first seen killed by a signal
         self._absent: tuple[float, dict[str, Observation]] = (float("-inf"), {})
         self._started_at = clock()  # an adopt's first look is taken after this
         self._service_address = config.service_address
@@ -185,6 +189,11 @@ class SlurmExecutor:
         if job is not None:
             with self._lock:
                 self._ids[handle] = job.job_id
+                killed = self._killed.setdefault(handle, self.clock()) \
+                    if killed_by_signal(job) else None
+            if killed is not None and not set(job.nodes) & snap.failed_nodes and \
+                    self.clock() - killed < self.config.node_verdict_s:
+                return Observation(Phase.RUNNING)  # not yet: its node may be failing
             return observe(job, cancelled_by_us=handle in self._cancelled,
                            failed_nodes=snap.failed_nodes)
         launched = self._launched.get(handle)
@@ -288,6 +297,7 @@ class SlurmExecutor:
             self._ids.pop(handle, None)
             self._cancelled.discard(handle)
             self._adopted.discard(handle)
+            self._killed.pop(handle, None)
 
     def sweep(self, active: set[str]) -> list[str]:
         snap = self.reconciler.snapshot(fresher_than=self._started_at)

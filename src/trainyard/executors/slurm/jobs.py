@@ -77,6 +77,12 @@ def expand_hosts(hostlist: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def killed_by_signal(job: SlurmJob) -> bool:
+    """Failed by a signal: what a task shows when its node dies under it, before the
+    controller has marked the node down."""
+    return job.state == "FAILED" and (job.exit_code or 0) > 128
+
+
 def observe(job: SlurmJob, *, cancelled_by_us: bool, failed_nodes: Collection[str] = ()
             ) -> Observation:
     """What the job's state means for its attempt."""
@@ -88,6 +94,8 @@ def observe(job: SlurmJob, *, cancelled_by_us: bool, failed_nodes: Collection[st
     code = job.exit_code if job.exit_code is not None else 1
     if state == "COMPLETED":
         return Observation(Phase.EXITED, 0)
+    if state == "FAILED" and killed_by_signal(job) and set(job.nodes) & set(failed_nodes):
+        return Observation(Phase.LOST, message=_node_failure(job, failed_nodes), retry=True)
     if state == "FAILED":
         return Observation(Phase.EXITED, code, describe_exit(code) if code else
                            f"failed: {job.reason}")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from trainyard.executors.slurm.commands import SlurmCommands, SlurmError
-from trainyard.executors.slurm.jobs import SlurmJob, ours, parse_jobs
+from trainyard.executors.slurm.jobs import SlurmJob, killed_by_signal, ours, parse_jobs
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,8 @@ class Reconciler:
                             failed_nodes=self._snapshot.failed_nodes)
         jobs = ours(parse_jobs(text), self.comment)
         failed: frozenset[str] = frozenset()
-        if any(job.state in ("NODE_FAIL", "BOOT_FAIL") for job in jobs.values()):
+        if any(job.state in ("NODE_FAIL", "BOOT_FAIL") or killed_by_signal(job)
+               for job in jobs.values()):
             try:
                 out = self.commands.run(["sinfo", "--noheader", "--Node",
                                          f"--states={_FAILED_STATES}", "--format=%N"])
