@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv torch demo demo-docker test proto lint bench bench-peers-setup bench-submit bench-launch \
+.PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup bench-submit bench-launch \
 	bench-scheduler bench-policies clean
 
 venv: $(STAMP)
@@ -25,6 +25,9 @@ demo: $(STAMP)
 
 demo-docker: $(STAMP)
 	$(PY) examples/demo.py --docker
+
+demo-slurm: $(STAMP)
+	$(PY) examples/demo.py --slurm
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q

@@ -5,11 +5,16 @@ and show the lineage of the best model, promoted to `digits-mlp@production`.
 Run from the repository root: `make demo` (or `.venv/bin/python examples/demo.py`).
 With `--docker` the same sweep runs as containers of an image built from examples/Dockerfile
 (the base image is made first if the engine lacks it); that needs a running Docker engine.
+With `--slurm` (`make demo-slurm`) it runs on a two-node Slurm cluster started here for the
+demo (trainyard.testbed.slurm_cluster), through a policy file with one Slurm pool whose jobs
+pull the dataset and push their metrics, logs and model through the job runtime; that needs
+slurm-wlm and munge.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -45,6 +50,7 @@ from trainyard.cli.output import styled_state
 from trainyard.cli.plot import chart_table, curves
 from trainyard.cli.runs import chart_width, render_comparison, run_labels
 from trainyard.client import Client, JobStatus, Resources, TrainSpec, TrainyardError
+from trainyard.testbed import slurm_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO / ".trainyard-demo"
@@ -60,6 +66,9 @@ MODEL_NAME = "digits-mlp"  # every run's weights become a version of this one mo
 # however little they ask (at 0.5 CPU, 4 would fit a 2-CPU pool, but each would only run at
 # half speed). So 1 CPU each, as the local jobs get by default, or half of a 1-CPU host.
 CONTAINER_RESOURCES = Resources(cpus=min(1.0, (os.cpu_count() or 1) / MAX_CONCURRENT))
+# With --slurm: two nodes of 2 CPUs each; a job asks for 1 CPU, as local jobs get by default.
+SLURM_NODE_CPUS = 2
+SLURM_POOL = "cluster"
 SERVER_START_TIMEOUT = 30.0
 SWEEP_TIMEOUT = 300.0
 CANCEL_TIMEOUT = 20.0
@@ -75,15 +84,17 @@ class DemoError(Exception):
 
 # --- the server ------------------------------------------------------------------------------
 
-def start_server(demo_dir: Path, docker: bool) -> subprocess.Popen[bytes]:
+def start_server(demo_dir: Path, docker: bool, extra_args: list[str] | None = None,
+                 extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     # Its own session: Ctrl-C reaches only the demo, which then shuts things down in order.
     with (demo_dir / "server.log").open("wb") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
              "--port-file", str(demo_dir / "port"), "--data-dir", str(demo_dir),
-             "--max-concurrent", str(MAX_CONCURRENT), *(["--docker"] if docker else [])],
+             "--max-concurrent", str(MAX_CONCURRENT), *(["--docker"] if docker else []),
+             *(extra_args or [])],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            env={**os.environ, **(extra_env or {})}, start_new_session=True,
         )
 
 
@@ -162,6 +173,53 @@ def prepare_images() -> None:
     console.print(f"base image {base.tag}{' (cached)' if base.cached else ''}", highlight=False)
     console.print(f"built {trainer.tag} ({trainer.image_id[7:19]}) from examples/Dockerfile",
                   highlight=False)
+
+
+# --- a Slurm cluster (--slurm) -------------------------------------------------------------
+
+def check_slurm() -> None:
+    if slurm_cluster.available() is not None:
+        raise DemoError("--slurm needs slurm-wlm and munge: apt-get install slurm-wlm munge")
+
+
+def slurm_policy(cluster: slurm_cluster.SlurmCluster, cache_root: Path) -> str:
+    """One Slurm pool on the cluster's partition (capacity read from the controller), jobs
+    pulling their files through the job runtime, each node its own cache directory."""
+    return f"""\
+max_running = {MAX_CONCURRENT}
+
+[pools.{SLURM_POOL}]
+executor = "slurm"
+partition = "{cluster.partition}"
+staging = "pull"
+cache_dir = "{cache_root}/{{node}}"
+python = "{sys.executable}"  # the nodes are this machine: its Python has grpcio
+spread = true
+
+[queues.default]
+pools = ["{SLURM_POOL}"]
+"""
+
+
+@contextmanager
+def slurm_backend(demo_dir: Path) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """A two-node cluster in demo_dir/slurm and a policy file with a pool on it; yields the
+    server's extra arguments and environment. The cluster stops however the block ends."""
+    root = demo_dir / "slurm"
+    with contextlib.ExitStack() as stack:
+        with console.status("starting a two-node Slurm cluster (munged, slurmctld, 2 slurmd)"):
+            try:
+                cluster = stack.enter_context(slurm_cluster.cluster(
+                    root, slurm_cluster.two_nodes(cpus=SLURM_NODE_CPUS)))
+            except (RuntimeError, subprocess.SubprocessError) as exc:
+                raise DemoError(f"the Slurm cluster did not start: {exc}; its logs are in "
+                                f"{root}") from None
+        console.print(f"Slurm cluster: nodes {', '.join(cluster.node_names)}, partition "
+                      f"{cluster.partition} (state and logs in {root.relative_to(REPO)}/)",
+                      highlight=False)
+        policy = demo_dir / "policy.toml"
+        policy.write_text(slurm_policy(cluster, root / "nodes"))
+        yield ["--policy", str(policy)], cluster.env
 
 
 # --- dataset and sweep -----------------------------------------------------------------------
@@ -361,25 +419,29 @@ def run_demo(client: Client, docker: bool) -> bool:
 
 
 @contextmanager
-def demo_server(docker: bool) -> Iterator[Client]:
-    """A fresh server on a free port, stopped (with its jobs) however the block ends."""
+def demo_server(docker: bool, slurm: bool = False) -> Iterator[Client]:
+    """A fresh server on a free port, stopped (with its jobs) however the block ends; with
+    `slurm`, its jobs run on a Slurm cluster started first and stopped last."""
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     DEMO_DIR.mkdir()
-    server = start_server(DEMO_DIR, docker)
-    client: Client | None = None
-    try:
-        port = wait_for_port(server, DEMO_DIR)
-        console.print(f"trainyard server on 127.0.0.1:{port} "
-                      f"(data and logs in {DEMO_DIR.relative_to(REPO)}/)")
-        client = Client(f"127.0.0.1:{port}")
-        yield client
-    finally:
-        # A second Ctrl-C must not leave the server or a job behind.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if client is not None:
-            cancel_unfinished(client)
-            client.close()
-        stop_server(server)
+    with contextlib.ExitStack() as backend:
+        extra_args, extra_env = (backend.enter_context(slurm_backend(DEMO_DIR)) if slurm
+                                 else ([], {}))
+        server = start_server(DEMO_DIR, docker, extra_args, extra_env)
+        client: Client | None = None
+        try:
+            port = wait_for_port(server, DEMO_DIR)
+            console.print(f"trainyard server on 127.0.0.1:{port} "
+                          f"(data and logs in {DEMO_DIR.relative_to(REPO)}/)")
+            client = Client(f"127.0.0.1:{port}")
+            yield client
+        finally:
+            # A second Ctrl-C must not leave the server, a job or the cluster behind.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if client is not None:
+                cancel_unfinished(client)
+                client.close()
+            stop_server(server)
 
 
 def on_sigterm(_signum: int, _frame: FrameType | None) -> None:
@@ -390,11 +452,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Start a Trainyard server, run a learning-rate sweep on the digits "
         "dataset and compare the runs.")
-    parser.add_argument(
+    backend = parser.add_mutually_exclusive_group()
+    backend.add_argument(
         "--docker", action="store_true",
         help="run the jobs as containers of the image trainyard/demo-trainer, built from "
         "examples/Dockerfile (the base image first if missing), instead of local processes; "
         "needs a running Docker engine")
+    backend.add_argument(
+        "--slurm", action="store_true",
+        help="start a two-node Slurm cluster here and run the jobs on it through a Slurm "
+        "pool (the job runtime pulls the dataset and pushes metrics, logs and the model); "
+        "needs slurm-wlm and munge")
     return parser.parse_args(argv)
 
 
@@ -405,7 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.docker:
             prepare_images()
-        with demo_server(args.docker) as client:
+        if args.slurm:
+            check_slurm()
+        with demo_server(args.docker, args.slurm) as client:
             ok = run_demo(client, args.docker)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: stopped the jobs and the server")
