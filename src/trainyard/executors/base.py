@@ -103,6 +103,11 @@ class LaunchError(Exception):
     """The executor could not start the job; the message is shown to the user."""
 
 
+class EngineAway(LaunchError):
+    """The executor's engine did not answer: nothing was created, and the launch is tried
+    again once it answers (the job stays LAUNCHING; its poll then finds nothing)."""
+
+
 class Executor(Protocol):
     name: str
     # True: its jobs run on other machines and reach this service's files only through the

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.states import JobState
-from trainyard.executors.base import Executor, LaunchError
+from trainyard.executors.base import EngineAway, Executor, LaunchError
 from trainyard.executors.registry import executor_for
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord
@@ -58,10 +58,14 @@ class Launcher:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def start(self, job: JobRecord) -> bool:
-        """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED."""
+        """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED (but
+        LAUNCHING still while its engine does not answer)."""
         try:
             executor = executor_for(self.executors_by_kind, job.kind)
             image_id = executor.launch(self.requests.build(job, remote=executor.remote))
+        except EngineAway as exc:  # nothing was created: a later poll finds nothing, relaunch
+            log.warning("job %s waits for its engine to launch it: %s", job.id, exc)
+            return False
         except (LaunchError, OSError, TrainyardError) as exc:
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import SlurmPool
-from trainyard.executors.base import LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.base import EngineAway, LaunchError, LaunchRequest, Observation, Phase
 from trainyard.executors.runtime_bundle import runtime_bundle
 from trainyard.executors.slurm.commands import ControllerAway, SlurmCommands, SlurmError
 from trainyard.executors.slurm.environment import command_env, job_env
@@ -152,7 +152,7 @@ class SlurmExecutor:
         pool = self.pool_of(request)
         snap = self.reconciler.snapshot()
         if snap.away is not None:
-            raise LaunchError(AWAY.format(snap.away))
+            raise EngineAway(AWAY.format(snap.away))
         if request.handle in snap.jobs or request.handle in self._ids:
             raise LaunchError(f"a Slurm job named {request.handle} already exists")
         script = self.script_for(request)
@@ -161,6 +161,8 @@ class SlurmExecutor:
         env = job_env(request, pool, self.commands.env)
         try:
             out = self.commands.run(["sbatch", "--parsable"], stdin=script, env=env)
+        except ControllerAway as exc:
+            raise EngineAway(AWAY.format(exc)) from exc
         except SlurmError as exc:
             raise LaunchError(f"sbatch refused the job: {exc}") from exc
         job_id = out.strip().split(";")[0]
