@@ -163,7 +163,10 @@ def main() -> int:
         dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
                                 timeout=COLLECTIVE_TIMEOUT)
     try:
-        return train(config, rank, world, distributed)
+        code = train(config, rank, world, distributed)
+        if distributed:
+            dist.barrier()  # no rank tears the group down while another still uses it
+        return code
     finally:
         if distributed:
             dist.destroy_process_group()

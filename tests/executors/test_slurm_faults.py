@@ -20,7 +20,9 @@ def test_a_controller_away_and_back_keeps_the_job(slurm_cluster: SlurmCluster,
     try:
         slurm.launch(job)
         wait_for(lambda: slurm.poll(job.handle), running)
-        time.sleep(4)  # slurmctld saves its job state every few seconds; a crash keeps that
+        # slurmctld saves its job state every few seconds; a SIGKILL keeps what it saved, and
+        # one before the save of the job's start would forget that it started.
+        time.sleep(6)
         slurm_cluster.kill_controller()
         try:
             time.sleep(0.6)  # past the reconcile interval
