@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker test proto lint bench bench-peers-setup bench-submit bench-launch \
-	bench-scheduler bench-policies clean
+	bench-scheduler bench-policies bench-slurm clean
 
 venv: $(STAMP)
 
@@ -61,6 +61,9 @@ bench-submit: $(STAMP)
 
 bench-launch: $(STAMP)
 	$(PY) bench/launch.py
+
+bench-slurm: $(STAMP)
+	$(PY) bench/slurm.py
 
 bench-scheduler: $(STAMP)
 	$(PY) bench/scheduler.py
