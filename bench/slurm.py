@@ -434,7 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _slurm_version() -> str | None:
     try:
-        done = subprocess.run(["sbatch", "--version"], capture_output=True, text=True,
+        done = subprocess.run(["slurmd", "-V"], capture_output=True, text=True,
                               timeout=10, check=False)
     except OSError:
         return None
