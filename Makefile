@@ -2,8 +2,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup bench-submit bench-launch \
-	bench-scheduler bench-policies clean
+.PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
+	bench-submit bench-launch bench-scheduler bench-policies bench-slurm clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,9 @@ bench-submit: $(STAMP)
 
 bench-launch: $(STAMP)
 	$(PY) bench/launch.py
+
+bench-slurm: $(STAMP)
+	$(PY) bench/slurm.py
 
 bench-scheduler: $(STAMP)
 	$(PY) bench/scheduler.py
