@@ -43,10 +43,15 @@ def test_outside_slurm_the_executors_variables_stand() -> None:
     assert worker_vars({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h"}, "both") == {}
 
 
-def test_a_single_task_without_the_scripts_variables_talks_to_itself() -> None:
-    env = worker_vars({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "both")
+def test_a_single_task_is_no_group_and_gets_none_of_the_variables() -> None:
+    assert worker_vars({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, "both") == {}
+
+
+def test_a_task_without_the_scripts_variables_talks_to_its_own_host() -> None:
+    env = worker_vars({"SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, "both")
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "29500")
-    assert json.loads(env["TF_CONFIG"])["cluster"]["worker"] == ["127.0.0.1:29501"]
+    assert json.loads(env["TF_CONFIG"])["cluster"]["worker"] == ["127.0.0.1:29501",
+                                                                 "127.0.0.1:29502"]
 
 
 def test_hosts_for_another_number_of_tasks_are_refused() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,21 @@ def test_shared_staging_brings_the_output_metrics_and_model(
         assert (paths.model_dir / "w").read_text() == "weights\n"
         assert srv.service.status(ROOT, job_id).latest_metrics["rows"] == (2.0, 1)
         assert "model shared version 1" in srv.jobs.get(job_id).message
+
+
+def test_a_job_slurm_holds_pending_is_launching_until_it_runs_on_a_node(
+        tmp_path: Path, slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Work from outside Trainyard fills both nodes, so Slurm queues the job it is handed.
+    outside = slurm_cluster.command(["sbatch", "--parsable", "--ntasks=2", "--cpus-per-task=2",
+                                     "--output=/dev/null", "--wrap", "sleep 6"]).strip()
+    try:
+        with slurm_server(tmp_path, slurm_cluster, monkeypatch) as srv:
+            job_id, _ = srv.service.train(ROOT, JobSpec(name="queued", command="true"))
+            wait_state(srv, job_id, {JobState.LAUNCHING})
+            time.sleep(2)  # Slurm has it, pending behind the outside job
+            assert srv.jobs.get(job_id).state is JobState.LAUNCHING
+            assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED
+            reasons = {e.to_state: e.reason for e in srv.jobs.events(job_id)}
+            assert reasons[JobState.RUNNING] == "process is running"  # seen by a poll
+    finally:
+        slurm_cluster.command(["scancel", outside.split(";")[0]])

@@ -113,6 +113,9 @@ class Executor(Protocol):
     # True: its jobs run on other machines and reach this service's files only through the
     # job runtime (trainyard.v1.JobRuntime), so each attempt gets a job token.
     remote: bool
+    # True: a launch that returns has started the job. False: the engine only accepted it,
+    # and runs it when its own scheduler finds room (Slurm); a poll then says RUNNING.
+    started_by_launch: bool
 
     def handle_for(self, job_id: str, attempt: int) -> str:
         """A deterministic name, so a restarted service can find what it launched."""

@@ -81,6 +81,7 @@ class DockerConfig:
 class DockerExecutor:
     name = "docker"
     remote = False  # its jobs see this host's files
+    started_by_launch = True
 
     def __init__(self, config: DockerConfig) -> None:
         self.config = config

@@ -49,6 +49,7 @@ INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 class LocalExecutor:
     name = "local"
     remote = False  # its jobs see this host's files
+    started_by_launch = True
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir

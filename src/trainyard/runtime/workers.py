@@ -14,11 +14,14 @@ def worker_vars(env: Mapping[str, str], framework: str) -> dict[str, str]:
     LOCAL_RANK from SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID; MASTER_ADDR and
     MASTER_PORT from TRAINYARD_MASTER_ADDR and TRAINYARD_MASTER_PORT; TF_CONFIG lists
     TRAINYARD_WORKER_HOSTS (one host per rank), rank i listening on MASTER_PORT + 1 + i.
-    Outside Slurm nothing is changed (an empty dict): what the executor set stands."""
+    Outside Slurm nothing is changed (an empty dict): what the executor set stands; a step of
+    one task is no group, and gets none of them, as a single-worker job anywhere."""
     if "SLURM_PROCID" not in env:
         return {}
     rank = _int(env, "SLURM_PROCID", 0)
     world = _int(env, "SLURM_NTASKS", 1)
+    if world == 1:
+        return {}
     local_rank = _int(env, "SLURM_LOCALID", 0)
     hosts = [host for host in env.get("TRAINYARD_WORKER_HOSTS", "").split(",") if host]
     master_addr = env.get("TRAINYARD_MASTER_ADDR") or (hosts[0] if hosts else LOOPBACK)

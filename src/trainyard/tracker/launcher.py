@@ -58,8 +58,9 @@ class Launcher:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def start(self, job: JobRecord) -> bool:
-        """Create the process of a LAUNCHING job; RUNNING if that worked, else FAILED (but
-        LAUNCHING still while its engine does not answer)."""
+        """Create the process of a LAUNCHING job; RUNNING if that worked (LAUNCHING until a
+        poll sees it run, where its engine starts it later), else FAILED (but LAUNCHING
+        still while its engine does not answer)."""
         try:
             executor = executor_for(self.executors_by_kind, job.kind)
             image_id = executor.launch(self.requests.build(job, remote=executor.remote))
@@ -73,7 +74,8 @@ class Launcher:
             return False
         if image_id:  # the run records what ran: the image's id, not its movable tag
             self.jobs.set_image_id(job.id, job.attempt, image_id)
-        self.jobs.mark_running(job.id, reason="process started", now=self.clock())
+        if executor.started_by_launch:  # else its engine's start is seen by a poll
+            self.jobs.mark_running(job.id, reason="process started", now=self.clock())
         return True
 
     def _start_beside(self, job: JobRecord) -> None:

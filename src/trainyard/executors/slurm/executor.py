@@ -59,6 +59,7 @@ class SlurmConfig:
 class SlurmExecutor:
     name = JobKind.SLURM
     remote = True
+    started_by_launch = False  # sbatch queues it; the reconcile sees it start on a node
 
     def __init__(self, config: SlurmConfig, clock: Callable[[], float] = time.monotonic
                  ) -> None:

@@ -146,6 +146,7 @@ def batch_script(spec: ScriptSpec, pool: SlurmPool) -> str:
     lines += ship(spec.runtime, _PYZ_VAR)
     if spec.agent is not None and spec.agent.tls_ca is not None:
         lines += ship(spec.agent.tls_ca, _CA_VAR)
-    lines += addresses(pool.python)
+    if spec.workers > 1:  # one worker is no group: it needs no addresses
+        lines += addresses(pool.python)
     lines.append(f"exec srun --kill-on-bad-exit=1 {task_argv(spec, pool)}")
     return "\n".join([*lines, ""])
