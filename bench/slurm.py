@@ -12,8 +12,9 @@ Figures, each from stamps the jobs write themselves (`date +%s.%N > file` on thi
      transition is reported beside it);
   2. N trivial jobs end to end (submit all, then poll until none is unfinished): jobs/s;
   3. controller calls per job over (2): the Slurm executor's `calls` counter / jobs;
-  4. dataset pull: the runtime's PullDataset stream into receive_files (what the agent's
-     staging does), with a job token minted for a RUNNING job, vs `cp -r` of the same files;
+  4. dataset pull, in a process of its own as the agent's: the runtime's PullDataset
+     stream into receive_files (what the agent's staging does), with a job token minted
+     for a RUNNING job, vs `cp -r` of the same files;
   5. metric points accepted per second: batches of 500 lines through the runtime's
      RuntimeClient.push with that token.
 
@@ -247,27 +248,41 @@ def make_dataset(root: Path, files: int, mb: int) -> int:
 
 
 def cp_seconds(src: Path, dest: Path) -> float:
+    os.sync()  # what earlier steps left unwritten is not this copy's to write
     t0 = time.monotonic()
     subprocess.run(["cp", "-r", str(src), str(dest)], check=True, timeout=120)
     os.sync()
     return time.monotonic() - t0
 
 
-def pull_seconds(address: str, token: str, content_hash: str, dest: Path) -> tuple[float, int]:
-    from trainyard.runtime.channel import RuntimeClient
-    from trainyard.runtime.staging import receive_files
-    from trainyard.runtime.wire import PullDatasetRequest
+# The pull runs in a process of its own, as the agent does on a node: in the benchmark's
+# process it would share one interpreter lock with the server that streams to it.
+_PULL = """
+import json, os, sys, time
+from pathlib import Path
+from trainyard.runtime.channel import RuntimeClient
+from trainyard.runtime.staging import receive_files
+from trainyard.runtime.wire import PullDatasetRequest
+address, content_hash, dest = sys.argv[1:4]
+client = RuntimeClient(address, os.environ["TRAINYARD_JOB_TOKEN"], retry_for=10.0)
+Path(dest).mkdir(parents=True)
+t0 = time.monotonic()
+got = client.pull("dataset", PullDatasetRequest(content_hash),
+                  lambda stream: receive_files(stream, Path(dest), read_only=True))
+os.sync()
+print(json.dumps({"seconds": time.monotonic() - t0, "bytes": got.bytes}))
+client.close()
+"""
 
-    client = RuntimeClient(address, token, retry_for=10.0)
-    try:
-        dest.mkdir(parents=True)
-        t0 = time.monotonic()
-        got = client.pull("dataset", PullDatasetRequest(content_hash),
-                          lambda stream: receive_files(stream, dest, read_only=True))
-        os.sync()
-        return time.monotonic() - t0, got.bytes
-    finally:
-        client.close()
+
+def pull_seconds(address: str, token: str, content_hash: str, dest: Path) -> tuple[float, int]:
+    """The runtime's own pull of the version into `dest`, then sync, in a child process."""
+    os.sync()  # the dataset's registration and the holder's staging are not the pull's
+    done = subprocess.run([sys.executable, "-c", _PULL, address, content_hash, str(dest)],
+                          env={**os.environ, "TRAINYARD_JOB_TOKEN": token},
+                          capture_output=True, text=True, timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(got["seconds"]), int(got["bytes"])
 
 
 def metric_points_per_s(address: str, token: str, batches: int, cap_s: float) -> tuple[float, int]:

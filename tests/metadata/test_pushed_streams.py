@@ -81,3 +81,18 @@ def test_a_bad_batch_changes_nothing(pushed: tuple[PushedStreams, str, Path], st
         streams.append(job_id, 1, stream, rank, first, lines)
     assert refused.value.field == field
     assert metrics.read_bytes() == b""
+
+
+def test_an_attempt_has_ended_once_every_rank_reported_its_exit(
+        pushed: tuple[PushedStreams, str, Path]) -> None:
+    streams, job_id, _ = pushed
+    assert streams.reported_exit(job_id, 1, 2) is None
+    streams.exited(job_id, 1, 1, 0)
+    assert streams.reported_exit(job_id, 1, 2) is None  # rank 0 has not said
+    streams.exited(job_id, 1, 0, 3)
+    assert streams.reported_exit(job_id, 1, 2) == 3  # the non-zero one is the attempt's
+    assert streams.reported_exit(job_id, 2, 1) is None  # another attempt knows nothing
+    with pytest.raises(InvalidArgument, match="exit_code"):
+        streams.exited(job_id, 1, 0, 300)
+    with pytest.raises(InvalidArgument, match="rank"):
+        streams.exited(job_id, 1, -1, 0)

@@ -58,7 +58,7 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
     def Push(self, request: pb.PushRequest, context: grpc.ServicerContext) -> pb.PushReply:
         try:
             result = self.runtime.push(current_grant(), request.stream, request.rank,
-                                       request.first_seq, request.lines)
+                                       request.first_seq, request.lines, request.exit_code)
         except SequenceGap as gap:
             # The client resends from here; the number is in the trailers and the sentence.
             context.set_trailing_metadata(((NEXT_SEQ_METADATA, str(gap.next_seq)),))

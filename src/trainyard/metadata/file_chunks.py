@@ -22,7 +22,7 @@ from typing import Any
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument
 from trainyard.metadata.hashing import is_safe_relative, open_stored_file
 
-CHUNK = 256 * 1024  # under gRPC's 4 MiB message limit with room to spare
+CHUNK = 1024 * 1024  # under gRPC's 4 MiB message limit with room to spare
 MAX_FILES = 100_000
 Entry = tuple[str, str, int]  # (relative path, sha256 hex, size)
 

@@ -27,7 +27,8 @@ from trainyard.store.runtime_streams import RuntimeStreamStore, StreamPosition
 METRICS = "metrics"
 LOG = "log"
 HEARTBEAT = "heartbeat"
-STREAMS = (METRICS, LOG, HEARTBEAT)
+EXIT = "exit"
+STREAMS = (METRICS, LOG, HEARTBEAT, EXIT)
 MAX_RANK = 65535
 MAX_LINE_BYTES = 1 << 20
 LOCK_STRIPES = 64  # files share these locks: bounded memory, one writer per file
@@ -53,6 +54,7 @@ class PushedStreams:
         self._locks = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
         self._beats_lock = threading.Lock()
         self._beats: OrderedDict[tuple[str, int], float] = OrderedDict()
+        self._exits: OrderedDict[tuple[str, int], dict[int, int]] = OrderedDict()
 
     def append(self, job_id: str, attempt: int, stream: str, rank: int, first_seq: int,
                lines: Sequence[bytes]) -> int:
@@ -82,6 +84,28 @@ class PushedStreams:
             self._beats.move_to_end((job_id, attempt))
             while len(self._beats) > REMEMBERED_HEARTBEATS:
                 self._beats.popitem(last=False)
+
+    def exited(self, job_id: str, attempt: int, rank: int, exit_code: int) -> None:
+        """A rank's command ended and everything it pushes and uploads is in."""
+        if not 0 <= rank <= MAX_RANK:
+            raise InvalidArgument("rank", f"must be between 0 and {MAX_RANK}")
+        if not 0 <= exit_code <= 255:
+            raise InvalidArgument("exit_code", "must be between 0 and 255")
+        self.heartbeat(job_id, attempt)
+        with self._beats_lock:
+            self._exits.setdefault((job_id, attempt), {})[rank] = exit_code
+            self._exits.move_to_end((job_id, attempt))
+            while len(self._exits) > REMEMBERED_HEARTBEATS:
+                self._exits.popitem(last=False)
+
+    def reported_exit(self, job_id: str, attempt: int, ranks: int) -> int | None:
+        """The attempt's exit code once each of its `ranks` reported its end (the first
+        non-zero one, else 0); None until then."""
+        with self._beats_lock:
+            codes = dict(self._exits.get((job_id, attempt), {}))
+        if any(rank not in codes for rank in range(ranks)):
+            return None
+        return next((codes[r] for r in range(ranks) if codes[r]), 0)
 
     def last_heartbeat(self, job_id: str, attempt: int) -> float | None:
         """When the attempt last showed a sign of life to this service (a heartbeat or a

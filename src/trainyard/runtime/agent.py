@@ -42,6 +42,7 @@ from trainyard.runtime.wire import (
     FileChunk,
     PullCheckpointRequest,
     PullDatasetRequest,
+    PushRequest,
 )
 from trainyard.runtime.workers import worker_vars
 
@@ -261,11 +262,18 @@ class _Agent:
                     reply = self.client.push_files("model", lambda: chunks(self.model))
                 except Exception as exc:
                     self._tell(f"the job succeeded but its model could not be uploaded: {exc}")
-                    self.reporter.finish()
-                    return EXIT_FAILED
-                self._tell(f"model uploaded: {reply.files} files, {reply.bytes} bytes")
+                    code = EXIT_FAILED
+                else:
+                    self._tell(f"model uploaded: {reply.files} files, {reply.bytes} bytes")
         self.reporter.finish()  # raises what made it give up
+        self._report_exit(code)
         return code
+
+    def _report_exit(self, code: int) -> None:
+        """Everything is in: the service may end the attempt now rather than when its engine
+        next says so. Only a shortcut: the engine's word stands if this is lost."""
+        with contextlib.suppress(Exception):  # the engine reports the end anyway
+            self.client.push_once(PushRequest("exit", self.rank, exit_code=code))
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_asked.set()

@@ -75,6 +75,10 @@ class RuntimeClient:
             request, timeout=UNARY_TIMEOUT, metadata=self._metadata))
         return reply
 
+    def push_once(self, request: wire.PushRequest, timeout: float = 2.0) -> None:
+        """One try, briefly: for what is only a shortcut (the exit report)."""
+        self._unary("Push", wire.PushReply)(request, timeout=timeout, metadata=self._metadata)
+
     def pull(self, what: str, request: wire.Message,
              receive: Callable[[Iterator[wire.FileChunk]], T]) -> T:
         """Stream `what` ("dataset" or "checkpoint") into `receive`, which starts again from

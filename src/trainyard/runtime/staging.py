@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from trainyard.runtime.wire import FileChunk
+from trainyard.runtime.writer import BackgroundWriter
 
 _HEX = re.compile(r"^[0-9a-f]{16,128}$")
 PARTIAL = ".partial"
@@ -54,6 +55,7 @@ def receive_files(chunks: Iterator[FileChunk], target: Path, *, read_only: bool)
     seen: set[PurePosixPath] = set()
     current: _Incoming | None = None
     root = target.resolve()
+    writer = BackgroundWriter()
     try:
         for chunk in chunks:
             relative = safe_relative(chunk.path)
@@ -64,7 +66,7 @@ def receive_files(chunks: Iterator[FileChunk], target: Path, *, read_only: bool)
                 if relative in seen:
                     raise StagingError(f"{chunk.path} came twice in the stream")
                 seen.add(relative)
-                current = _Incoming(root, relative, chunk, read_only)
+                current = _Incoming(root, relative, chunk, read_only, writer)
             current.write(chunk)
         if current is not None:
             done.bytes += current.finish()
@@ -73,6 +75,7 @@ def receive_files(chunks: Iterator[FileChunk], target: Path, *, read_only: bool)
     finally:
         if current is not None:
             current.abandon()
+        writer.close()
     if read_only:
         for directory, _, _ in os.walk(root, topdown=False):
             os.chmod(directory, 0o555)
@@ -83,7 +86,7 @@ class _Incoming:
     """One file being received."""
 
     def __init__(self, root: Path, relative: PurePosixPath, first: FileChunk,
-                 read_only: bool) -> None:
+                 read_only: bool, writer: BackgroundWriter) -> None:
         self.relative = relative
         self.path = root.joinpath(*relative.parts)
         if not self.path.resolve().is_relative_to(root):  # a symlinked folder, say
@@ -93,7 +96,8 @@ class _Incoming:
         self.written = 0
         self.digest = hashlib.sha256()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file: IO[bytes] = open(self.path, "xb")  # noqa: SIM115 - closed by finish/abandon
+        self.writer = writer
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
     def write(self, chunk: FileChunk) -> None:
         if chunk.offset != self.written:
@@ -101,14 +105,18 @@ class _Incoming:
                                f"{self.written} bytes had arrived")
         if (chunk.size, chunk.sha256.lower()) != (self.size, self.sha256):
             raise StagingError(f"{self.relative}: its chunks disagree on its size or sha256")
+        offset = self.written
         self.written += len(chunk.data)
         if self.written > self.size:
             raise StagingError(f"{self.relative} is longer than its size, {self.size} bytes")
+        self.writer.write(self.fd, offset, chunk.data)
         self.digest.update(chunk.data)
-        self.file.write(chunk.data)
 
     def finish(self) -> int:
-        self.file.close()
+        try:
+            self.writer.flush()
+        finally:
+            self._close()
         if self.written != self.size:
             raise StagingError(f"{self.relative} ended after {self.written} of its "
                                f"{self.size} bytes")
@@ -120,7 +128,14 @@ class _Incoming:
         return self.written
 
     def abandon(self) -> None:
-        self.file.close()
+        with contextlib.suppress(OSError):
+            self.writer.flush()
+        self._close()
+
+    def _close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def remove_tree(path: Path) -> None:

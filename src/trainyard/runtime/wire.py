@@ -201,11 +201,12 @@ class PushFilesReply(Message):
 @dataclass
 class PushRequest(Message):
     SCHEMA = {"stream": (1, "string"), "rank": (2, "int32"), "first_seq": (3, "int64"),
-              "lines": (4, "repeated bytes")}
+              "lines": (4, "repeated bytes"), "exit_code": (5, "int32")}
     stream: str = ""
     rank: int = 0
     first_seq: int = 0
     lines: list[bytes] = field(default_factory=list)
+    exit_code: int = 0
 
 
 @dataclass

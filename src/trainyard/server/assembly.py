@@ -102,13 +102,15 @@ class TrainyardServer:
         self.access = AccessService(
             access_store, Authenticator(access_store, loopback_only=is_loopback(config.host)),
             policy=self.policy)
+        # What remote jobs push: the tracker learns of their ends from it too.
+        self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace)
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
             executors_by_kind=self.executors, pools=self.pools,
             policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
-            half_life=self.fair_share_half_life,
+            half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
         )
         self.services = self._services(config, metrics, model_store, dataset_store)
         self.service = self.services.jobs  # the job use cases, as tests and tools drive them
@@ -156,7 +158,7 @@ class TrainyardServer:
             policy=self.policy,
             runtime=JobRuntimeService(
                 JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
-                PushedStreams(RuntimeStreamStore(self.db), self.workspace)),
+                self.pushed, on_exit=self.tracker.attempt_reported_exit),
         )
 
     def fair_share_half_life(self) -> float:

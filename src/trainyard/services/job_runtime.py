@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from trainyard.metadata.file_chunks import (
     tree_entries,
 )
 from trainyard.metadata.hashing import read_manifest
-from trainyard.metadata.pushed_streams import HEARTBEAT, PushedStreams, SequenceGap
+from trainyard.metadata.pushed_streams import EXIT, HEARTBEAT, PushedStreams, SequenceGap
 from trainyard.metadata.workspace import AttemptPaths, Workspace
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.records import DatasetRecord
@@ -67,7 +67,9 @@ class PushResult:
 class JobRuntimeService:
     def __init__(self, grants: JobGrants, datasets: DatasetStore, workspace: Workspace,
                  streams: PushedStreams,
-                 heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S) -> None:
+                 heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S,
+                 on_exit: Callable[[], None] = lambda: None) -> None:
+        self.on_exit = on_exit
         self.grants = grants
         self.datasets = datasets
         self.workspace = workspace
@@ -132,11 +134,16 @@ class JobRuntimeService:
         return self._replace(self._paths(grant).model_dir, chunks, "model")
 
     def push(self, grant: JobGrant, stream: str, rank: int, first_seq: int,
-             lines: Sequence[bytes]) -> PushResult:
-        """An ordered batch of metric records or log lines, or a heartbeat; kept exactly
-        once (metadata/pushed_streams.py). Raises SequenceGap for a batch past next_seq."""
+             lines: Sequence[bytes], exit_code: int = 0) -> PushResult:
+        """An ordered batch of metric records or log lines, a heartbeat, or a rank's end;
+        kept exactly once (metadata/pushed_streams.py). Raises SequenceGap for a batch past
+        next_seq."""
         if stream == HEARTBEAT:
             self.streams.heartbeat(grant.job_id, grant.attempt)
+            next_seq = 0
+        elif stream == EXIT:
+            self.streams.exited(grant.job_id, grant.attempt, rank, exit_code)
+            self.on_exit()  # the tracker looks now, not at the engine's next word
             next_seq = 0
         else:
             next_seq = self.streams.append(grant.job_id, grant.attempt, stream, rank,

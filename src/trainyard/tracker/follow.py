@@ -10,7 +10,7 @@ from dataclasses import replace
 from trainyard.domain.errors import StaleState, TrainyardError
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import JobState
-from trainyard.executors.base import Executor, Observation
+from trainyard.executors.base import Executor, Observation, Phase
 from trainyard.executors.registry import executor_for
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
@@ -23,6 +23,10 @@ from trainyard.tracker.settle import LOST_MARK, Settlement, settle
 from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
+
+# What a remote job's runtime reported of an attempt's end, given (job id, attempt, ranks):
+# its exit code once every rank has said, else None.
+ReportedExit = Callable[[str, int, int], int | None]
 
 MAX_TRACKING_FAILURES = 5
 PREEMPTED_WHY = "preempted to return borrowed quota"  # when the job's message says nothing
@@ -42,7 +46,9 @@ class Follower:
     def __init__(self, *, jobs: JobStore, metrics: MetricStore, artifacts: ArtifactCollector,
                  workspace: Workspace, executors_by_kind: Mapping[str, Executor],
                  launcher: Launcher, waiting: WaitingJobs, cancel_grace: float,
-                 clock: Callable[[], float], reconcile_soon: Callable[[], None]) -> None:
+                 clock: Callable[[], float], reconcile_soon: Callable[[], None],
+                 reported_exit: ReportedExit | None = None) -> None:
+        self.reported_exit = reported_exit
         self.jobs = jobs
         self.metrics = metrics
         self.artifacts = artifacts
@@ -83,7 +89,15 @@ class Follower:
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=False)
-        self.apply(job, executor.poll(job.handle))
+        self.apply(job, self._reported(executor, job) or executor.poll(job.handle))
+
+    def _reported(self, executor: Executor, job: JobRecord) -> Observation | None:
+        """A remote attempt whose runtime reported the end of every rank (all it pushes and
+        uploads is in) is over, before its engine says so."""
+        if not executor.remote or self.reported_exit is None:
+            return None
+        code = self.reported_exit(job.id, job.attempt, job.spec.workers)
+        return None if code is None else Observation(Phase.EXITED, exit_code=code)
 
     def apply(self, job: JobRecord, observation: Observation, *,
               recovering: bool = False) -> None:

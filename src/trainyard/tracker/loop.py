@@ -22,7 +22,7 @@ from trainyard.store.metrics import MetricStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker.admission import Admission
 from trainyard.tracker.fair_share import FairShareUsage
-from trainyard.tracker.follow import Follower
+from trainyard.tracker.follow import Follower, ReportedExit
 from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.recovery import Recovery
@@ -53,6 +53,7 @@ class Tracker:
         pools: Mapping[str, PoolCapacity], policy: Policy, workspace: Workspace,
         config: TrackerConfig, clock: Callable[[], float] = time.time,
         usage: UsageStore | None = None, half_life: Callable[[], float] | None = None,
+        reported_exit: ReportedExit | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics = metrics
@@ -79,7 +80,7 @@ class Tracker:
             jobs=jobs, metrics=metrics, artifacts=artifacts, workspace=workspace,
             executors_by_kind=executors_by_kind, launcher=self.launcher, waiting=self.waiting,
             cancel_grace=config.cancel_grace, clock=self.now,
-            reconcile_soon=self._reconcile_soon)
+            reconcile_soon=self._reconcile_soon, reported_exit=reported_exit)
         self.admission = Admission(
             jobs=jobs, waiting=self.waiting, policy=lambda: self.policy, pools=pools,
             executors_by_kind=executors_by_kind, launcher=self.launcher,
@@ -119,6 +120,10 @@ class Tracker:
         self._reconcile_now()
 
     def _job_exited(self, _handle: str) -> None:
+        self._reconcile_now()
+
+    def attempt_reported_exit(self) -> None:
+        """A remote job's runtime says its command ended: follow the active jobs now."""
         self._reconcile_now()
 
     def _reconcile_soon(self) -> None:

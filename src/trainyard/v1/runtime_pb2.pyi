@@ -65,16 +65,18 @@ class PushFilesReply(_message.Message):
     def __init__(self, files: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class PushRequest(_message.Message):
-    __slots__ = ("stream", "rank", "first_seq", "lines")
+    __slots__ = ("stream", "rank", "first_seq", "lines", "exit_code")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LINES_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     stream: str
     rank: int
     first_seq: int
     lines: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, stream: _Optional[str] = ..., rank: _Optional[int] = ..., first_seq: _Optional[int] = ..., lines: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    exit_code: int
+    def __init__(self, stream: _Optional[str] = ..., rank: _Optional[int] = ..., first_seq: _Optional[int] = ..., lines: _Optional[_Iterable[bytes]] = ..., exit_code: _Optional[int] = ...) -> None: ...
 
 class PushReply(_message.Message):
     __slots__ = ("next_seq", "stop_requested")
