@@ -126,3 +126,35 @@ def test_a_pool_whose_controller_cannot_be_reached_stops_the_server_at_start(
     assert "hpc" in out and "controller" in out, out
     assert "listening" not in out.lower(), out
     assert took < 30, took
+
+
+def test_a_restarted_service_adopts_its_running_slurm_job_and_sees_it_through(
+        tmp_path: Path, slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.liveserver import FAST
+    from trainyard.server.assembly import ServerConfig, TrainyardServer
+
+    monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
+    policy = tmp_path / "policy.toml"
+    policy.write_text(slurm_policy(slurm_cluster, tmp_path / "nodes"))
+    # The same port both times: the job's runtime keeps reaching the service where it was.
+    config = ServerConfig(data_dir=tmp_path / "data", port=free_port(), policy_file=policy,
+                          tracker=FAST)
+    first = TrainyardServer(config)
+    first.start()
+    job_id, _ = first.service.train(ROOT, JobSpec(
+        name="outlives", command="echo before; sleep 6; echo after"))
+    log = first.workspace.attempt(job_id, 1).log_path
+    try:
+        wait_state(first, job_id, {JobState.RUNNING})
+        _until(lambda: "before" in log.read_text(), lambda: "the job's first line", timeout=30)
+    finally:
+        first.stop(grace=0)  # as a crash would leave it: the Slurm job runs on
+    second = TrainyardServer(config)
+    second.start()
+    try:
+        assert wait_state(second, job_id, FINAL) is JobState.SUCCEEDED, \
+            second.jobs.get(job_id).message
+        assert second.jobs.get(job_id).attempt == 1  # adopted, not run again
+        assert "after" in log.read_text()  # the runtime's pushes reached the new service
+    finally:
+        second.stop(grace=0)

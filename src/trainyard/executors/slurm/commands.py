@@ -47,7 +47,9 @@ class SlurmCommands:
         except OSError as exc:
             raise SlurmError(f"cannot run {argv[0]}: {exc}") from exc
         if done.returncode != 0:
-            err = " ".join(done.stderr.decode(errors="replace").split())[-400:]
+            # scontrol says some refusals ("Partition x not found") on standard output.
+            said = done.stderr or done.stdout
+            err = " ".join(said.decode(errors="replace").split())[-400:]
             text = err or f"exit code {done.returncode}"
             cls = ControllerAway if any(a in text.lower() for a in _AWAY) else SlurmError
             raise cls(f"{argv[0]} failed: {text}")
