@@ -148,3 +148,21 @@ def test_a_pushed_model_becomes_the_version_the_same_bytes_make_locally(
         (local / rel).write_bytes(data)
     digest, _ = store_tree(local, world.tmp / "local-objects", "model")
     assert status.model.content_hash == digest.digest
+
+
+def test_an_upload_whose_attempt_ended_while_it_arrived_keeps_nothing(
+        world: RuntimeWorld) -> None:
+    job_id, token = world.running_job("late")
+    checkpoint = world.server.workspace.attempt(job_id, 1).checkpoint_dir
+
+    def upload() -> Iterator[rpb.FileChunk]:
+        stream = chunks({"weights.bin": b"w" * 300_000})
+        yield next(stream)  # the call is authenticated; then its attempt ends
+        world.finish("late", job_id)
+        yield from stream
+
+    with pytest.raises(grpc.RpcError) as refused:
+        world.stub.PushCheckpoint(upload(), metadata=bearer(token), timeout=60)
+    assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    assert "ended while its upload arrived" in (refused.value.details() or "")
+    assert not checkpoint.exists() or not any(checkpoint.iterdir())

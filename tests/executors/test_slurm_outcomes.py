@@ -8,14 +8,18 @@ from trainyard.executors.base import Observation, Phase
 from trainyard.executors.slurm.jobs import CANCELLED_OUTSIDE, SlurmJob, observe
 
 
-def job(state: str, code: int | None = None, nodes: tuple[str, ...] = ("n1", "n2")
-        ) -> SlurmJob:
-    return SlurmJob(job_id="7", name="trainyard-j-1", state=state, reason="None",
+def job(state: str, code: int | None = None, nodes: tuple[str, ...] = ("n1", "n2"),
+        reason: str = "None") -> SlurmJob:
+    return SlurmJob(job_id="7", name="trainyard-j-1", state=state, reason=reason,
                     exit_code=code, comment="trainyard:x", nodes=nodes, batch_host=nodes[0])
 
 
 @pytest.mark.parametrize(("seen", "ours", "failed", "expected"), [
     (job("PENDING"), False, (), Observation(Phase.STARTING)),
+    (job("PENDING", reason="Resources"), False, (), Observation(Phase.STARTING)),
+    # Held for good: it fails, naming why, instead of holding its quota forever.
+    (job("PENDING", reason="InvalidAccount"), False, (),
+     Observation(Phase.LOST, message="Slurm will not start it: InvalidAccount")),
     (job("RUNNING"), False, (), Observation(Phase.RUNNING)),
     (job("COMPLETED", 0), False, (), Observation(Phase.EXITED, 0)),
     (job("FAILED", 3), False, (), Observation(Phase.EXITED, 3, "exited with code 3")),

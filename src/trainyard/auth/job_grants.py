@@ -46,3 +46,12 @@ class JobGrants:
                                   "not valid here")
         job_tokens.check(claimed, view.secret_hash, view.job.attempt, view.job.state)
         return JobGrant(view.job)
+
+    def still_current(self, grant: JobGrant) -> None:
+        """Unauthenticated unless the grant's attempt is still the job's running one: for
+        what a long call (an upload) does at its end, after its start was authenticated."""
+        view = self.store.lookup(grant.job_id, grant.attempt)
+        job = view.job
+        if job is None or job.attempt != grant.attempt or not job.state.is_active():
+            raise Unauthenticated(f"attempt {grant.name} ended while its upload arrived; "
+                                  "nothing was kept")

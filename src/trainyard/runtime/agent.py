@@ -110,6 +110,7 @@ class _Agent:
         self.failed = threading.Event()  # the reporter gave up
         self.uploaded: tuple[tuple[str, int, int], ...] | None = None  # the last checkpoint
         self.exited = threading.Event()  # the job did: the watcher stops
+        self.forwarded = threading.Event()  # a signal to the agent was passed on to the job
 
     def run(self) -> int:
         from trainyard.runtime.channel import RuntimeClient
@@ -233,7 +234,10 @@ class _Agent:
                 code = self.proc.poll()
             stop = self.stop_asked.is_set() or self.failed.is_set() or code is not None
             if kill_at is None and stop:
-                self._signal(signal.SIGTERM)  # the job's stragglers too, once it exited
+                # Once: a second TERM could land while the job is exiting from the first,
+                # past its handler, and kill it. (A signal to the agent was passed on.)
+                if not self.forwarded.is_set() or code is not None:
+                    self._signal(signal.SIGTERM)  # the job's stragglers too, once it exited
                 kill_at = time.monotonic() + self.options.grace
             elif kill_at is not None and time.monotonic() >= kill_at:
                 self._signal(signal.SIGKILL)
@@ -278,6 +282,7 @@ class _Agent:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_asked.set()
         self._signal(signal.Signals(signum))
+        self.forwarded.set()
 
     def _signal(self, sig: signal.Signals) -> None:
         if self.proc is not None:

@@ -4,6 +4,7 @@ and the gRPC adapter, from one configuration."""
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import replace
 
 import grpc
@@ -194,7 +195,8 @@ class TrainyardServer:
         capacity as the controllers declare it."""
         executor = self.executors.get(JobKind.SLURM)
         if isinstance(executor, SlurmExecutor):
-            host = "127.0.0.1" if self.config.host in ("0.0.0.0", "::", "") else \
+            # Bound to every address: the nodes reach it by this host's name.
+            host = socket.getfqdn() if self.config.host in ("0.0.0.0", "::", "") else \
                 self.config.host
             executor.reach_service_at(f"{host}:{self.port}")
         if self.slurm_capacity is not None:

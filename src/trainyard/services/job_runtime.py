@@ -126,12 +126,12 @@ class JobRuntimeService:
     def push_checkpoint(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
         """Replace the job's checkpoint with the files streamed, once all arrived whole;
         any failed check leaves the one before in place."""
-        return self._replace(self._paths(grant).checkpoint_dir, chunks, "checkpoint")
+        return self._replace(grant, self._paths(grant).checkpoint_dir, chunks, "checkpoint")
 
     def push_model(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
         """The attempt's model files, into its model directory, checked the same way; a
         success of the job then makes them a model version as for a local job."""
-        return self._replace(self._paths(grant).model_dir, chunks, "model")
+        return self._replace(grant, self._paths(grant).model_dir, chunks, "model")
 
     def push(self, grant: JobGrant, stream: str, rank: int, first_seq: int,
              lines: Sequence[bytes], exit_code: int = 0) -> PushResult:
@@ -155,10 +155,14 @@ class JobRuntimeService:
         """When the attempt last showed a sign of life (a heartbeat, a push, its start)."""
         return self.streams.last_heartbeat(job_id, attempt)
 
-    def _replace(self, target: Path, chunks: Iterable[FileChunk], what: str) -> StoredFiles:
+    def _replace(self, grant: JobGrant, target: Path, chunks: Iterable[FileChunk],
+                 what: str) -> StoredFiles:
         received: ReceivedTree = receive_tree(chunks, target, what)
         try:
             with self._lock(target):
+                # A stale attempt's upload (its node failed, the job moved on) must not
+                # replace what a newer attempt keeps there.
+                self.grants.still_current(grant)
                 replace_dir(received.directory, target)
         except BaseException:
             remove_tree(received.directory)

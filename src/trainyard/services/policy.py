@@ -117,8 +117,8 @@ class PolicyService:
         if self.path is None:
             return None
         read = self._load(self.path)
-        fresh = self.complete(read)
-        with self._lock:
+        with self._lock:  # so that a recomplete() meanwhile cannot be undone
+            fresh = self.complete(read)
             self._file, self._declared = read, fresh
             self.loaded_at = time.time()
         log.info("policy reloaded from %s: %d queues, %d pools, %d teams", self.path,

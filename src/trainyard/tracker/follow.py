@@ -93,11 +93,16 @@ class Follower:
 
     def _reported(self, executor: Executor, job: JobRecord) -> Observation | None:
         """A remote attempt whose runtime reported the end of every rank (all it pushes and
-        uploads is in) is over, before its engine says so."""
+        uploads is in) is over, before its engine says so: when it succeeded, or was asked
+        to stop. A failure waits for the engine's word, which may be that a node failed
+        under it (a lost attempt, requeued), not the job's own fault."""
         if not executor.remote or self.reported_exit is None:
             return None
         code = self.reported_exit(job.id, job.attempt, job.spec.workers)
-        return None if code is None else Observation(Phase.EXITED, exit_code=code)
+        if code is None or (code != 0 and not (job.cancel_requested or
+                                               job.preempt_requested)):
+            return None
+        return Observation(Phase.EXITED, exit_code=code)
 
     def apply(self, job: JobRecord, observation: Observation, *,
               recovering: bool = False) -> None:

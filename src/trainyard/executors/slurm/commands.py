@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 
 CALL_TIMEOUT_S = 30.0
 # What the Slurm commands print when slurmctld does not answer (22.05 and later).
+# Failures before anything reached the controller: a command that failed so created nothing.
+_NEVER_REACHED = ("connect failure", "connection refused")
 _AWAY = ("unable to contact slurm controller", "socket timed out", "connection refused",
          "communication connection failure", "slurm_load_jobs error: unable to contact",
          "zero bytes were transmitted or received")
@@ -54,3 +56,10 @@ class SlurmCommands:
             cls = ControllerAway if any(a in text.lower() for a in _AWAY) else SlurmError
             raise cls(f"{argv[0]} failed: {text}")
         return done.stdout.decode(errors="replace")
+
+
+def never_reached(exc: ControllerAway) -> bool:
+    """Whether the command failed before the controller got its request (it could not
+    connect), rather than after (it timed out waiting for the answer)."""
+    text = str(exc).lower()
+    return any(mark in text for mark in _NEVER_REACHED)

@@ -17,7 +17,12 @@ from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import SlurmPool
 from trainyard.executors.base import EngineAway, LaunchError, LaunchRequest, Observation, Phase
 from trainyard.executors.runtime_bundle import runtime_bundle
-from trainyard.executors.slurm.commands import ControllerAway, SlurmCommands, SlurmError
+from trainyard.executors.slurm.commands import (
+    ControllerAway,
+    SlurmCommands,
+    SlurmError,
+    never_reached,
+)
 from trainyard.executors.slurm.environment import command_env, job_env
 from trainyard.executors.slurm.jobs import SlurmJob, killed_by_signal, observe
 from trainyard.executors.slurm.reconcile import Reconciler, Snapshot
@@ -52,6 +57,9 @@ class SlurmConfig:
     # A job killed by a signal may have lost its node: the controller is given this long to
     # mark a node of its allocation down (a lost attempt) before the kill counts as its end.
     node_verdict_s: float = 20.0
+    # How long a Slurm job may outlive the end of its attempt in Trainyard before it is
+    # cancelled (the runtime reported the end; srun should follow within moments).
+    linger_s: float = 30.0
     # A job submitted this recently may not be in the controller's answer yet.
     recent_s: float = 30.0
 
@@ -151,7 +159,10 @@ class SlurmExecutor:
         if request.image:
             raise LaunchError("the Slurm executor runs commands, not container images")
         pool = self.pool_of(request)
-        snap = self.reconciler.snapshot()
+        with self._lock:
+            earlier = self._launched.get(request.handle)
+        # After a submit that may have gone through, only a look taken since can say it did not.
+        snap = self.reconciler.snapshot(fresher_than=earlier)
         if snap.away is not None:
             raise EngineAway(AWAY.format(snap.away))
         if request.handle in snap.jobs or request.handle in self._ids:
@@ -160,16 +171,26 @@ class SlurmExecutor:
         if pool.staging == "shared":
             request.files.log.parent.mkdir(parents=True, exist_ok=True)
         env = job_env(request, pool, self.commands.env)
+        submitted = self.clock()
         try:
             out = self.commands.run(["sbatch", "--parsable"], stdin=script, env=env)
         except ControllerAway as exc:
-            raise EngineAway(AWAY.format(exc)) from exc
+            if never_reached(exc):
+                raise EngineAway(AWAY.format(exc)) from exc
+            # It timed out: the controller may hold the job all the same. Watched for by
+            # name, as a launch not yet confirmed, so it is neither lost nor sent twice.
+            log.warning("sbatch of %s did not answer (%s); looking for it by name",
+                        request.handle, exc)
+            with self._lock:
+                self._launched[request.handle] = submitted
+            self.reconciler.watch()
+            return None
         except SlurmError as exc:
             raise LaunchError(f"sbatch refused the job: {exc}") from exc
         job_id = out.strip().split(";")[0]
         with self._lock:
             self._ids[request.handle] = job_id
-            self._launched[request.handle] = self.clock()
+            self._launched[request.handle] = submitted
         self.reconciler.watch()
         return None
 
@@ -203,6 +224,11 @@ class SlurmExecutor:
         if launched is not None and (launched >= snap.taken_at or
                                      self.clock() - launched < self.config.recent_s):
             return Observation(Phase.STARTING)
+        if launched is not None and handle not in self._ids:
+            # An unconfirmed submit that a look long after it does not show: never created.
+            with self._lock:
+                self._launched.pop(handle, None)
+            return Observation(Phase.NOT_FOUND)
         return self._forgotten(snap).get(handle) or Observation(Phase.NOT_FOUND)
 
     def _forgotten(self, snap: Snapshot) -> dict[str, Observation]:
@@ -297,10 +323,31 @@ class SlurmExecutor:
     def release(self, handle: str) -> None:
         with self._lock:
             self._launched.pop(handle, None)
-            self._ids.pop(handle, None)
+            job_id = self._ids.pop(handle, None)
             self._cancelled.discard(handle)
             self._adopted.discard(handle)
             self._killed.pop(handle, None)
+        if job_id is not None:
+            # Final in Trainyard (its runtime reported its end, say): a Slurm job that still
+            # holds its allocation a while later is ended, rather than left to hold it.
+            timer = threading.Timer(self.config.linger_s, self._end_lingering,
+                                    (handle, job_id))
+            timer.daemon = True
+            with self._lock:
+                self._timers[f"linger:{handle}"] = timer
+            timer.start()
+
+    def _end_lingering(self, handle: str, job_id: str) -> None:
+        with self._lock:
+            self._timers.pop(f"linger:{handle}", None)
+        job = self.reconciler.snapshot().jobs.get(handle)
+        if job is None or job.job_id != job_id or job.ended:
+            return
+        log.warning("Slurm job %s (%s) outlived its attempt; cancelling it", job_id, handle)
+        try:
+            self.commands.run(["scancel", job_id])
+        except SlurmError as exc:
+            log.info("cancelling %s: %s", handle, exc)
 
     def sweep(self, active: set[str]) -> list[str]:
         snap = self.reconciler.snapshot(fresher_than=self._started_at)

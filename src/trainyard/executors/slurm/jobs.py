@@ -15,6 +15,12 @@ _HOSTS = re.compile(r"([^,\[]+)(?:\[([^\]]+)\])?,?")
 STARTING = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
                       "RESIZING", "SUSPENDED"})
 RUNNING = frozenset({"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"})
+# Pending reasons under which Slurm will never start the job as it was submitted.
+NEVER_STARTS = frozenset({
+    "BadConstraints", "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "PartitionConfig",
+    "PartitionTimeLimit", "PartitionNodeLimit", "QOSMaxWallDurationPerJobLimit",
+    "DependencyNeverSatisfied",
+})
 CANCELLED_OUTSIDE = "cancelled outside Trainyard (scancel by an administrator)"
 
 
@@ -87,6 +93,8 @@ def observe(job: SlurmJob, *, cancelled_by_us: bool, failed_nodes: Collection[st
             ) -> Observation:
     """What the job's state means for its attempt."""
     state = job.state
+    if state == "PENDING" and job.reason in NEVER_STARTS:
+        return Observation(Phase.LOST, message=f"Slurm will not start it: {job.reason}")
     if state in STARTING:
         return Observation(Phase.STARTING)
     if state in RUNNING:

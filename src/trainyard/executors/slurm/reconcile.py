@@ -24,7 +24,8 @@ _FAILED_STATES = "down,drain,fail,no_respond"
 @dataclass(frozen=True)
 class Snapshot:
     jobs: Mapping[str, SlurmJob]  # this instance's, by name (the handle)
-    taken_at: float  # monotonic time of the look
+    taken_at: float  # monotonic time the look began (jobs submitted after are not in it)
+    done_at: float = float("-inf")  # when it ended: how old what it says is
     away: str | None = None  # why the controller did not answer; `jobs` is the last known
     failed_nodes: frozenset[str] = field(default_factory=frozenset)
 
@@ -51,7 +52,9 @@ class Reconciler:
         changed: list[str] = []
         with self._lock:
             snap = self._snapshot
-            stale = self.clock() - snap.taken_at >= self.interval_s
+            # From the end of the last look: a controller that hangs each call to its timeout
+            # is asked once per interval still, not once per poll waiting on the lock.
+            stale = self.clock() - max(snap.taken_at, snap.done_at) >= self.interval_s
             if stale or (fresher_than is not None and snap.taken_at <= fresher_than):
                 snap = self._look()
                 changed = _changes(self._snapshot, snap)
@@ -68,7 +71,7 @@ class Reconciler:
         try:
             text = self.commands.run(["scontrol", "show", "job", "-o"])
         except SlurmError as exc:
-            return Snapshot(self._snapshot.jobs, now, away=str(exc),
+            return Snapshot(self._snapshot.jobs, now, self.clock(), away=str(exc),
                             failed_nodes=self._snapshot.failed_nodes)
         jobs = ours(parse_jobs(text), self.comment)
         failed: frozenset[str] = frozenset()
@@ -80,7 +83,7 @@ class Reconciler:
                 failed = frozenset(out.split())
             except SlurmError:
                 pass  # the message then names every node of the allocation
-        return Snapshot(jobs, now, failed_nodes=failed)
+        return Snapshot(jobs, now, self.clock(), failed_nodes=failed)
 
     def watch(self) -> None:
         """Start the background watcher (once)."""
