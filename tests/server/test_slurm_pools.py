@@ -49,3 +49,12 @@ def test_a_partition_the_cluster_lacks_is_named(slurm_cluster: SlurmCluster,
                                                 tmp_path: Path) -> None:
     with pytest.raises(SlurmError, match="Slurm pool 'hpc': .*no partition 'nosuch'"):
         capacity_of(slurm_cluster, "nosuch").read()
+
+
+def test_a_policy_with_other_slurm_pools_is_refused(slurm_cluster: SlurmCluster) -> None:
+    from trainyard.services.policy_file import PolicyError
+
+    capacity = capacity_of(slurm_cluster, slurm_cluster.partition)
+    capacity.read()
+    with pytest.raises(PolicyError, match="restart it to change them"):
+        capacity.complete(policy("elsewhere"))

@@ -16,6 +16,7 @@ from trainyard.domain.pools import SlurmPool
 from trainyard.executors.slurm import SlurmConfig, SlurmExecutor
 from trainyard.executors.slurm.capacity import ClusterCapacity, read_capacity
 from trainyard.executors.slurm.commands import SlurmError
+from trainyard.services.policy_file import PolicyError
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,12 @@ class SlurmCapacity:
 
     def complete(self, policy: Policy) -> Policy:
         """The policy with each Slurm pool's capacity filled where the file left it out (its
-        CPUs, memory, GPUs) and its largest node's, which one worker must fit in."""
+        CPUs, memory, GPUs) and its largest node's, which one worker must fit in. A policy
+        whose Slurm pools are not the ones the server started with is refused (PolicyError):
+        its executor serves those."""
+        if slurm_pools(policy) != self.pools:
+            raise PolicyError(["the Slurm pools (their names, partitions and settings) are "
+                               "those the server started with; restart it to change them"])
         with self._lock:
             read = dict(self._read)
         pools = {name: _completed(pool, read[name]) if name in read else pool
