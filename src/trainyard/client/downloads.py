@@ -10,7 +10,6 @@ trainyard.metadata.hashing.manifest_of writes: one line per file, sorted by path
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -20,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainyard.runtime.safe_files import create_below
 
 MAX_PATH = 4096
 
@@ -114,24 +115,12 @@ class Receiver:
             raise DownloadError(f"the server sent {path!r} twice")
         if size < 0 or len(sha256) != 64:
             raise DownloadError(f"{path}: bad size or hash in the stream")
-        fd = os.open(self.staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
-            for part in parts[:-1]:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                # O_NOFOLLOW: a part that is (or became) a link or a file is refused.
-                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-            try:
-                out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                              0o644, dir_fd=fd)
-            except OSError as exc:
-                raise DownloadError(f"{path}: cannot be written ({exc.strerror})") from None
+            out = create_below(self.staging, parts)
         except NotADirectoryError:
             raise DownloadError(f"{path}: a part of it is a file or a link") from None
-        finally:
-            os.close(fd)
+        except OSError as exc:
+            raise DownloadError(f"{path}: cannot be written ({exc.strerror})") from None
         self._current = _Open(path, size, sha256, out)
         return self._current
 

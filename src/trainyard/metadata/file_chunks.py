@@ -6,7 +6,6 @@ so a failed upload changes nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import hashlib
@@ -21,6 +20,7 @@ from typing import Any
 
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument
 from trainyard.metadata.hashing import is_safe_relative, open_stored_file
+from trainyard.runtime.safe_files import create_below
 
 CHUNK = 1024 * 1024  # under gRPC's 4 MiB message limit with room to spare
 MAX_FILES = 100_000
@@ -162,22 +162,11 @@ class _Receiver:
                 any(c not in "0123456789abcdef" for c in chunk.sha256):
             raise self.refuse(f"{path!r}: a negative size or a sha256 that is not 64 "
                               "lowercase hex digits")
-        parts = path.split("/")
-        fd = os.open(self.staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
-            for part in parts[:-1]:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = inner
-            out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                          0o644, dir_fd=fd)
+            out = create_below(self.staging, path.split("/"))
         except OSError as exc:
             raise self.refuse(f"{path!r} cannot be written beside the files sent before it "
                               f"({exc.strerror})") from None
-        finally:
-            os.close(fd)
         self.current = _Open(path, chunk.size, chunk.sha256, out)
         return self.current
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from trainyard.runtime.safe_files import create_below
 from trainyard.runtime.wire import FileChunk
 from trainyard.runtime.writer import BackgroundWriter
 
@@ -89,15 +90,18 @@ class _Incoming:
                  read_only: bool, writer: BackgroundWriter) -> None:
         self.relative = relative
         self.path = root.joinpath(*relative.parts)
-        if not self.path.resolve().is_relative_to(root):  # a symlinked folder, say
-            raise StagingError(f"refused the file path {first.path!r}: it leaves its directory")
+        try:
+            self.fd = create_below(root, relative.parts)
+        except FileExistsError:
+            raise StagingError(f"{first.path} is there already") from None
+        except OSError:  # a folder on its way that is a file or a link
+            raise StagingError(f"refused the file path {first.path!r}: it leaves its "
+                               "directory") from None
         self.size, self.sha256 = first.size, first.sha256.lower()
         self.read_only = read_only
         self.written = 0
         self.digest = hashlib.sha256()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.writer = writer
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
     def write(self, chunk: FileChunk) -> None:
         if chunk.offset != self.written:
