@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +37,23 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testbed.
         missing(f"Slurm ({why})")
     with testbed.cluster(tmp_path_factory.mktemp("slurm"), testbed.two_nodes()) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's digits dataset, written as the demo registers it, for the PyTorch
+    trainer's tests (they need PyTorch: skipped without it, failed under CI=true)."""
+    if importlib.util.find_spec("torch") is None:
+        missing("PyTorch (pip install torch==2.13.0)")
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        from demo import write_digits
+    finally:
+        sys.path.remove(examples)
+    directory = tmp_path_factory.mktemp("digits")
+    write_digits(directory)
+    return directory
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from trainyard.testbed.slurm_cluster import stop_group
+
 MARKER_ENV = "BENCH_PEERS_RUN"
 STOP_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 60.0  # one CLI call (sbatch, ray start, docker info)
@@ -57,19 +59,8 @@ def run(argv: Sequence[str], extra_env: Mapping[str, str] | None = None,
                           timeout=timeout, check=False)
 
 
-def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
-         timeout: float = STOP_TIMEOUT_S) -> None:
-    """Signal the child's whole group, then KILL the group if it has not ended in time."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout)
+# Signal a child's group, then KILL it if it outlives the timeout: the testbed's.
+stop = stop_group
 
 
 def marked_pids(token: str = TOKEN) -> list[int]:

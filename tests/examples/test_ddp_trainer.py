@@ -4,17 +4,12 @@ metrics, and a second run resumes from the checkpoint the first one left."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-
-from tests.conftest import missing
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "examples" / "ddp_trainer.py"
@@ -25,20 +20,6 @@ DIGEST = re.compile(r"^(?:\[rank (\d+)\] )?weights-sha256 ([0-9a-f]{64}) rank (\
 CONTRACT = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TF_CONFIG",
             "HYPERPARAMETERS", "TRAINING_DATA_PATH", "MODEL_SAVE_PATH", "CHECKPOINT_PATH",
             "METRICS_PATH", "JOB_ID", "LR", "EPOCHS", "BATCH_SIZE", "SEED", "HIDDEN")
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if importlib.util.find_spec("torch") is None:
-        missing("PyTorch (pip install torch==2.13.0)")
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        from demo import write_digits  # the dataset exactly as the demo registers it
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-    directory = tmp_path_factory.mktemp("digits")
-    write_digits(directory)
-    return directory
 
 
 def run_job(data: Path, job: Path, epochs: int, workers: int | None = 2) -> str:

@@ -3,7 +3,6 @@ the job runtime, which brings the dataset and takes the metrics, log and model b
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -11,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
 from tests.server.slurmserver import slurm_server, wait_state
 from tests.services.conftest import ROOT
 from trainyard.domain.errors import InvalidArgument
@@ -56,20 +54,6 @@ def test_a_job_larger_than_any_node_is_refused_at_submit(
 
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if importlib.util.find_spec("torch") is None:
-        missing("PyTorch (pip install torch==2.13.0)")
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        from demo import write_digits  # the dataset exactly as the demo registers it
-    finally:
-        sys.path.remove(str(REPO / "examples"))
-    directory = tmp_path_factory.mktemp("digits")
-    write_digits(directory)
-    return directory
 
 
 def test_a_two_worker_ddp_job_trains_across_the_two_nodes(

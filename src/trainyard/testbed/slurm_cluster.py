@@ -220,7 +220,7 @@ class SlurmCluster:
     def kill_controller(self) -> None:
         """SIGKILL slurmctld, as a crash would; its saved state stays."""
         if self._ctld is not None:
-            _stop(self._ctld, signal.SIGKILL)
+            stop_group(self._ctld, signal.SIGKILL)
             self._ctld = None
 
     def start_node(self, name: str) -> None:
@@ -231,7 +231,7 @@ class SlurmCluster:
         passes without an answer (the job steps it ran die with it here)."""
         proc = self._slurmds.pop(name, None)
         if proc is not None:
-            _stop(proc, signal.SIGKILL)
+            stop_group(proc, signal.SIGKILL)
         for pid in self._marked_pids():
             if _node_of(pid) == name:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -276,7 +276,7 @@ class SlurmCluster:
                       "scancel", None, timeout=15.0)
         for proc in [*self._slurmds.values(), self._ctld, self._munged]:
             if proc is not None:
-                _stop(proc, signal.SIGTERM)
+                stop_group(proc, signal.SIGTERM)
         self._slurmds.clear()
         self._ctld = self._munged = None
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -339,18 +339,19 @@ def cluster(root: Path, settings: Settings,
         started.stop()
 
 
-def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
-    """Signal the child's whole group; KILL it if it has not ended in time."""
+def stop_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
+               timeout: float = STOP_TIMEOUT_S) -> None:
+    """Signal the child's whole group; KILL the group if it has not ended in time."""
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
     try:
-        proc.wait(STOP_TIMEOUT_S)
+        proc.wait(timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(STOP_TIMEOUT_S)
+        proc.wait(timeout)
 
 
 def _wait(ready: Callable[[], bool], what: str, proc: subprocess.Popen[bytes] | None,
