@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from trainyard.testbed.slurm_cluster import marked_pids as testbed_marked_pids
 from trainyard.testbed.slurm_cluster import stop_group
 
 MARKER_ENV = "BENCH_PEERS_RUN"
@@ -65,15 +66,7 @@ stop = stop_group
 
 def marked_pids(token: str = TOKEN) -> list[int]:
     """Live processes whose environment carries this run's marker (not this process)."""
-    marker = f"{MARKER_ENV}={token}\0".encode()
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if marker in Path(entry.path, "environ").read_bytes():
-                found.append(int(entry.name))
-    return found
+    return testbed_marked_pids(MARKER_ENV, token)
 
 
 def stop_all() -> int:

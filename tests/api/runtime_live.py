@@ -44,6 +44,15 @@ class RuntimeWorld:
         job = self.server.jobs.get(job_id)
         return job_id, self.server.tracker.launcher.requests.mint(job)
 
+    def dataset(self, name: str, files: dict[str, bytes]) -> DatasetRef:
+        """A dataset version of these files (relative path -> bytes), registered."""
+        src = self.tmp / f"src-{name}"
+        for rel, data in files.items():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            (src / rel).write_bytes(data)
+        record, _ = self.server.datasets.register(ROOT, name, str(src))
+        return DatasetRef(name, record.version)
+
     def finish(self, name: str, job_id: str) -> None:
         (self.tmp / f"go-{name}").touch()
         self.wait(job_id, {JobState.SUCCEEDED})

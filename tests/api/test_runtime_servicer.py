@@ -16,7 +16,6 @@ import pytest
 from tests.api.runtime_live import RuntimeWorld, bearer, chunks, received, runtime_world
 from tests.services.conftest import ROOT
 from trainyard.api.runtime_servicer import NEXT_SEQ_METADATA
-from trainyard.domain.spec import DatasetRef
 from trainyard.metadata.hashing import store_tree
 from trainyard.v1 import runtime_pb2 as rpb
 
@@ -26,19 +25,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeWorld]:
     yield from runtime_world(tmp_path_factory.mktemp("runtime"))
 
 
-def _dataset(world: RuntimeWorld, name: str, files: dict[str, bytes]) -> DatasetRef:
-    src = world.tmp / f"src-{name}"
-    for rel, data in files.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_bytes(data)
-    record, _ = world.server.datasets.register(ROOT, name, str(src))
-    return DatasetRef(name, record.version)
-
-
 def test_the_attempt_pulls_its_dataset_whole_and_no_other(world: RuntimeWorld) -> None:
     files = {"train.csv": b"1,2\n" * 100_000, "nested/dir/labels.txt": b"a\nb\n", "empty": b""}
-    ref = _dataset(world, "digits", files)
-    other = _dataset(world, "other", {"x": b"x"})
+    ref = world.dataset("digits", files)
+    other = world.dataset("other", {"x": b"x"})
     job_id, token = world.running_job("pull", ref)
     attempt = world.stub.GetAttempt(rpb.GetAttemptRequest(node="n1", rank=0),
                                     metadata=bearer(token), timeout=10)

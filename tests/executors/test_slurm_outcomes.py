@@ -39,3 +39,13 @@ def job(state: str, code: int | None = None, nodes: tuple[str, ...] = ("n1", "n2
 def test_outcomes(seen: SlurmJob, ours: bool, failed: tuple[str, ...],
                   expected: Observation) -> None:
     assert observe(seen, cancelled_by_us=ours, failed_nodes=failed) == expected
+
+
+def test_a_submit_that_timed_out_may_have_reached_the_controller() -> None:
+    from trainyard.executors.slurm.commands import ControllerAway, never_reached
+
+    refused = ControllerAway("sbatch failed: Batch job submission failed: Unable to contact "
+                             "slurm controller (connect failure)")
+    timed_out = ControllerAway("sbatch did not finish within 30 s")
+    assert never_reached(refused)  # nothing was created: launch again once it answers
+    assert not never_reached(timed_out)  # it may hold the job: look for it by name

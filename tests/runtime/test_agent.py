@@ -94,15 +94,6 @@ def current(world: RuntimeWorld, job_id: str) -> Attempt:
     return Attempt(world, job_id, job.attempt, world.server.tracker.launcher.requests.mint(job))
 
 
-def dataset(world: RuntimeWorld, name: str, files: dict[str, bytes]) -> DatasetRef:
-    src = world.tmp / f"src-{name}"
-    for rel, data in files.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_bytes(data)
-    record, _ = world.server.datasets.register(ROOT, name, str(src))
-    return DatasetRef(name, record.version)
-
-
 def address(world: RuntimeWorld) -> str:
     return f"127.0.0.1:{world.server.port}"
 
@@ -153,7 +144,7 @@ DATASET = {"train.csv": b"1,2\n3,4\n", "sub/notes.txt": b"hello"}
 
 def test_a_job_gets_its_dataset_and_its_output_arrives_once(world: RuntimeWorld,
                                                              tmp_path: Path) -> None:
-    ref = dataset(world, "train-data", DATASET)
+    ref = world.dataset("train-data", DATASET)
     job = running(world, "train", ref)
     code, out, err = finish(agent(address(world), tmp_path, TRAIN, token=job.token))
     assert code == 0, err
@@ -195,7 +186,7 @@ def test_a_job_gets_its_dataset_and_its_output_arrives_once(world: RuntimeWorld,
 
 def test_the_exit_code_passes_through_and_a_failed_job_uploads_no_model(
         world: RuntimeWorld, tmp_path: Path) -> None:
-    ref = dataset(world, "fail-data", DATASET)
+    ref = world.dataset("fail-data", DATASET)
     job = running(world, "fails", ref)
     code, _, err = finish(agent(address(world), tmp_path, TRAIN, token=job.token,
                                 env={"CODE": "3"}))
@@ -300,7 +291,7 @@ def test_an_unreachable_service_is_retried_then_given_up_in_one_sentence(
 
 def test_shared_staging_pushes_only_metrics_and_heartbeats(world: RuntimeWorld,
                                                            tmp_path: Path) -> None:
-    job = running(world, "shared", dataset(world, "shared-data", {"train.csv": b"elsewhere"}))
+    job = running(world, "shared", world.dataset("shared-data", {"train.csv": b"elsewhere"}))
     shared = tmp_path / "shared"
     (shared / "data").mkdir(parents=True)
     (shared / "data" / "train.csv").write_text("9\n")

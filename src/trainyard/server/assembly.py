@@ -77,7 +77,8 @@ class TrainyardServer:
         if docker is not None and not docker.instance:
             docker = replace(docker, instance=instance_id(data_dir))
         # The file's Slurm pools make the Slurm executor (the policy service reads it again).
-        slurm = slurm_pools(load_policy(config.policy_file) if config.policy_file else None)
+        file_policy = load_policy(config.policy_file) if config.policy_file else None
+        slurm = slurm_pools(file_policy)
         backends = build_backends(ExecutorSettings(
             state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
             local_gpu_ids=host_gpu_ids(), docker=docker,
@@ -93,7 +94,8 @@ class TrainyardServer:
         self.policy = PolicyService(
             config.policy_file, self.executors, access_store, self.pools,
             config.tracker.max_concurrent,
-            complete=self.slurm_capacity.complete if self.slurm_capacity else None)
+            complete=self.slurm_capacity.complete if self.slurm_capacity else None,
+            read=file_policy)
         tracker_config = config.tracker
         declared = self.policy.declared
         if declared is not None:

@@ -88,7 +88,9 @@ class PolicyService:
     def __init__(self, path: Path | None, executors: Collection[str], store: AccessStore,
                  pools: Mapping[str, PoolCapacity], max_running: int,
                  clock: Callable[[], float] = time.monotonic,
-                 complete: Callable[[Policy], Policy] | None = None) -> None:
+                 complete: Callable[[Policy], Policy] | None = None,
+                 read: Policy | None = None) -> None:
+        """`read`: the file as the caller has just read it, so it is not read twice."""
         self.path = path
         self.executors = frozenset(executors)
         self.store = store
@@ -104,7 +106,7 @@ class PolicyService:
         self._generation = 0  # counts changes made here, so a read in flight is not kept
         self.loaded_at = time.time()
         if path is not None:
-            self._file = self._load(path)
+            self._file = self._checked(path, read) if read is not None else self._load(path)
             self._declared = self.complete(self._file)
 
     @property
@@ -178,7 +180,9 @@ class PolicyService:
         return view.policy if view.from_file else None
 
     def _load(self, path: Path) -> Policy:
-        policy = load_policy(path)
+        return self._checked(path, load_policy(path))
+
+    def _checked(self, path: Path, policy: Policy) -> Policy:
         missing = sorted({p.executor for p in policy.pools.values()} - self.executors)
         if missing:
             raise PolicyError([f"{path}: pools use the {', '.join(missing)} executor, "

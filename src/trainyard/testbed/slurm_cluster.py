@@ -288,15 +288,7 @@ class SlurmCluster:
                 time.sleep(0.1)
 
     def _marked_pids(self) -> list[int]:
-        marker = f"{MARKER_ENV}={self.marker}\0".encode()
-        found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            with contextlib.suppress(OSError):
-                if marker in Path(entry.path, "environ").read_bytes():
-                    found.append(int(entry.name))
-        return found
+        return marked_pids(MARKER_ENV, self.marker)
 
 
 def _node_of(pid: int) -> str:
@@ -337,6 +329,20 @@ def cluster(root: Path, settings: Settings,
         yield started
     finally:
         started.stop()
+
+
+def marked_pids(name: str, value: str) -> list[int]:
+    """Live processes (not this one) whose environment holds name=value: what a run
+    started, however far its children wandered from their parents."""
+    marker = f"{name}={value}\0".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if marker in Path(entry.path, "environ").read_bytes():
+                found.append(int(entry.name))
+    return found
 
 
 def stop_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
