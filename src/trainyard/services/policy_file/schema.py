@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, Self
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -26,13 +24,21 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
-from pydantic_core.core_schema import ErrorType
 
 from trainyard.domain.kinds import KINDS, JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import PoolCapacity, SlurmPool
 from trainyard.domain.spec import NAME_RE
 from trainyard.services.policy_file.capacity import quota_problems
+from trainyard.services.policy_file.fields import (
+    NonNegativeInt,
+    NonNegativeNumber,
+    PositiveInt,
+    PositiveNumber,
+    Table,
+    not_null,
+    seconds,
+)
 from trainyard.services.policy_file.problems import (
     KeyPath,
     problem,
@@ -41,9 +47,6 @@ from trainyard.services.policy_file.problems import (
     raise_all,
 )
 
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])")
-_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Device ids go into CUDA_VISIBLE_DEVICES and Docker requests: numbers, UUIDs, MIG ids.
 _GPU_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:./_-]{0,127}$")
 
@@ -69,32 +72,6 @@ def _declared(info: ValidationInfo, kind: str) -> frozenset[str]:
 def _undeclared(loc: KeyPath, name: str, kind: str, known: frozenset[str]) -> InitErrorDetails:
     return problem_at(loc, "undeclared", name, kind=kind,
                       declared=", ".join(sorted(known)) or "none")
-
-
-def _not_null(error: ErrorType) -> BeforeValidator:
-    """Left out, an optional value is None; written as null (YAML's `~`, or nothing at all),
-    it is a value of the wrong type."""
-    def refuse(value: object) -> object:
-        if value is None:
-            raise PydanticKnownError(error)
-        return value
-    return BeforeValidator(refuse)
-
-
-def _seconds(positive: bool) -> BeforeValidator:
-    """A duration string ("90s", "1h30m") as seconds; a number is already seconds, and is
-    checked as a number."""
-    def parse(value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        if not _DURATION.fullmatch(value):
-            raise problem("not_a_duration")
-        seconds = sum(float(amount) * _UNIT_S[unit]
-                      for amount, unit in _DURATION_PART.findall(value))
-        if positive and seconds == 0:
-            raise problem("zero_duration")
-        return seconds
-    return BeforeValidator(parse)
 
 
 def _names(kind: str | None = None, at_least_one: bool = False) -> BeforeValidator:
@@ -177,30 +154,15 @@ def _entries(kind: str, at_least_one: bool = False, declared_only: bool = False
     return WrapValidator(check)
 
 
-PositiveInt = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Names = Annotated[tuple[str, ...], _names()]
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-    # The keys as the documentation lists them, for "unknown key" messages; fields are
-    # declared in the order they are checked.
-    KEYS: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def documented_keys(cls) -> tuple[str, ...]:
-        return cls.KEYS or tuple(cls.model_fields)
-
-
-class QuotaModel(_Table):
+class QuotaModel(Table):
     """A team's share of one pool; a resource left out is not counted."""
 
-    cpus: Annotated[NonNegativeNumber | None, _not_null("float_type")] = None
-    memory_mb: Annotated[NonNegativeInt | None, _not_null("int_type")] = None
-    gpus: Annotated[NonNegativeInt | None, _not_null("int_type")] = None
+    cpus: Annotated[NonNegativeNumber | None, not_null("float_type")] = None
+    memory_mb: Annotated[NonNegativeInt | None, not_null("int_type")] = None
+    gpus: Annotated[NonNegativeInt | None, not_null("int_type")] = None
     borrow_cpus: NonNegativeNumber = 0.0
     borrow_memory_mb: NonNegativeInt = 0
     borrow_gpus: NonNegativeInt = 0
@@ -210,7 +172,7 @@ class QuotaModel(_Table):
                      self.borrow_memory_mb, self.borrow_gpus)
 
 
-class TeamModel(_Table):
+class TeamModel(Table):
     members: Names = ()
     quota: Annotated[dict[str, QuotaModel], _entries("pool", declared_only=True)] = Field(
         default_factory=dict)
@@ -232,17 +194,17 @@ SLURM_KEYS = ("partition", "account", "qos", "staging", "cache_dir", "cache_mb",
               "service_address", "spread", "grace")
 
 
-class PoolModel(_Table):
+class PoolModel(Table):
     KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs", *SLURM_KEYS)
 
     executor: Annotated[str, BeforeValidator(_kind)] = JobKind.LOCAL
-    max_jobs: Annotated[PositiveInt | None, _not_null("int_type")] = None
-    cpus: Annotated[PositiveNumber | None, _not_null("float_type")] = None
-    memory_mb: Annotated[PositiveInt | None, _not_null("int_type")] = None
+    max_jobs: Annotated[PositiveInt | None, not_null("int_type")] = None
+    cpus: Annotated[PositiveNumber | None, not_null("float_type")] = None
+    memory_mb: Annotated[PositiveInt | None, not_null("int_type")] = None
     gpus: NonNegativeInt = 0  # device ids "0".."n-1"
     gpu_ids: Annotated[tuple[str, ...] | None, BeforeValidator(_device_ids)] = None
     # executor = "slurm" only (SlurmPool): left out, the capacity keys are the controller's
-    partition: Annotated[str | None, _not_null("string_type")] = None
+    partition: Annotated[str | None, not_null("string_type")] = None
     account: str = ""
     qos: str = ""
     staging: Annotated[str, BeforeValidator(_staging)] = "pull"
@@ -251,8 +213,8 @@ class PoolModel(_Table):
     python: str = "python3"
     service_address: str = ""
     spread: bool = False
-    grace: Annotated[NonNegativeNumber | None, _not_null("float_type"),
-                     _seconds(positive=False)] = None
+    grace: Annotated[NonNegativeNumber | None, not_null("float_type"),
+                     seconds(positive=False)] = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -321,14 +283,14 @@ class PoolModel(_Table):
                     executor=self.executor, slurm=slurm)
 
 
-class QueueModel(_Table):
+class QueueModel(Table):
     pools: Annotated[tuple[str, ...], _names("pool", at_least_one=True)]  # by preference
     priority: int = 0
-    max_running: Annotated[PositiveInt | None, _not_null("int_type")] = None
+    max_running: Annotated[PositiveInt | None, not_null("int_type")] = None
     users: Names = ()
     teams: Annotated[tuple[str, ...], _names("team")] = ()
     weight: PositiveNumber = 1.0
-    preemptible: Annotated[bool | None, _not_null("bool_type")] = None
+    preemptible: Annotated[bool | None, not_null("bool_type")] = None
 
     def queue(self, name: str) -> Queue:
         return Queue(name, pools=self.pools, priority=self.priority,
@@ -337,11 +299,11 @@ class QueueModel(_Table):
                      preemptible=self.preemptible)
 
 
-Duration = Annotated[NonNegativeNumber, _seconds(positive=False)]
-PositiveDuration = Annotated[PositiveNumber, _seconds(positive=True)]
+Duration = Annotated[NonNegativeNumber, seconds(positive=False)]
+PositiveDuration = Annotated[PositiveNumber, seconds(positive=True)]
 
 
-class PolicyModel(_Table):
+class PolicyModel(Table):
     KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime",
             "service_levels", "pools", "queues", "teams")
 
@@ -373,7 +335,7 @@ class PolicyModel(_Table):
 
 def keys_at(table: KeyPath) -> tuple[str, ...]:
     """The keys the table at a key path takes."""
-    model: type[_Table]
+    model: type[Table]
     match table:
         case ():
             model = PolicyModel

@@ -1,0 +1,60 @@
+"""The building blocks of the policy file's tables: strict tables whose unknown keys are
+errors, numbers with their bounds, durations, and optional values that may not be null."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticKnownError
+from pydantic_core.core_schema import ErrorType
+
+from trainyard.services.policy_file.problems import problem
+
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])")
+_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def not_null(error: ErrorType) -> BeforeValidator:
+    """Left out, an optional value is None; written as null (YAML's `~`, or nothing at all),
+    it is a value of the wrong type."""
+    def refuse(value: object) -> object:
+        if value is None:
+            raise PydanticKnownError(error)
+        return value
+    return BeforeValidator(refuse)
+
+
+def seconds(positive: bool) -> BeforeValidator:
+    """A duration string ("90s", "1h30m") as seconds; a number is already seconds, and is
+    checked as a number."""
+    def parse(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if not _DURATION.fullmatch(value):
+            raise problem("not_a_duration")
+        seconds = sum(float(amount) * _UNIT_S[unit]
+                      for amount, unit in _DURATION_PART.findall(value))
+        if positive and seconds == 0:
+            raise problem("zero_duration")
+        return seconds
+    return BeforeValidator(parse)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # The keys as the documentation lists them, for "unknown key" messages; fields are
+    # declared in the order they are checked.
+    KEYS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def documented_keys(cls) -> tuple[str, ...]:
+        return cls.KEYS or tuple(cls.model_fields)
