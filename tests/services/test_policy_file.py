@@ -141,7 +141,7 @@ def test_service_levels_can_be_turned_off(fmt: str) -> None:
     ("toml", "max_jobs = 2\n\n[pools.gpu]", "max_jobs = 2\ncores = 4\n\n[pools.gpu]",
      "line 8: pools.cpu.cores: unknown key (expected one of: executor, cpus, memory_mb, "
      "gpus, gpu_ids, max_jobs, partition, account, qos, staging, cache_dir, cache_mb, "
-     "python, service_address, spread, grace)"),
+     "python, service_address, spread, grace, kubernetes)"),
     ("yaml", "    members: [ann]", "    members: [ann]\n    lead: ann",
      "line 19: teams.vision.lead: unknown key (expected one of: members, quota)"),
     ("toml", "max_running = 4", "max_running = 4\n[queue.default]",

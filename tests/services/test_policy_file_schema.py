@@ -165,7 +165,7 @@ def test_a_name_that_is_not_a_name_still_names_its_entry() -> None:
     (CPU_POOL, "[pools]\ncpu = {cores = 4, cpus = 0}\n",
      ["line 2: pools.cpu.cores: unknown key (expected one of: executor, cpus, memory_mb, "
       "gpus, gpu_ids, max_jobs, partition, account, qos, staging, cache_dir, cache_mb, "
-     "python, service_address, spread, grace)",
+     "python, service_address, spread, grace, kubernetes)",
       "line 2: pools.cpu.max_jobs: is required",
       "line 2: pools.cpu.cpus: must be greater than 0, got 0"]),
     # a team's quotas one by one, each with its own problems

@@ -13,11 +13,15 @@ class JobKind:
     LOCAL: Final = "local"  # a process on the service's host
     DOCKER: Final = "docker"  # a container on the host's Docker engine
     SLURM: Final = "slurm"  # a batch job on a Slurm cluster, through the job runtime
+    # A Kubeflow custom resource on a Kubernetes cluster (its operator runs the workers),
+    # through the job runtime.
+    KUBERNETES: Final = "kubernetes"
 
 
-KINDS: tuple[str, ...] = (JobKind.LOCAL, JobKind.DOCKER, JobKind.SLURM)
-# The kinds that run a bare command (no image).
+KINDS: tuple[str, ...] = (JobKind.LOCAL, JobKind.DOCKER, JobKind.SLURM, JobKind.KUBERNETES)
+# The kinds that run a bare command (no image), and those that run an image.
 COMMAND_KINDS: frozenset[str] = frozenset({JobKind.LOCAL, JobKind.SLURM})
+IMAGE_KINDS: frozenset[str] = frozenset({JobKind.DOCKER, JobKind.KUBERNETES})
 
 
 def kind_for(image: str) -> str:
@@ -27,7 +31,7 @@ def kind_for(image: str) -> str:
 
 def runs_shape(executor: str, image: str) -> bool:
     """Whether a pool of this executor runs a job with (or without) an image."""
-    return executor == JobKind.DOCKER if image else executor in COMMAND_KINDS
+    return executor in IMAGE_KINDS if image else executor in COMMAND_KINDS
 
 
 def kind_in(pool_executors: Iterable[str], image: str) -> str:

@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
 from trainyard.domain.kinds import JobKind, kind_in
-from trainyard.domain.pools import PoolCapacity, SlurmPool, never_fits
+from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool, never_fits
 from trainyard.domain.spec import JobSpec
 
 
 @dataclass(frozen=True)
 class Pool:
     capacity: PoolCapacity  # its name, CPUs, memory, GPU ids and maximum jobs
-    executor: str = JobKind.LOCAL  # "local", "docker" or "slurm": which jobs it can run
+    executor: str = JobKind.LOCAL  # domain.kinds.KINDS: which jobs it can run
     slurm: SlurmPool | None = None  # for executor "slurm": its cluster's partition and more
+    kubernetes: KubernetesPool | None = None  # for executor "kubernetes"
 
     @property
     def name(self) -> str:
@@ -68,8 +69,8 @@ class Team:
 
 def job_kind(policy: Policy, queue_name: str, image: str) -> str:
     """A job's kind: the executor of the first pool of its queue that runs its shape (an
-    image: docker; a command: local or slurm). A queue the policy does not list runs by
-    kind_for()."""
+    image: docker or kubernetes; a command: local or slurm). A queue the policy does not
+    list runs by kind_for()."""
     queue = policy.queues.get(queue_name)
     executors = [policy.pools[p].executor for p in queue.pools if p in policy.pools] \
         if queue is not None else []
@@ -144,6 +145,8 @@ def check_submission(policy: Policy, spec: JobSpec, user: str, kind: str,
         field_name, what = ("image", "containers") if spec.image else ("command", "commands")
         raise InvalidArgument(field_name, f"queue {queue.name!r} runs no {what}: its pools are "
                               f"{', '.join(queue.pools)}")
+    if kind == JobKind.KUBERNETES:
+        pools = _kubernetes_pools_for(queue, pools, spec)
     problems = [never_fits(pool.capacity, spec.resources, spec.workers) for pool in pools]
     if all(problem is not None for problem in problems):
         field_name, problem = next(p for p in problems if p is not None)
@@ -152,3 +155,20 @@ def check_submission(policy: Policy, spec: JobSpec, user: str, kind: str,
     candidates = sorted(teams & queue.teams) if queue.teams else \
         sorted(t for t in teams if t in policy.teams)
     return candidates[0] if candidates else ""
+
+
+def _kubernetes_pools_for(queue: Queue, pools: list[Pool], spec: JobSpec) -> list[Pool]:
+    """The queue's Kubernetes pools that create a resource for the job's framework; the job
+    runs its command under the job runtime, so it needs one."""
+    if not spec.command:
+        raise InvalidArgument("command", "a Kubernetes pool runs the job's command under the "
+                              "job runtime (python3 -m trainyard.runtime run -- COMMAND): give "
+                              "the command the image should run")
+    fitting = [p for p in pools if p.kubernetes is None or
+               p.kubernetes.kind_for(spec.framework) is not None]
+    if not fitting:
+        kinds = sorted({k for p in pools if p.kubernetes for k in p.kubernetes.kinds})
+        raise InvalidArgument("framework", f"no pool of queue {queue.name!r} creates a "
+                              f"resource for framework {spec.framework!r}: they create "
+                              f"{', '.join(kinds)}")
+    return fitting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -43,6 +44,65 @@ class SlurmPool:
     service_address: str = ""  # host:port the jobs reach the service at; "": the server's
     spread: bool = False  # one worker per node when possible
     grace_s: float | None = None  # None: the server's cancel grace
+
+
+# The Kubeflow resources a Kubernetes pool may create, and the framework each serves.
+RESOURCE_KINDS: tuple[str, ...] = ("PyTorchJob", "TFJob", "TrainJob")
+RESOURCE_FRAMEWORK = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "TrainJob": "pytorch"}
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # or "Exists"
+    value: str = ""
+    effect: str = ""  # "", NoSchedule, PreferNoSchedule or NoExecute
+    seconds: int | None = None  # tolerationSeconds, NoExecute only
+
+
+@dataclass(frozen=True)
+class KubernetesPool:
+    """How a pool of executor "kubernetes" reaches its cluster and what it creates there."""
+
+    kinds: tuple[str, ...] = ("PyTorchJob",)  # RESOURCE_KINDS; the first unless --framework
+    kubeconfig: str = ""  # "": in_cluster, else the default kubeconfig ($KUBECONFIG)
+    context: str = ""  # "": the kubeconfig's current context
+    in_cluster: bool = False  # the service runs in a pod: its service account's credentials
+    namespace: str = "default"  # jobs of no team
+    team_namespace: str = ""  # each team's, "{team}" replaced (trainyard-{team}); "": namespace
+    image_pull_policy: str = "IfNotPresent"
+    service_account: str = ""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    token_delivery: str = "secret"  # "secret": a Secret owned by the resource; "env": inline
+    admission: str = "trainyard"  # "kueue": created suspended, for Kueue to admit
+    queue_name: str = ""  # the Kueue LocalQueue, with admission "kueue"
+    runtime_ref: str = ""  # TrainJob: the (Cluster)TrainingRuntime it runs against
+    runtime_kind: str = "ClusterTrainingRuntime"  # or "TrainingRuntime" (in the namespace)
+    chief: bool = False  # TFJob: the first worker is the Chief
+    cleanup: str = "delete"  # "delete": once final in Trainyard; "keep": the operator's TTL
+    ttl_s: int = 3600  # with cleanup "keep": ttlSecondsAfterFinished
+    python: str = "python3"  # the image's Python, for the job runtime
+    cache_dir: str = "/var/tmp/trainyard"  # inside the container, for the staged files
+    cache_mb: int = 20480
+    service_address: str = ""  # host:port the pods reach the service at; "": the server's
+    grace_s: float | None = None  # None: the server's cancel grace
+
+    def namespace_of(self, team: str) -> str:
+        """The namespace of a team's jobs: the template with the team's name as a DNS label
+        (lowercased; characters a label cannot hold become '-')."""
+        if not (team and self.team_namespace):
+            return self.namespace
+        room = 63 - len(self.team_namespace) + len("{team}")
+        label = re.sub(r"[^a-z0-9-]+", "-", team.lower()).strip("-")[:room].strip("-")
+        return self.team_namespace.replace("{team}", label or "team")
+
+    def kind_for(self, framework: str) -> str | None:
+        """The resource a job of `framework` becomes ("" or "none": the pool's first), or
+        None when the pool creates none for it."""
+        if framework in ("", "none"):
+            return self.kinds[0]
+        return next((k for k in self.kinds if RESOURCE_FRAMEWORK[k] == framework), None)
 
 
 def check_placement(spec: JobSpec, kind: str, pools: Mapping[str, PoolCapacity]) -> None:

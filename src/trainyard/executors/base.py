@@ -10,7 +10,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from trainyard.domain.contract import contract_env
+from trainyard.domain.contract import (
+    CHECKPOINT_PATH,
+    METRICS_PATH,
+    MODEL_SAVE_PATH,
+    TRAINING_DATA_PATH,
+    contract_env,
+)
 from trainyard.domain.spec import Resources
 
 
@@ -23,6 +29,8 @@ def _launcher_path() -> Path:
 
 
 LAUNCHER = _launcher_path()
+TOKEN_ENV = "TRAINYARD_JOB_TOKEN"  # where a remote job's runtime finds its credential
+CONTRACT_PATHS = (TRAINING_DATA_PATH, MODEL_SAVE_PATH, METRICS_PATH, CHECKPOINT_PATH)
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class LaunchRequest:
     job_token: str = field(default="", repr=False)  # never in a log line
     pool: str = ""  # the pool the scheduler admitted the attempt to
     framework: str = ""  # whose variables a group's workers get (domain.spec.FRAMEWORKS); "": both
+    team: str = ""  # whose quota it draws on ("": none); a Kubernetes pool's namespace
+    time_limit_s: float | None = None  # engines with a limit of their own are given it
 
     def contract(self, *, data: str, model: str, metrics: str,
                  checkpoint: str) -> dict[str, str]:
@@ -64,6 +74,18 @@ class LaunchRequest:
         env.update(contract_env(job_id=self.job_id, data_path=data, model_path=model,
                                 metrics_path=metrics, checkpoint_path=checkpoint,
                                 hyperparameters=self.hyperparameters))
+        return env
+
+    def remote_contract(self, *, shared: bool) -> dict[str, str]:
+        """The environment of a job that reaches its files through the job runtime: the
+        contract without its four paths (the runtime sets them where it stages the files),
+        or with the service's own paths, where every node mounts them (`shared`)."""
+        files = self.files
+        env = self.contract(data=str(files.data), model=str(files.model),
+                            metrics=str(files.metrics), checkpoint=str(files.checkpoint))
+        if not shared:
+            for name in CONTRACT_PATHS:
+                env.pop(name, None)
         return env
 
 

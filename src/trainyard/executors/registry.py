@@ -16,6 +16,7 @@ from trainyard.executors.local import LocalExecutor
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
     from trainyard.executors.docker import DockerConfig
+    from trainyard.executors.kubernetes.config import KubernetesConfig
     from trainyard.executors.slurm import SlurmConfig
 
 
@@ -28,6 +29,7 @@ class ExecutorSettings:
     local_gpu_ids: tuple[str, ...] = ()  # the host's devices, for local processes
     docker: DockerConfig | None = None  # None: this server runs no containers
     slurm: SlurmConfig | None = None  # None: this server has no Slurm pools
+    kubernetes: KubernetesConfig | None = None  # None: this server has no Kubernetes pools
 
 
 @dataclass(frozen=True)
@@ -68,11 +70,24 @@ def _slurm(settings: ExecutorSettings) -> Backend | None:
     return Backend(SlurmExecutor(slurm), PoolCapacity(JobKind.SLURM, max_jobs=1000))
 
 
+def _kubernetes(settings: ExecutorSettings) -> Backend | None:
+    """One executor for every Kubernetes pool of the policy file (LaunchRequest.pool picks
+    the cluster and namespace); like Slurm's, its pools come only from a policy file."""
+    kubernetes = settings.kubernetes
+    if kubernetes is None:
+        return None
+    from trainyard.executors.kubernetes.executor import KubernetesExecutor
+
+    return Backend(KubernetesExecutor(kubernetes),
+                   PoolCapacity(JobKind.KUBERNETES, max_jobs=1000))
+
+
 # Each kind's builder; one returns None where the server is not set up to run that kind.
 BUILDERS: Mapping[str, Callable[[ExecutorSettings], Backend | None]] = {
     JobKind.LOCAL: _local,
     JobKind.DOCKER: _docker,
     JobKind.SLURM: _slurm,
+    JobKind.KUBERNETES: _kubernetes,
 }
 
 

@@ -95,7 +95,8 @@ def _offer_runtime(env: dict[str, str]) -> None:
 
 
 def node_name(env: Mapping[str, str]) -> str:
-    return env.get("SLURMD_NODENAME") or socket.gethostname()
+    # TRAINYARD_NODE_NAME: a pod's node, which the Kubernetes backend passes down.
+    return env.get("TRAINYARD_NODE_NAME") or env.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 class _Agent:

@@ -12,7 +12,8 @@ import grpc
 from trainyard.auth.authenticator import Authenticator
 from trainyard.auth.job_grants import JobGrants
 from trainyard.domain.kinds import JobKind
-from trainyard.domain.pools import PoolCapacity, SlurmPool
+from trainyard.domain.policy import Policy
+from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool
 from trainyard.executors.base import Executor
 from trainyard.executors.registry import ExecutorSettings, build_backends
 from trainyard.executors.slurm import SlurmExecutor
@@ -29,6 +30,11 @@ from trainyard.server.config import (
     is_loopback,
 )
 from trainyard.server.grpc_server import GrpcServer
+from trainyard.server.kubernetes_pools import (
+    KubernetesClusters,
+    kubernetes_config,
+    kubernetes_pools,
+)
 from trainyard.server.scheduling import ActivePolicy
 from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
@@ -79,22 +85,34 @@ class TrainyardServer:
         # The file's Slurm pools make the Slurm executor (the policy service reads it again).
         file_policy = load_policy(config.policy_file) if config.policy_file else None
         slurm = slurm_pools(file_policy)
+        kubernetes = kubernetes_pools(file_policy)
         backends = build_backends(ExecutorSettings(
             state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
             local_gpu_ids=host_gpu_ids(), docker=docker,
             slurm=slurm_config(slurm, instance=instance_id(data_dir),
                                tls_ca_pem=config.tls_cert.read_bytes() if config.tls_cert
-                               else b"", grace_s=config.tracker.cancel_grace)))
+                               else b"", grace_s=config.tracker.cancel_grace),
+            kubernetes=kubernetes_config(kubernetes, instance=instance_id(data_dir),
+                                         grace_s=config.tracker.cancel_grace)))
         self.executors: dict[str, Executor] = {k: b.executor for k, b in backends.items()}
         self.slurm_capacity: SlurmCapacity | None = None
-        if slurm:
-            self.slurm_capacity = self._read_slurm_capacity(slurm)
+        self.kubernetes_clusters: KubernetesClusters | None = None
+        try:
+            if slurm:
+                self.slurm_capacity = self._read_slurm_capacity(slurm)
+            if kubernetes:
+                self.kubernetes_clusters = self._check_kubernetes(kubernetes)
+        except RuntimeError:
+            for started in self.executors.values():
+                started.close()
+            self.db.close()
+            raise
         # Without a policy file each kind runs in the pool of its name.
         self.pools: dict[str, PoolCapacity] = {k: b.default_pool for k, b in backends.items()}
         self.policy = PolicyService(
             config.policy_file, self.executors, access_store, self.pools,
             config.tracker.max_concurrent,
-            complete=self.slurm_capacity.complete if self.slurm_capacity else None,
+            complete=self._complete_policy,
             read=file_policy)
         tracker_config = config.tracker
         declared = self.policy.declared
@@ -115,6 +133,9 @@ class TrainyardServer:
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
         )
+        if self.kubernetes_clusters is not None:  # a TrainJob runs once its runtime calls
+            self.kubernetes_clusters.executor.hear_runtime(
+                lambda job_id, attempt: self.pushed.last_heartbeat(job_id, attempt) is not None)
         self.services = self._services(config, metrics, model_store, dataset_store)
         self.service = self.services.jobs  # the job use cases, as tests and tools drive them
         self.runs = self.services.runs
@@ -132,11 +153,27 @@ class TrainyardServer:
         try:
             capacity.read()
         except SlurmError as exc:
-            for started in self.executors.values():
-                started.close()
-            self.db.close()
             raise RuntimeError(str(exc)) from None
         return capacity
+
+    def _check_kubernetes(self, pools: dict[str, KubernetesPool]) -> KubernetesClusters:
+        """Each Kubernetes pool's cluster serves what it creates (else the server does not
+        start: a sentence naming the pool); its nodes give the capacity left out."""
+        from trainyard.executors.kubernetes.executor import KubernetesExecutor
+
+        executor = self.executors[JobKind.KUBERNETES]
+        assert isinstance(executor, KubernetesExecutor)
+        clusters = KubernetesClusters(executor, pools)
+        clusters.check()
+        return clusters
+
+    def _complete_policy(self, policy: Policy) -> Policy:
+        """The file's policy with what the clusters declare filled in."""
+        if self.slurm_capacity is not None:
+            policy = self.slurm_capacity.complete(policy)
+        if self.kubernetes_clusters is not None:
+            policy = self.kubernetes_clusters.complete(policy)
+        return policy
 
     def _services(self, config: ServerConfig, metrics: MetricStore, model_store: ModelStore,
                   dataset_store: DatasetStore) -> Services:
@@ -185,22 +222,24 @@ class TrainyardServer:
         self.port = self.grpc.bind(address, self._tls())
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
-        self._serve_slurm_jobs()
+        self._serve_remote_jobs()
         self.tracker.start()
         self.grpc.start()
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
 
-    def _serve_slurm_jobs(self) -> None:
-        """Tell the Slurm executor where its jobs reach this server, and keep its pools'
-        capacity as the controllers declare it."""
+    def _serve_remote_jobs(self) -> None:
+        """Tell the remote executors where their jobs reach this server, and keep the Slurm
+        pools' capacity as the controllers declare it."""
+        # Bound to every address: the nodes reach it by this host's name.
+        host = socket.getfqdn() if self.config.host in ("0.0.0.0", "::", "") else \
+            self.config.host
         executor = self.executors.get(JobKind.SLURM)
         if isinstance(executor, SlurmExecutor):
-            # Bound to every address: the nodes reach it by this host's name.
-            host = socket.getfqdn() if self.config.host in ("0.0.0.0", "::", "") else \
-                self.config.host
             executor.reach_service_at(f"{host}:{self.port}")
+        if self.kubernetes_clusters is not None:
+            self.kubernetes_clusters.executor.reach_service_at(f"{host}:{self.port}")
         if self.slurm_capacity is not None:
             self.slurm_capacity.refresh_every(REFRESH_S, self.policy.recomplete)
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from trainyard.domain.errors import StaleState, TrainyardError
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import JobState
-from trainyard.executors.base import Executor, Observation, Phase
+from trainyard.executors.base import Executor, Observation, Phase, describe_exit
 from trainyard.executors.registry import executor_for
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.metrics_file import read_new_metrics
@@ -89,7 +89,33 @@ class Follower:
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=False)
-        self.apply(job, self._reported(executor, job) or executor.poll(job.handle))
+        observation = self._reported(executor, job) or \
+            self._with_reported_code(executor, job, executor.poll(job.handle))
+        self._note(job, observation)
+        self.apply(job, observation)
+
+    def _note(self, job: JobRecord, observation: Observation) -> None:
+        """What the engine says of a job that is not over yet (held by the cluster's own
+        admission, restarting) becomes its message."""
+        if observation.phase not in (Phase.STARTING, Phase.RUNNING) or \
+                not observation.message or observation.message == job.message:
+            return
+        state = JobState.LAUNCHING if observation.phase is Phase.STARTING else job.state
+        if state is job.state:
+            self.jobs.update_fields(job.id, state, message=observation.message)
+
+    def _with_reported_code(self, executor: Executor, job: JobRecord,
+                            observation: Observation) -> Observation:
+        """An engine that says an attempt failed without its exit code (an operator's Failed
+        condition) gets the code its runtime reported, when every rank did."""
+        if observation.phase is not Phase.EXITED or not executor.remote or \
+                self.reported_exit is None:
+            return observation
+        code = self.reported_exit(job.id, job.attempt, job.spec.workers)
+        if code is None or code == observation.exit_code:
+            return observation
+        said = f"; {observation.message}" if observation.message else ""
+        return replace(observation, exit_code=code, message=describe_exit(code) + said)
 
     def _reported(self, executor: Executor, job: JobRecord) -> Observation | None:
         """A remote attempt whose runtime reported the end of every rank (all it pushes and

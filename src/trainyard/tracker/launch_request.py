@@ -46,7 +46,8 @@ class LaunchRequests:
                              hyperparameters=job.spec.hyperparameters,
                              resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
                              workers=job.spec.workers, framework=job.spec.framework,
-                             job_token=self.mint(job) if remote else "", pool=job.pool)
+                             job_token=self.mint(job) if remote else "", pool=job.pool,
+                             team=job.team)
 
     def mint(self, job: JobRecord) -> str:
         """A new token for the job's current attempt, replacing one minted for it before."""

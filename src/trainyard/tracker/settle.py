@@ -55,7 +55,8 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
     else:
         outcome = describe_lost(observation.message)
     succeeded = exited and code == 0
-    if observation.retry and phase is Phase.LOST and running and not cancel_requested:
+    if observation.retry and phase in (Phase.LOST, Phase.NOT_FOUND) and running and \
+            not cancel_requested:
         if lost_before + 1 < MAX_LOST_ATTEMPTS:  # not the job's fault: it runs again
             message = f"attempt {attempt}{LOST_MARK}{observation.message or 'lost'}; requeued"
             return Settlement(JobState.PREEMPTED, message, lost=True)

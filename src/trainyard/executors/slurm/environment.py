@@ -7,19 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from trainyard.domain.contract import (
-    CHECKPOINT_PATH,
-    METRICS_PATH,
-    MODEL_SAVE_PATH,
-    TRAINING_DATA_PATH,
-)
 from trainyard.domain.pools import SlurmPool
-from trainyard.executors.base import LaunchRequest
+from trainyard.executors.base import TOKEN_ENV, LaunchRequest
 
-TOKEN_ENV = "TRAINYARD_JOB_TOKEN"
 # What the Slurm commands need of the service's own environment.
 PASSED = ("PATH", "LANG", "LC_ALL", "SLURM_CONF", "MUNGE_SOCKET")
-_PATHS = (TRAINING_DATA_PATH, MODEL_SAVE_PATH, METRICS_PATH, CHECKPOINT_PATH)
 
 
 def command_env(extra: Mapping[str, str]) -> dict[str, str]:
@@ -34,14 +26,8 @@ def job_env(request: LaunchRequest, pool: SlurmPool, base: Mapping[str, str]) ->
     """sbatch's environment for one attempt. With shared staging the job's files are the
     host's paths (every node mounts them); with pull staging the runtime sets them on the
     node."""
-    files = request.files
     env = dict(base)
-    contract = request.contract(data=str(files.data), model=str(files.model),
-                                metrics=str(files.metrics), checkpoint=str(files.checkpoint))
-    if pool.staging != "shared":
-        for name in _PATHS:
-            contract.pop(name, None)
-    env.update(contract)
+    env.update(request.remote_contract(shared=pool.staging == "shared"))
     if request.job_token:
         env[TOKEN_ENV] = request.job_token
     return env

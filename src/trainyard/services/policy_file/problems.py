@@ -48,6 +48,23 @@ SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem`
                       "seconds, got {shown}",
     "zero_duration": "must be longer than 0, got {shown}",
     "slurm_only": 'only a pool of executor "slurm" takes this key',
+    "kubernetes_only": 'only a pool of executor "kubernetes" takes this key',
+    "not_one_of": "must be one of {choices}, got {shown}",
+    "not_a_dns_label": "must be a DNS label (lowercase letters, digits and '-', at most 63), "
+                       "got {shown}",
+    "not_a_resource": "must be one of {kinds}, got {shown}",
+    "no_resource": "must name at least one resource kind",
+    "not_a_label": "is not a valid label key and value: {shown}",
+    "trainjob_runtime": "is required when the pool creates TrainJobs: the (Cluster)"
+                        "TrainingRuntime they run against",
+    "kueue_queue": 'is required with admission = "kueue": the LocalQueue its jobs go to',
+    "not_a_namespace_template": 'must hold "{{team}}" and make a DNS label, like '
+                                '"trainyard-{{team}}", got {shown}',
+    "in_cluster_and_kubeconfig": "in-cluster credentials take no kubeconfig or context",
+    "kueue_capacity": 'Kueue admits this pool\'s jobs (admission = "kueue"): its capacity '
+                      "is its ClusterQueue's; declare none here",
+    "kueue_quota": 'Kueue admits the jobs of pool {pool} (admission = "kueue"): quotas there '
+                   "are its ClusterQueue's",
     "slurm_required": 'is required for a pool of executor "slurm"',
     "not_a_staging": 'must be "pull" or "shared", got {shown}',
     "no_max_jobs": "is required",

@@ -39,6 +39,7 @@ from trainyard.services.policy_file.fields import (
     not_null,
     seconds,
 )
+from trainyard.services.policy_file.kubernetes_table import KubernetesModel
 from trainyard.services.policy_file.problems import (
     KeyPath,
     problem,
@@ -189,13 +190,24 @@ def _staging(value: object) -> object:
 
 
 STAGING_MODES = ("pull", "shared")
-SLURM_MAX_JOBS = 1000  # a Slurm pool's default: the cluster's own limits decide the rest
+# A cluster pool's default (Slurm, Kubernetes): the cluster's own limits decide the rest.
+SLURM_MAX_JOBS = 1000
 SLURM_KEYS = ("partition", "account", "qos", "staging", "cache_dir", "cache_mb", "python",
               "service_address", "spread", "grace")
 
 
+def _kueue_capacity(data: dict[str, Any]) -> list[InitErrorDetails | ErrorDetails]:
+    """A pool whose jobs Kueue admits declares no capacity: Trainyard would admit too."""
+    table = data.get("kubernetes")
+    if not (isinstance(table, dict) and table.get("admission") == "kueue"):
+        return []
+    return [problem_at((key,), "kueue_capacity", data[key])
+            for key in ("cpus", "memory_mb", "gpus", "gpu_ids") if key in data]
+
+
 class PoolModel(Table):
-    KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs", *SLURM_KEYS)
+    KEYS = ("executor", "cpus", "memory_mb", "gpus", "gpu_ids", "max_jobs", *SLURM_KEYS,
+            "kubernetes")
 
     executor: Annotated[str, BeforeValidator(_kind)] = JobKind.LOCAL
     max_jobs: Annotated[PositiveInt | None, not_null("int_type")] = None
@@ -215,6 +227,8 @@ class PoolModel(Table):
     spread: bool = False
     grace: Annotated[NonNegativeNumber | None, not_null("float_type"),
                      seconds(positive=False)] = None
+    # executor = "kubernetes" only: its cluster and resources (kubernetes_table)
+    kubernetes: Annotated[KubernetesModel | None, not_null("model_type")] = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -224,14 +238,19 @@ class PoolModel(Table):
         if not isinstance(data, dict):
             return handler(data)
         found: list[InitErrorDetails | ErrorDetails] = []
-        if data.get("executor") == JobKind.SLURM:
+        executor = data.get("executor")
+        if executor == JobKind.SLURM:
             if "partition" not in data:
                 found.append(problem_at(("partition",), "slurm_required", None))
         else:
             found += [problem_at((key,), "slurm_only", data[key])
                       for key in SLURM_KEYS if key in data]
-            if "max_jobs" not in data:
-                found.append(problem_at(("max_jobs",), "no_max_jobs", None))
+        if executor != JobKind.KUBERNETES and "kubernetes" in data:
+            found.append(problem_at(("kubernetes",), "kubernetes_only", data["kubernetes"]))
+        if executor == JobKind.KUBERNETES:
+            found += _kueue_capacity(data)
+        elif executor != JobKind.SLURM and "max_jobs" not in data:
+            found.append(problem_at(("max_jobs",), "no_max_jobs", None))
         try:
             model = handler(data)
         except ValidationError as exc:
@@ -277,10 +296,13 @@ class PoolModel(Table):
                               cache_mb=self.cache_mb, python=self.python,
                               service_address=self.service_address, spread=self.spread,
                               grace_s=self.grace)
+        kubernetes = None
+        if self.executor == JobKind.KUBERNETES:
+            kubernetes = (self.kubernetes or KubernetesModel()).pool()
         max_jobs = self.max_jobs if self.max_jobs is not None else SLURM_MAX_JOBS
         return Pool(PoolCapacity(name, max_jobs=max_jobs, cpus=self.cpus,
                                  memory_mb=self.memory_mb, gpu_ids=gpu_ids),
-                    executor=self.executor, slurm=slurm)
+                    executor=self.executor, slurm=slurm, kubernetes=kubernetes)
 
 
 class QueueModel(Table):
@@ -321,6 +343,16 @@ class PolicyModel(Table):
     @model_validator(mode="after")
     def _quotas_fit(self) -> Self:
         raise_all(quota_problems(self.pools, self.teams))
+        return self
+
+    @model_validator(mode="after")
+    def _no_quota_under_kueue(self) -> Self:
+        """Kueue's pools have their quotas in Kueue: never both."""
+        raise_all([problem_at(("teams", team_name, "quota", pool_name), "kueue_quota", None,
+                              pool=pool_name)
+                   for team_name, team in self.teams.items() for pool_name in team.quota
+                   if (pool := self.pools.get(pool_name)) is not None and
+                   pool.kubernetes is not None and pool.kubernetes.admission == "kueue"])
         return self
 
     def policy(self) -> Policy:
