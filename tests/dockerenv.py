@@ -34,10 +34,13 @@ class Engine:
 
 def find_engine() -> Engine:
     """The engine with the trainer image built, or a skip (a failure under CI=true)."""
+    client = None
     try:
         client = docker.from_env(timeout=120)
         client.ping()
     except docker.errors.DockerException:
+        if client is not None:
+            client.close()  # its socket, which an engine that is not there left open
         missing("a Docker engine (dockerd)")
         raise AssertionError("unreachable") from None
     try:

@@ -67,3 +67,31 @@ def test_the_local_gang_keeps_its_variables() -> None:
     assert env["CUDA_VISIBLE_DEVICES"] == "g1" and env["MASTER_ADDR"] == "127.0.0.1"
     assert json.loads(env["TF_CONFIG"])["cluster"]["worker"] == ["127.0.0.1:5001",
                                                                  "127.0.0.1:5002"]
+
+
+def test_a_tfjob_worker_takes_its_rank_from_tf_config_after_the_chief() -> None:
+    tf_config = json.dumps({"cluster": {"chief": ["c:1"], "worker": ["w0:1", "w1:1"]},
+                            "task": {"type": "worker", "index": 1}})
+    assert worker_vars({"TF_CONFIG": tf_config}, "tensorflow") == {"RANK": "2",
+                                                                   "WORLD_SIZE": "3"}
+    chief = json.dumps({"cluster": {"chief": ["c:1"], "worker": ["w0:1"]},
+                        "task": {"type": "chief", "index": 0}})
+    assert worker_vars({"TF_CONFIG": chief}, "both") == {"RANK": "0", "WORLD_SIZE": "2"}
+
+
+def test_a_trainjob_node_takes_its_rank_and_master_from_the_pet_variables() -> None:
+    env = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": "1",
+           "PET_MASTER_ADDR": "tj-node-0-0.tj", "PET_MASTER_PORT": "29400"}
+    assert worker_vars(env, "pytorch") == {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                                           "MASTER_ADDR": "tj-node-0-0.tj",
+                                           "MASTER_PORT": "29400"}
+
+
+def test_what_an_operator_set_itself_stands() -> None:
+    env = {"PET_NODE_RANK": "1", "PET_NNODES": "2", "RANK": "1", "WORLD_SIZE": "2"}
+    assert worker_vars(env, "pytorch") == {"LOCAL_RANK": "0"}
+
+
+def test_a_tf_config_that_is_not_json_is_refused() -> None:
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        worker_vars({"TF_CONFIG": "{nope"}, "tensorflow")

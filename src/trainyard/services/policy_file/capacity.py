@@ -1,5 +1,6 @@
 """Teams' quotas must fit in their pools: each quota alone, and all of a pool's quotas added
-up, for each resource the pool counts."""
+up, for each resource the pool counts. A pool whose jobs Kueue admits takes no quota: Kueue
+holds its quotas."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from trainyard.services.policy_file.problems import problem_at, show
 if TYPE_CHECKING:
     from trainyard.services.policy_file.schema import PoolModel, QuotaModel, TeamModel
 
-KINDS = frozenset({"over_pool", "over_pool_together"})  # the problems this module finds
+# The problems this module finds.
+KINDS = frozenset({"over_pool", "over_pool_together", "kueue_quota"})
 _SLACK = 1e-9  # CPUs are fractional: what rounding may add up to
 
 
@@ -22,14 +24,26 @@ def quota_problems(pools: Mapping[str, PoolModel], teams: Mapping[str, TeamModel
     found: list[InitErrorDetails] = []
     for team_name, team in teams.items():
         for pool_name, quota in team.quota.items():
-            if pool_name in pools:
+            if pool_name in pools and _kueue(pools[pool_name]):
+                found.append(problem_at(("teams", team_name, "quota", pool_name),
+                                        "kueue_quota", None, pool=show(pool_name)))
+            elif pool_name in pools:
                 found += _alone(("teams", team_name, "quota", pool_name), quota,
                                 pool_name, pools[pool_name])
     for pool_name, pool in pools.items():
+        if _kueue(pool):
+            continue
         owed = {name: team.quota[pool_name] for name, team in teams.items()
                 if pool_name in team.quota}
         found += _together(pool_name, pool, owed)
     return found
+
+
+def _kueue(pool: PoolModel) -> bool:
+    table = pool.kubernetes  # as written, where the rest of the pool's table was not valid
+    admission = table.get("admission") if isinstance(table, dict) else \
+        getattr(table, "admission", None)
+    return admission == "kueue"
 
 
 def _alone(path: tuple[str, ...], quota: QuotaModel, pool_name: str, pool: PoolModel

@@ -77,6 +77,10 @@ def _node_selector(value: object) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(value.items()))
 
 
+def _listed(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
 class TolerationModel(Table):
     key: str = ""
     operator: Annotated[str, BeforeValidator(lambda v: _operator(v))] = "Equal"
@@ -112,7 +116,7 @@ class KubernetesModel(Table):
     image_pull_policy: Annotated[str, _one_of("image_pull_policy")] = "IfNotPresent"
     service_account: Annotated[str, BeforeValidator(_dns_label)] = ""
     node_selector: Annotated[tuple[tuple[str, str], ...], BeforeValidator(_node_selector)] = ()
-    tolerations: tuple[TolerationModel, ...] = ()
+    tolerations: Annotated[tuple[TolerationModel, ...], BeforeValidator(_listed)] = ()
     token_delivery: Annotated[str, _one_of("token_delivery")] = "secret"
     admission: Annotated[str, _one_of("admission")] = "trainyard"
     queue_name: Annotated[str, BeforeValidator(_dns_label)] = ""

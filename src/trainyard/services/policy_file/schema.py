@@ -345,16 +345,6 @@ class PolicyModel(Table):
         raise_all(quota_problems(self.pools, self.teams))
         return self
 
-    @model_validator(mode="after")
-    def _no_quota_under_kueue(self) -> Self:
-        """Kueue's pools have their quotas in Kueue: never both."""
-        raise_all([problem_at(("teams", team_name, "quota", pool_name), "kueue_quota", None,
-                              pool=pool_name)
-                   for team_name, team in self.teams.items() for pool_name in team.quota
-                   if (pool := self.pools.get(pool_name)) is not None and
-                   pool.kubernetes is not None and pool.kubernetes.admission == "kueue"])
-        return self
-
     def policy(self) -> Policy:
         return Policy(
             pools={name: pool.pool(name) for name, pool in self.pools.items()},
