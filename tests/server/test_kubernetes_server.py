@@ -1,0 +1,104 @@
+"""The service through a real Kubernetes API server with the Kubeflow CRDs, the operator's
+part played by tests/kubeflow_operator.py: each replica a real local process on a node of its
+own, running the job runtime, which brings the dataset and takes the results back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.kubeflow_operator import KubeflowOperator
+from tests.server.kubeserver import ensure_training_runtime, get_object, kube_server
+from tests.server.slurmserver import wait_state
+from tests.services.conftest import ROOT
+from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.states import JobState
+from trainyard.testbed.kube_apiserver import KubeApiServer
+
+FINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = "trainyard/base:latest"
+
+
+def test_a_two_replica_pytorchjob_trains_ddp_and_its_results_arrive(
+        tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
+        kube_namespace: str, digits: Path) -> None:
+    with kube_server(tmp_path, kube_api, kube_namespace) as srv:
+        version = srv.datasets.register(ROOT, "digits", str(digits))[0].version
+        command = ('echo "node=$TRAINYARD_NODE_NAME rank=$RANK world=$WORLD_SIZE"; '
+                   f"exec {sys.executable} {REPO}/examples/ddp_trainer.py")
+        job_id, _ = srv.service.train(ROOT, JobSpec(
+            name="ddp", image=IMAGE, command=command, dataset=DatasetRef("digits", version),
+            hyperparameters={"EPOCHS": "2", "SEED": "0"}, resources=Resources(cpus=1),
+            workers=2, framework="pytorch"))
+        job = srv.jobs.get(job_id)
+        assert job.kind == "kubernetes"
+        resource = get_object(kube_api, "PyTorchJob", kube_namespace, job.handle)
+        assert resource is not None
+        replicas = resource["spec"]["pytorchReplicaSpecs"]
+        assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 1)
+        assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(job_id).message
+        paths = srv.workspace.attempt(job_id, 1)
+        log = paths.log_path.read_text()
+        assert "rank=0 world=2" in log and "rank=1 world=2" in log, log
+        nodes = {p.node for p in kubeflow_operator.processes(kube_namespace, job.handle)}
+        assert len(nodes) == 2  # one replica per node, each its own staging directory
+        digests = json.loads((paths.model_dir / "weights-sha256.json").read_text())
+        assert digests["identical"] and set(digests["ranks"]) == {"0", "1"}, digests
+        latest = srv.service.status(ROOT, job_id).latest_metrics
+        assert latest["test_accuracy"][1] == 2 and latest["test_accuracy"][0] > 0.7, latest
+        assert "model ddp version 1" in srv.jobs.get(job_id).message
+
+
+def test_a_tfjob_and_a_trainjob_pass_the_upstream_schemas_and_run(
+        tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
+        kube_namespace: str) -> None:
+    ensure_training_runtime(kube_api)
+    command = 'echo "rank=$RANK of $WORLD_SIZE"; echo "{\\"step\\": 1, \\"rank\\": $RANK}" ' \
+        '>> "$METRICS_PATH"'
+    with kube_server(tmp_path, kube_api, kube_namespace) as srv:
+        tf_id, _ = srv.service.train(ROOT, JobSpec(name="tf", image=IMAGE, command=command,
+                                                   workers=2, framework="tensorflow"))
+        # The pool creates PyTorchJobs first: a TensorFlow job becomes its TFJob.
+        assert wait_state(srv, tf_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(tf_id).message
+        tf_job = srv.jobs.get(tf_id)
+        found = get_object(kube_api, "TFJob", kube_namespace, tf_job.handle)
+        assert found is None or found["kind"] == "TFJob"
+        log = srv.workspace.attempt(tf_id, 1).log_path.read_text()
+        assert "rank=0 of 2" in log and "rank=1 of 2" in log, log
+    with kube_server(tmp_path / "trainjob", kube_api, kube_namespace,
+                     extra='kinds = ["TrainJob"]') as srv:
+        tj_id, _ = srv.service.train(ROOT, JobSpec(name="tj", image=IMAGE, command=command,
+                                                   workers=2))
+        assert wait_state(srv, tj_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(tj_id).message
+        log = srv.workspace.attempt(tj_id, 1).log_path.read_text()
+        assert "rank=0 of 2" in log and "rank=1 of 2" in log, log
+        events = [e.to_state for e in srv.jobs.events(tj_id)]
+        assert JobState.RUNNING in events  # from its runtime's first call
+
+
+def test_bad_input_is_refused_at_submit_or_fails_with_the_servers_message(
+        tmp_path: Path, kube_api: KubeApiServer, kube_namespace: str) -> None:
+    with kube_server(tmp_path, kube_api, kube_namespace,
+                     extra='kinds = ["TrainJob"]\nruntime_ref = "' + "r" * 300 + '"') as srv:
+        with pytest.raises(InvalidArgument) as refused:
+            srv.service.train(ROOT, JobSpec(name="big", image=IMAGE, command="true",
+                                            resources=Resources(cpus=9)))
+        assert refused.value.field == "resources.cpus"
+        with pytest.raises(InvalidArgument) as no_command:
+            srv.service.train(ROOT, JobSpec(name="bare", image=IMAGE))
+        assert no_command.value.field == "command"
+        with pytest.raises(InvalidArgument) as no_kind:
+            srv.service.train(ROOT, JobSpec(name="tf", image=IMAGE, command="true",
+                                            framework="tensorflow"))
+        assert no_kind.value.field == "framework" and "TrainJob" in str(no_kind.value)
+        assert srv.jobs.in_states({JobState.WAITING}) == []
+        # The API server's own schema refuses the resource: the attempt fails, saying why.
+        job_id, _ = srv.service.train(ROOT, JobSpec(name="long", image=IMAGE, command="true"))
+        assert wait_state(srv, job_id, FINAL) is JobState.FAILED
+        message = srv.jobs.get(job_id).message
+        assert "refused the TrainJob" in message and "253" in message, message
