@@ -189,6 +189,7 @@ class KubeApiServer:
                 start_new_session=True)
         (self.root / "apiserver.pid").write_text(f"{self._api.pid}\n")
         self.wait_ready()
+        self.wait_served()
 
     def restart_api(self) -> None:
         self.stop_api()
@@ -213,6 +214,27 @@ class KubeApiServer:
                                    f"see {self.root / 'apiserver.log'}")
             time.sleep(0.1)
         raise RuntimeError(f"the API server was not ready within {timeout:g} s")
+
+    def wait_served(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Until every established CRD's resource answers a list: a restarted server is
+        ready before it serves the CRDs it reads back from etcd."""
+        from kubernetes import client
+
+        deadline = time.monotonic() + timeout
+        with self.api_client() as api:
+            crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+            objects = client.CustomObjectsApi(api)
+            for crd in crds:
+                version = next(v.name for v in crd.spec.versions if v.served)
+                while True:
+                    try:
+                        objects.list_cluster_custom_object(
+                            crd.spec.group, version, crd.spec.names.plural, limit=1)
+                        break
+                    except client.ApiException:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.1)
 
     def stop(self) -> None:
         """Stop both processes and make sure they are gone."""
