@@ -301,10 +301,11 @@ def test_the_operator_outlives_an_api_server_restart(
         kubeflow_operator: KubeflowOperator, kube_api: KubeApiServer,
         api: client.CustomObjectsApi, kube_namespace: str) -> None:
     create(api, PYTORCH, kube_namespace, v1_job("PyTorchJob", "across", {
-        "Master": replica("pytorch", ["python3", "-c", "import time; time.sleep(2)"])}))
+        "Master": replica("pytorch", ["python3", "-c", "import time; time.sleep(1)"])}))
     kubeflow_operator.wait_for(lambda: bool(kubeflow_operator.processes(kube_namespace,
                                                                         "across")), 20)
     kube_api.stop_api()
-    time.sleep(2.5)  # the replica ends while the API server is away
+    (master,) = kubeflow_operator.processes(kube_namespace, "across")
+    assert master.wait(10.0)  # it ends while the API server is away
     kube_api.start_api()
     wait_condition(kubeflow_operator, api, PYTORCH, kube_namespace, "across", "Succeeded")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 TOOL_ENV = "TRAINYARD_K8S_APISERVER_TOOL"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
+API_GRACE_S = 2.0
 ESTABLISH_TIMEOUT_S = 60.0
 CRD_FILES = ("kubeflow.org_pytorchjobs.yaml", "kubeflow.org_tfjobs.yaml",
              "kubeflow.org_mpijobs.yaml", "trainer.kubeflow.org_trainjobs.yaml",
@@ -100,7 +101,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _end_pid(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
     """TERM, then KILL what is still there after `timeout`."""
-    for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
+    for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, STOP_TIMEOUT_S)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
@@ -158,12 +159,14 @@ class KubeApiServer:
             return int((self.root / f"{name}.pid").read_text().strip())
         return None
 
-    def stop_api(self) -> None:
-        """Stop the API server process (TERM, then KILL); etcd keeps running."""
+    def stop_api(self, grace_s: float = API_GRACE_S) -> None:
+        """Stop the API server process (TERM, then KILL after `grace_s`: its graceful
+        shutdown waits for open watches, and it keeps no state but etcd's); etcd keeps
+        running."""
         if self._api is not None:
             self._api.terminate()
             try:
-                self._api.wait(STOP_TIMEOUT_S)
+                self._api.wait(grace_s)
             except subprocess.TimeoutExpired:
                 self._api.kill()
                 self._api.wait(STOP_TIMEOUT_S)
@@ -171,7 +174,7 @@ class KubeApiServer:
         else:
             pid = self._pid("apiserver")
             if pid is not None:
-                _end_pid(pid)
+                _end_pid(pid, grace_s)
         (self.root / "apiserver.pid").unlink(missing_ok=True)
 
     def start_api(self) -> None:
