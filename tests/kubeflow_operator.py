@@ -20,12 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
-from kubernetes import client, watch
+from kubernetes import client
+from kubernetes.watch.watch import Watch
 
 from tests.kubeflow_replicas import (
     KINDS,
@@ -33,12 +33,17 @@ from tests.kubeflow_replicas import (
     Kind,
     PlanError,
     Replica,
-    jobs_status,
-    now,
     plan_trainjob,
     plan_v1,
-    replica_statuses,
-    set_condition,
+)
+from tests.kubeflow_status import (
+    Job,
+    adopted,
+    mark_created,
+    mark_finished,
+    mark_running,
+    mark_suspended,
+    status_of,
 )
 
 log = logging.getLogger(__name__)
@@ -47,31 +52,6 @@ RETRY_S = 0.3  # between tries while the API server is away
 WRITE_GIVE_UP_S = 60.0
 JOIN_TIMEOUT_S = 10.0
 Key = tuple[str, str, str]  # plural, namespace, name
-
-
-@dataclass
-class Job:
-    kind: Kind
-    namespace: str
-    name: str
-    uid: str
-    obj: dict[str, Any]
-    conditions: list[dict[str, Any]] = field(default_factory=list)
-    replicas: list[Replica] = field(default_factory=list)
-    start_time: str | None = None
-    completion_time: str | None = None
-    finished: bool = False
-    deleting: bool = False
-
-    @property
-    def suspended(self) -> bool:
-        if self.kind.trainer:
-            return bool(self.obj["spec"].get("suspend"))
-        return bool(self.obj["spec"].get("runPolicy", {}).get("suspend"))
-
-    @property
-    def grace_s(self) -> float:
-        return max((r.plan.grace_s for r in self.replicas), default=0.0)
 
 
 class KubeflowOperator:
@@ -104,7 +84,7 @@ class KubeflowOperator:
         self._acting = threading.Event()
         self._acting.set()
         self._threads: list[threading.Thread] = []
-        self._watches: list[tuple[threading.Thread, watch.Watch]] = []
+        self._watches: list[tuple[threading.Thread, Watch]] = []
 
     # -- life ----------------------------------------------------------------------------
 
@@ -129,7 +109,7 @@ class KubeflowOperator:
             # A watch not yet streaming forgets a stop: say it until the thread ends.
             deadline = time.monotonic() + JOIN_TIMEOUT_S
             while thread.is_alive() and time.monotonic() < deadline:
-                stream.stop()
+                stream.stop()  # type: ignore[no-untyped-call]
                 thread.join(0.1)
         with self._lock:
             replicas = [r for job in self._jobs.values() for r in job.replicas]
@@ -198,21 +178,21 @@ class KubeflowOperator:
         thread.start()
 
     def _list(self, kind: Kind) -> tuple[list[dict[str, Any]], str]:
-        listing = self.api.list_cluster_custom_object(kind.group, kind.version, kind.plural,
-                                                      _request_timeout=10)
+        listing = cast(dict[str, Any], self.api.list_cluster_custom_object(
+            kind.group, kind.version, kind.plural, _request_timeout=10))
         return listing["items"], listing["metadata"]["resourceVersion"]
 
     def _watch(self, kind: Kind, version: str) -> None:
         """Watch from `version`; list again on 410 or any failure (the API server away:
         retried until it answers), and watch from the new list's version."""
-        stream = watch.Watch()
+        stream = Watch()  # type: ignore[no-untyped-call]
         self._watches.append((threading.current_thread(), stream))
         while not self._stopping.is_set():
             try:
                 if not version:
                     items, version = self._list(kind)
                     self._work.put(("sync", (kind, items)))
-                for event in stream.stream(
+                for event in stream.stream(  # type: ignore[no-untyped-call]
                         self.api.list_cluster_custom_object, kind.group, kind.version,
                         kind.plural, resource_version=version, allow_watch_bookmarks=True,
                         timeout_seconds=WATCH_TIMEOUT_S,
@@ -287,12 +267,10 @@ class KubeflowOperator:
             self._forget(job)  # deleted and created again between two looks
             job = None
         if job is None:
-            job = _adopted(Job(kind, meta["namespace"], meta["name"], meta["uid"], obj))
+            job = adopted(Job(kind, meta["namespace"], meta["name"], meta["uid"], obj))
             with self._lock:
                 self._jobs[key] = job
-            if not kind.trainer and not _has(job.conditions, "Created"):
-                set_condition(job.conditions, "Created", True, f"{kind.kind}Created",
-                              f"{kind.kind} {job.name} is created.")
+            mark_created(job)
         job.obj = obj
         if meta.get("deletionTimestamp"):
             if not job.deleting:
@@ -340,18 +318,7 @@ class KubeflowOperator:
             job.replicas = replicas
         for replica in replicas:
             self._spawn(self._await_exit, job, replica, name=f"wait-{replica.name}")
-        job.start_time = now()
-        kind = job.kind.kind
-        if job.kind.trainer:
-            if _has(job.conditions, "Suspended"):
-                set_condition(job.conditions, "Suspended", False, "Resumed",
-                              "TrainJob is resumed", update_time=False)
-        else:
-            if _has(job.conditions, "Suspended"):
-                set_condition(job.conditions, "Suspended", False, f"{kind}Resumed",
-                              f"{kind} {job.name} is resumed.")
-            set_condition(job.conditions, "Running", True, f"{kind}Running",
-                          f"{kind} {job.namespace}/{job.name} is running.")
+        mark_running(job)
         self._write_status(job)
 
     def _await_exit(self, job: Job, replica: Replica) -> None:
@@ -365,39 +332,11 @@ class KubeflowOperator:
         for replica in job.replicas:
             replica.stop(5.0)
         job.replicas = []
-        kind = job.kind.kind
-        changed = set_condition(
-            job.conditions, "Suspended", True, "Suspended" if job.kind.trainer
-            else f"{kind}Suspended", f"{kind} {job.name} is suspended.",
-            update_time=not job.kind.trainer)
-        if not job.kind.trainer and _has(job.conditions, "Running"):
-            changed |= set_condition(job.conditions, "Running", False, f"{kind}Suspended",
-                                     f"{kind} {job.name} is suspended.")
-        if changed:
+        if mark_suspended(job):
             self._write_status(job)
 
     def _finish(self, job: Job, succeeded: bool, detail: str, reason: str = "") -> None:
-        job.finished = True
-        job.completion_time = now()
-        kind = job.kind.kind
-        where = f"{kind} {job.namespace}/{job.name}"
-        if job.kind.trainer:
-            if succeeded:
-                set_condition(job.conditions, "Complete", True, "JobsCompleted",
-                              "jobs are completed", update_time=False)
-            else:
-                set_condition(job.conditions, "Failed", True, reason or "JobsFailed",
-                              f"{where} failed: {detail}", update_time=False)
-        else:
-            if _has(job.conditions, "Running"):
-                set_condition(job.conditions, "Running", False, f"{kind}Running",
-                              f"{where} is running.")
-            if succeeded:
-                set_condition(job.conditions, "Succeeded", True, f"{kind}Succeeded",
-                              f"{where} successfully completed.")
-            else:
-                set_condition(job.conditions, "Failed", True, reason or f"{kind}Failed",
-                              f"{where} is failed because {detail}.")
+        mark_finished(job, succeeded, detail, reason)
         self._write_status(job)
 
     def _runtime(self, job: Job) -> dict[str, Any]:
@@ -405,7 +344,7 @@ class KubeflowOperator:
         kind = ref.get("kind", "ClusterTrainingRuntime")
         try:
             if kind == "TrainingRuntime":
-                found: dict[str, Any] = self.api.get_namespaced_custom_object(
+                found = self.api.get_namespaced_custom_object(
                     TRAINJOB.group, TRAINJOB.version, job.namespace, "trainingruntimes",
                     ref["name"])
             else:
@@ -416,25 +355,12 @@ class KubeflowOperator:
                 raise PlanError("RuntimeNotFound",
                                 f"runtime not found: {kind} {ref['name']}") from None
             raise
-        return found
+        return cast(dict[str, Any], found)
 
     # -- writing back --------------------------------------------------------------------
 
-    def _status(self, job: Job) -> dict[str, Any]:
-        status: dict[str, Any] = {"conditions": job.conditions}
-        if job.kind.trainer:
-            status["jobsStatus"] = jobs_status(job.replicas, job.suspended)
-            return status
-        status["replicaStatuses"] = replica_statuses(job.replicas)
-        if job.start_time:
-            status["startTime"] = job.start_time
-        if job.completion_time:
-            status["completionTime"] = job.completion_time
-        status["lastReconcileTime"] = now()
-        return status
-
     def _write_status(self, job: Job) -> None:
-        body = {"status": self._status(job)}
+        body = {"status": status_of(job)}
         self._retry(lambda: self.api.patch_namespaced_custom_object_status(
             job.kind.group, job.kind.version, job.namespace, job.kind.plural, job.name, body,
             _content_type="application/merge-patch+json", _request_timeout=10))
@@ -451,9 +377,9 @@ class KubeflowOperator:
             stopper.join(grace + JOIN_TIMEOUT_S * 2)
 
         def release() -> None:
-            current = self.api.get_namespaced_custom_object(
+            current = cast(dict[str, Any], self.api.get_namespaced_custom_object(
                 job.kind.group, job.kind.version, job.namespace, job.kind.plural, job.name,
-                _request_timeout=10)
+                _request_timeout=10))
             if current["metadata"]["uid"] != job.uid:
                 return
             kept = [f for f in current["metadata"].get("finalizers") or []
@@ -488,24 +414,9 @@ class KubeflowOperator:
             self._stopping.wait(RETRY_S)
 
 
-def _adopted(job: Job) -> Job:
-    """The job with what its status already says (an operator's earlier life)."""
-    status = job.obj.get("status") or {}
-    job.conditions = list(status.get("conditions") or [])
-    job.start_time = status.get("startTime")
-    job.completion_time = status.get("completionTime")
-    ended = ("Complete", "Failed") if job.kind.trainer else ("Succeeded", "Failed")
-    job.finished = any(c["type"] in ended and c["status"] == "True" for c in job.conditions)
-    return job
-
-
 def _object_missing(error: client.ApiException) -> bool:
     """A 404 about the object (a Status), not about its resource (plain text)."""
     return '"kind":"Status"' in (error.body or "").replace(" ", "")
-
-
-def _has(conditions: list[dict[str, Any]], ctype: str) -> bool:
-    return any(c["type"] == ctype for c in conditions)
 
 
 def _source_roots() -> list[str]:

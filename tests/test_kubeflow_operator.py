@@ -204,6 +204,13 @@ def test_trainjob_gets_the_torch_runtimes_variables(
                                 "Failed")
         assert "runtime not found" in condition(orphan, "Failed")["message"]  # type: ignore[index]
         assert kubeflow_operator.processes(kube_namespace, "orphan") == []
+        held = train_job("held", runtime, command)
+        held["spec"]["suspend"] = True
+        create(api, TRAINJOB, kube_namespace, held)
+        held = wait_condition(kubeflow_operator, api, TRAINJOB, kube_namespace, "held",
+                              "Suspended")
+        assert condition(held, "Suspended")["reason"] == "Suspended"  # type: ignore[index]
+        assert kubeflow_operator.processes(kube_namespace, "held") == []
     finally:
         api.delete_cluster_custom_object("trainer.kubeflow.org", "v1alpha1",
                                          "clustertrainingruntimes", runtime)

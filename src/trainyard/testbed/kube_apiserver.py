@@ -149,8 +149,10 @@ class KubeApiServer:
 
     def api_client(self) -> ApiClient:
         """A fresh client for this server; the caller closes it."""
-        from kubernetes import config
-        return config.new_client_from_config(str(self.kubeconfig))
+        from kubernetes.config.kube_config import new_client_from_config
+        api: ApiClient = new_client_from_config(  # type: ignore[no-untyped-call]
+            str(self.kubeconfig))
+        return api
 
     # -- the API server process ------------------------------------------------------
 
@@ -277,7 +279,7 @@ def install_crds(api: ApiClient, crds: Path | None = None,
         for crd in extensions.list_custom_resource_definition().items:
             conditions = (crd.status.conditions if crd.status else None) or []
             if any(c.type == "Established" and c.status == "True" for c in conditions):
-                waiting.discard(crd.metadata.name)
+                waiting.discard(crd.metadata.name if crd.metadata else "")
         if not waiting:
             break
         if time.monotonic() > deadline:
