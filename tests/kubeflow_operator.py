@@ -294,7 +294,7 @@ class KubeflowOperator:
             self._finish(job, False, f"replica {replica.name} exited with code {code}"
                          + (f" ({replica.start_error})" if replica.start_error else ""))
             for other in job.replicas:
-                self._spawn(other.stop, 5.0, name=f"stop-{other.name}")
+                self._spawn(other.stop, other.plan.grace_s, name=f"stop-{other.name}")
         elif all(r.exit_code == 0 for r in job.replicas):
             self._finish(job, True, "")
         else:
@@ -329,9 +329,10 @@ class KubeflowOperator:
 
     def _suspend(self, job: Job) -> None:
         """Hold the job: nothing runs (what ran is stopped) until it is unsuspended."""
-        for replica in job.replicas:
-            replica.stop(5.0)
-        job.replicas = []
+        for replica in job.replicas:  # each TERMed, KILLed after its grace period
+            self._spawn(replica.stop, replica.plan.grace_s, name=f"stop-{replica.name}")
+        with self._lock:
+            job.replicas = []
         if mark_suspended(job):
             self._write_status(job)
 
