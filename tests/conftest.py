@@ -1,12 +1,15 @@
-"""Shared fixtures: real SQLite and PostgreSQL stores, a real server on loopback."""
+"""Shared fixtures: real SQLite and PostgreSQL stores, a real server on loopback, a real
+Kubernetes API server with a test-side Kubeflow operator."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,8 +17,12 @@ from tests.postgres import ThrowawayPostgres, find_bindir
 from trainyard.client import Client
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.db import Database, open_database, sqlite_url
+from trainyard.testbed import kube_apiserver
 from trainyard.testbed import slurm_cluster as testbed
 from trainyard.tracker import TrackerConfig
+
+if TYPE_CHECKING:
+    from tests.kubeflow_operator import KubeflowOperator
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 DIALECTS = ["sqlite", "postgresql"]
@@ -37,6 +44,36 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testbed.
         missing(f"Slurm ({why})")
     with testbed.cluster(tmp_path_factory.mktemp("slurm"), testbed.two_nodes()) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kube_apiserver.KubeApiServer]:
+    """A real Kubernetes API server for custom resources (the Kubeflow CRDs established)
+    for the whole session; a test that stops it starts it again."""
+    why = kube_apiserver.available()
+    if why is not None:
+        missing(f"the Kubernetes API server ({why})")
+    with kube_apiserver.api_server(tmp_path_factory.mktemp("kube")) as started:
+        yield started
+
+
+@pytest.fixture
+def kube_namespace() -> str:
+    """A fresh namespace name per test (the server needs no Namespace object), which keeps
+    one test's objects from the next."""
+    return f"t-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def kubeflow_operator(kube_api: kube_apiserver.KubeApiServer,
+                      tmp_path: Path) -> Iterator[KubeflowOperator]:
+    """The test-side Kubeflow operator over `kube_api`, stopped (every replica killed) at
+    the end; it deletes no objects, and leaves alone those of earlier tests."""
+    from tests.kubeflow_operator import KubeflowOperator
+
+    with kube_api.api_client() as api, KubeflowOperator(
+            api, tmp_path / "operator", ignore_existing=True) as op:
+        yield op
 
 
 @pytest.fixture(scope="session")
