@@ -22,23 +22,23 @@ PLURALS = {"PyTorchJob": ("kubeflow.org", "v1", "pytorchjobs"),
 RUNTIME = "torch-distributed"
 
 
-def kube_policy(kube: KubeApiServer, namespace: str, cache: Path, extra: str = "") -> str:
+def kube_policy(kube: KubeApiServer, namespace: str, cache: Path, extra: str = "",
+                kinds: str = '"PyTorchJob", "TFJob", "TrainJob"',
+                capacity: str = "cpus = 8\nmemory_mb = 16384") -> str:
     return f"""
 max_running = 8
 [pools.k8s]
 executor = "kubernetes"
-cpus = 8
-memory_mb = 16384
+{capacity}
 [pools.k8s.kubernetes]
-kinds = ["PyTorchJob", "TFJob", "TrainJob"]
+kinds = [{kinds}]
 kubeconfig = "{kube.kubeconfig}"
 namespace = "{namespace}"
 token_delivery = "env"
-runtime_ref = "{RUNTIME}"
+{extra or f'runtime_ref = "{RUNTIME}"'}
 python = "{sys.executable}"
 cache_dir = "{cache}/{{node}}"
 grace = "3s"
-{extra}
 [queues.default]
 pools = ["k8s"]
 """
@@ -46,9 +46,14 @@ pools = ["k8s"]
 
 @contextlib.contextmanager
 def kube_server(tmp_path: Path, kube: KubeApiServer, namespace: str, extra: str = "",
-                **tracker: object) -> Iterator[TrainyardServer]:
+                kinds: str = '"PyTorchJob", "TFJob", "TrainJob"',
+                capacity: str = "cpus = 8\nmemory_mb = 16384", **tracker: object
+                ) -> Iterator[TrainyardServer]:
+    """`extra`: the pool's table's last lines (its runtime_ref unless they say)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     with live_server(tmp_path, sqlite_url(tmp_path),
-                     kube_policy(kube, namespace, tmp_path / "nodes", extra),
+                     kube_policy(kube, namespace, tmp_path / "nodes", extra, kinds,
+                                 capacity),
                      **tracker) as srv:
         yield srv
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.kubeflow_operator import KubeflowOperator
-from tests.server.kubeserver import ensure_training_runtime, get_object, kube_server
+from tests.server.kubeserver import custom, ensure_training_runtime, get_object, kube_server
 from tests.server.slurmserver import wait_state
 from tests.services.conftest import ROOT
 from trainyard.domain.errors import InvalidArgument
@@ -35,6 +36,7 @@ def test_a_two_replica_pytorchjob_trains_ddp_and_its_results_arrive(
             name="ddp", image=IMAGE, command=command, dataset=DatasetRef("digits", version),
             hyperparameters={"EPOCHS": "2", "SEED": "0"}, resources=Resources(cpus=1),
             workers=2, framework="pytorch"))
+        wait_state(srv, job_id, {JobState.RUNNING, *FINAL})
         job = srv.jobs.get(job_id)
         assert job.kind == "kubernetes"
         resource = get_object(kube_api, "PyTorchJob", kube_namespace, job.handle)
@@ -44,9 +46,9 @@ def test_a_two_replica_pytorchjob_trains_ddp_and_its_results_arrive(
         assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(job_id).message
         paths = srv.workspace.attempt(job_id, 1)
         log = paths.log_path.read_text()
-        assert "rank=0 world=2" in log and "rank=1 world=2" in log, log
-        nodes = {p.node for p in kubeflow_operator.processes(kube_namespace, job.handle)}
-        assert len(nodes) == 2  # one replica per node, each its own staging directory
+        # One replica per node, each staging the dataset into its node's own directory.
+        assert "node=node-0 rank=0 world=2" in log and "node=node-1 rank=1 world=2" in log, log
+        assert {p.name for p in (tmp_path / "nodes").iterdir()} == {"node-0", "node-1"}
         digests = json.loads((paths.model_dir / "weights-sha256.json").read_text())
         assert digests["identical"] and set(digests["ranks"]) == {"0", "1"}, digests
         latest = srv.service.status(ROOT, job_id).latest_metrics
@@ -71,7 +73,7 @@ def test_a_tfjob_and_a_trainjob_pass_the_upstream_schemas_and_run(
         log = srv.workspace.attempt(tf_id, 1).log_path.read_text()
         assert "rank=0 of 2" in log and "rank=1 of 2" in log, log
     with kube_server(tmp_path / "trainjob", kube_api, kube_namespace,
-                     extra='kinds = ["TrainJob"]') as srv:
+                     kinds='"TrainJob"') as srv:
         tj_id, _ = srv.service.train(ROOT, JobSpec(name="tj", image=IMAGE, command=command,
                                                    workers=2))
         assert wait_state(srv, tj_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(tj_id).message
@@ -84,7 +86,7 @@ def test_a_tfjob_and_a_trainjob_pass_the_upstream_schemas_and_run(
 def test_bad_input_is_refused_at_submit_or_fails_with_the_servers_message(
         tmp_path: Path, kube_api: KubeApiServer, kube_namespace: str) -> None:
     with kube_server(tmp_path, kube_api, kube_namespace,
-                     extra='kinds = ["TrainJob"]\nruntime_ref = "' + "r" * 300 + '"') as srv:
+                     kinds='"TrainJob"', extra='runtime_ref = "' + "r" * 300 + '"') as srv:
         with pytest.raises(InvalidArgument) as refused:
             srv.service.train(ROOT, JobSpec(name="big", image=IMAGE, command="true",
                                             resources=Resources(cpus=9)))
@@ -102,3 +104,29 @@ def test_bad_input_is_refused_at_submit_or_fails_with_the_servers_message(
         assert wait_state(srv, job_id, FINAL) is JobState.FAILED
         message = srv.jobs.get(job_id).message
         assert "refused the TrainJob" in message and "253" in message, message
+
+
+def test_with_kueue_admitting_the_job_waits_suspended_naming_the_queue(
+        tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
+        kube_namespace: str) -> None:
+    with kube_server(tmp_path, kube_api, kube_namespace,
+                     kinds='"PyTorchJob"', capacity="",
+                     extra='admission = "kueue"\nqueue_name = "team-a"') as srv:
+        job_id, _ = srv.service.train(ROOT, JobSpec(name="held", image=IMAGE, command="true"))
+        deadline = time.monotonic() + 30
+        while "Kueue" not in srv.jobs.get(job_id).message:
+            assert time.monotonic() < deadline, srv.jobs.get(job_id)
+            time.sleep(0.1)
+        job = srv.jobs.get(job_id)
+        assert job.state is JobState.LAUNCHING and "'team-a'" in job.message, job.message
+        held = get_object(kube_api, "PyTorchJob", kube_namespace, job.handle)
+        assert held is not None and held["spec"]["runPolicy"]["suspend"] is True
+        assert held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+        time.sleep(1.0)
+        assert srv.jobs.get(job_id).state is JobState.LAUNCHING  # Trainyard leaves it held
+        # Kueue admits it: it unsuspends the resource, and the operator runs it.
+        custom(kube_api).patch_namespaced_custom_object(
+            "kubeflow.org", "v1", kube_namespace, "pytorchjobs", job.handle,
+            {"spec": {"runPolicy": {"suspend": False}}})
+        assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(job_id).message
+        assert "Kueue" not in srv.jobs.get(job_id).message

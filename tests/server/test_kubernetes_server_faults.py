@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.kubeflow_operator import KubeflowOperator
-from tests.server.kubeserver import PLURALS, custom, get_object, kube_server
+from tests.liveserver import make_server
+from tests.server.kubeserver import PLURALS, custom, get_object, kube_policy, kube_server
 from tests.server.slurmserver import wait_state
 from tests.services.conftest import ROOT
 from trainyard.domain.reasons import ReasonCode
@@ -17,6 +18,7 @@ from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import TrainyardServer
 from trainyard.server.config import instance_id
+from trainyard.store.db import sqlite_url
 from trainyard.testbed.kube_apiserver import KubeApiServer
 
 FINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
@@ -42,11 +44,12 @@ def test_cancel_deletes_the_resource_and_its_replicas_stop(
             name="long", image=IMAGE, command=COUNTER.format(go=tmp_path / "go"), workers=2))
         assert wait_state(srv, job_id, {JobState.RUNNING}) is JobState.RUNNING
         handle = srv.jobs.get(job_id).handle
+        replicas = kubeflow_operator.processes(kube_namespace, handle)
+        assert len(replicas) == 2 and all(r.exit_code is None for r in replicas)
         srv.service.cancel(ROOT, job_id)
         assert wait_state(srv, job_id, FINAL) is JobState.CANCELLED
         wait(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, handle) is None)
-        replicas = kubeflow_operator.processes(kube_namespace, handle)
-        assert replicas and all(r.exit_code is not None for r in replicas)
+        assert all(r.wait(10) for r in replicas)  # TERM'd with the deletion, and ended
 
 
 def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(
@@ -77,38 +80,41 @@ def test_a_restarted_service_adopts_finalizes_and_sweeps(
         tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
         kube_namespace: str) -> None:
     go_kept, go_done = tmp_path / "go-kept", tmp_path / "go-done"
-    with kube_server(tmp_path, kube_api, kube_namespace) as first:
-        kept, _ = first.service.train(ROOT, JobSpec(name="kept", image=IMAGE,
-                                                    command=COUNTER.format(go=go_kept)))
-        done, _ = first.service.train(ROOT, JobSpec(name="done", image=IMAGE,
-                                                    command=COUNTER.format(go=go_done)))
-        wait_state(first, kept, {JobState.RUNNING})
-        wait_state(first, done, {JobState.RUNNING})
-        config = replace(first.config, port=first.port)
-        first.tracker.stop()  # as a killed service would: its jobs are left as they are
-        first.grpc.stop(0)
-        for executor in first.executors.values():
-            executor.close()
-        first.db.close()
-        go_done.touch()  # it ends while no service watches
-        wait(lambda: any(c.get("type") == "Succeeded" for c in (get_object(
-            kube_api, "PyTorchJob", kube_namespace, f"trainyard-{done}-1") or {}).get(
-            "status", {}).get("conditions", [])))
-        orphan = f"trainyard-{'0' * 19}-1"
-        group, version, plural = PLURALS["PyTorchJob"]
-        custom(kube_api).create_namespaced_custom_object(group, version, kube_namespace,
-                                                         plural, _orphan(orphan, tmp_path))
-        second = TrainyardServer(config)
-        second.start()
-        try:
-            assert wait_state(second, done, FINAL) is JobState.SUCCEEDED
-            assert second.jobs.get(kept).state is JobState.RUNNING
-            wait(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, orphan) is None)
-            go_kept.touch()
-            assert wait_state(second, kept, FINAL) is JobState.SUCCEEDED
-            assert second.jobs.get(kept).attempt == 1  # adopted, not run again
-        finally:
-            second.stop(grace=0)
+    first = make_server(tmp_path, sqlite_url(tmp_path),
+                        kube_policy(kube_api, kube_namespace, tmp_path / "nodes"))
+    first.start()
+    kept, _ = first.service.train(ROOT, JobSpec(name="kept", image=IMAGE,
+                                                command=COUNTER.format(go=go_kept)))
+    done, _ = first.service.train(ROOT, JobSpec(name="done", image=IMAGE,
+                                                command=COUNTER.format(go=go_done)))
+    wait_state(first, kept, {JobState.RUNNING})
+    wait_state(first, done, {JobState.RUNNING})
+    config = replace(first.config, port=first.port)
+    first.tracker.stop()  # as a killed service would: its jobs are left as they are
+    first.grpc.stop(0)
+    for executor in first.executors.values():
+        executor.close()
+    first.db.close()
+    # One job's command ends while no service runs (its runtime waits to report it), and
+    # a resource of this service's belongs to no job.
+    go_done.touch()
+    time.sleep(1.0)  # its loop looks for the file every 0.1 s
+    orphan = f"trainyard-{'0' * 19}-1"
+    group, version, plural = PLURALS["PyTorchJob"]
+    custom(kube_api).create_namespaced_custom_object(group, version, kube_namespace,
+                                                     plural, _orphan(orphan, tmp_path))
+    second = TrainyardServer(config)
+    second.start()
+    try:
+        assert wait_state(second, done, FINAL) is JobState.SUCCEEDED
+        assert second.jobs.get(kept).state is JobState.RUNNING
+        wait(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, orphan) is None)
+        go_kept.touch()
+        assert wait_state(second, kept, FINAL) is JobState.SUCCEEDED
+        assert second.jobs.get(kept).attempt == 1  # adopted, not run again
+        assert second.jobs.get(done).attempt == 1
+    finally:
+        second.stop(grace=0)
 
 
 def _orphan(name: str, tmp_path: Path) -> dict[str, object]:
@@ -133,6 +139,8 @@ def test_the_api_server_away_and_back(
         wait_state(srv, running, {JobState.RUNNING})
         kube_api.stop_api()
         try:
+            executor = srv.executors["kubernetes"]
+            wait(lambda: executor.unavailable() is not None, timeout=10)
             waiting, _ = srv.service.train(ROOT, JobSpec(name="waiting", image=IMAGE,
                                                          command="true"))
             wait(lambda: srv.jobs.get(waiting).pending_code == ReasonCode.POOL_UNAVAILABLE)

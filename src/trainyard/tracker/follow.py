@@ -61,6 +61,7 @@ class Follower:
         self._reconcile_soon = reconcile_soon  # the next pass follows the active jobs
         self._signalled: set[str] = set()  # handles already asked to stop
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
+        self._noted: set[str] = set()  # job ids whose message is what their engine said
 
     def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
         """One job's trouble must not stall the others: log it, and fail the job if it
@@ -96,13 +97,15 @@ class Follower:
 
     def _note(self, job: JobRecord, observation: Observation) -> None:
         """What the engine says of a job that is not over yet (held by the cluster's own
-        admission, restarting) becomes its message."""
-        if observation.phase not in (Phase.STARTING, Phase.RUNNING) or \
+        admission, restarting; for one not started yet, that its engine is away) becomes its
+        message."""
+        if observation.phase not in (Phase.STARTING, Phase.RUNNING, Phase.UNKNOWN) or \
                 not observation.message or observation.message == job.message:
             return
-        state = JobState.LAUNCHING if observation.phase is Phase.STARTING else job.state
-        if state is job.state:
-            self.jobs.update_fields(job.id, state, message=observation.message)
+        state = job.state if observation.phase is Phase.RUNNING else JobState.LAUNCHING
+        if state is job.state and self.jobs.update_fields(job.id, state,
+                                                          message=observation.message):
+            self._noted.add(job.id)
 
     def _with_reported_code(self, executor: Executor, job: JobRecord,
                             observation: Observation) -> Observation:
@@ -146,6 +149,9 @@ class Follower:
                 self.launcher.launch_beside(job)
         elif outcome.target is JobState.RUNNING:
             self.jobs.mark_running(job.id, reason=outcome.message, now=self.clock())
+            if job.id in self._noted:  # what its engine said while it waited is over
+                self._noted.discard(job.id)
+                self.jobs.update_fields(job.id, JobState.RUNNING, message="")
         elif outcome.target is not None:
             self._finish(job, outcome, recovering)
 

@@ -154,6 +154,7 @@ class KubernetesExecutor:
         try:
             created = cluster.api.create(place.resource, place.namespace, body)
         except ApiAway as exc:
+            watch.suspect(str(exc))  # the jobs still waiting wait for it to answer
             raise EngineAway(AWAY.format(exc)) from None
         except ApiRefused as exc:
             if exc.status != 409:

@@ -44,9 +44,18 @@ class ResourceWatch:
 
     def close(self) -> None:
         self._stop.set()
+        self._end_watch()
+
+    def _end_watch(self) -> None:
         for response in list(self._response):
             with contextlib.suppress(Exception):  # already closed
                 response.shutdown() if hasattr(response, "shutdown") else response.close()
+
+    def suspect(self, why: str) -> None:
+        """Another call found the API server away: say so at once, and list again to know
+        (a list that works clears it)."""
+        self._away = why
+        self._end_watch()
 
     # -- reads ---------------------------------------------------------------------------
 
