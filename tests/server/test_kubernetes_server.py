@@ -5,19 +5,24 @@ own, running the job runtime, which brings the dataset and takes the results bac
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.kubeflow_operator import KubeflowOperator
+from tests.liveserver import make_server
 from tests.server.kubeserver import custom, ensure_training_runtime, get_object, kube_server
 from tests.server.slurmserver import wait_state
 from tests.services.conftest import ROOT
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.server.assembly import TrainyardServer
+from trainyard.store.db import sqlite_url
 from trainyard.testbed.kube_apiserver import KubeApiServer
 
 FINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
@@ -29,31 +34,69 @@ def test_a_two_replica_pytorchjob_trains_ddp_and_its_results_arrive(
         tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
         kube_namespace: str, digits: Path) -> None:
     with kube_server(tmp_path, kube_api, kube_namespace) as srv:
-        version = srv.datasets.register(ROOT, "digits", str(digits))[0].version
-        command = ('echo "node=$TRAINYARD_NODE_NAME rank=$RANK world=$WORLD_SIZE"; '
-                   f"exec {sys.executable} {REPO}/examples/ddp_trainer.py")
-        job_id, _ = srv.service.train(ROOT, JobSpec(
-            name="ddp", image=IMAGE, command=command, dataset=DatasetRef("digits", version),
-            hyperparameters={"EPOCHS": "2", "SEED": "0"}, resources=Resources(cpus=1),
-            workers=2, framework="pytorch"))
-        wait_state(srv, job_id, {JobState.RUNNING, *FINAL})
-        job = srv.jobs.get(job_id)
-        assert job.kind == "kubernetes"
-        resource = get_object(kube_api, "PyTorchJob", kube_namespace, job.handle)
-        assert resource is not None
-        replicas = resource["spec"]["pytorchReplicaSpecs"]
-        assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 1)
-        assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED, srv.jobs.get(job_id).message
-        paths = srv.workspace.attempt(job_id, 1)
-        log = paths.log_path.read_text()
+        command = f"exec {sys.executable} {REPO}/examples/ddp_trainer.py"
+        job_id, log = train_ddp(srv, digits, IMAGE, command)
         # One replica per node, each staging the dataset into its node's own directory.
         assert "node=node-0 rank=0 world=2" in log and "node=node-1 rank=1 world=2" in log, log
         assert {p.name for p in (tmp_path / "nodes").iterdir()} == {"node-0", "node-1"}
-        digests = json.loads((paths.model_dir / "weights-sha256.json").read_text())
-        assert digests["identical"] and set(digests["ranks"]) == {"0", "1"}, digests
-        latest = srv.service.status(ROOT, job_id).latest_metrics
-        assert latest["test_accuracy"][1] == 2 and latest["test_accuracy"][0] > 0.7, latest
-        assert "model ddp version 1" in srv.jobs.get(job_id).message
+
+
+def train_ddp(srv: TrainyardServer, digits: Path, image: str, command: str
+              ) -> tuple[str, str]:
+    """A 2-worker DDP job on the digits data; its results checked; (job id, its log)."""
+    version = srv.datasets.register(ROOT, "digits", str(digits))[0].version
+    job_id, _ = srv.service.train(ROOT, JobSpec(
+        name="ddp", image=image, dataset=DatasetRef("digits", version),
+        command='echo "node=$TRAINYARD_NODE_NAME rank=$RANK world=$WORLD_SIZE"; ' + command,
+        hyperparameters={"EPOCHS": "2", "SEED": "0"}, resources=Resources(cpus=1),
+        workers=2, framework="pytorch"))
+    wait_state(srv, job_id, {JobState.RUNNING, *FINAL}, timeout=600)
+    job = srv.jobs.get(job_id)
+    assert job.kind == "kubernetes"
+    assert wait_state(srv, job_id, FINAL, timeout=600) is JobState.SUCCEEDED, \
+        srv.jobs.get(job_id).message
+    paths = srv.workspace.attempt(job_id, 1)
+    digests = json.loads((paths.model_dir / "weights-sha256.json").read_text())
+    assert digests["identical"] and set(digests["ranks"]) == {"0", "1"}, digests
+    latest = srv.service.status(ROOT, job_id).latest_metrics
+    assert latest["test_accuracy"][1] == 2 and latest["test_accuracy"][0] > 0.7, latest
+    assert "model ddp version 1" in srv.jobs.get(job_id).message
+    return job_id, paths.log_path.read_text()
+
+
+# The same job on a real cluster with the training operator, when one is named: its pods
+# must reach this server, listening on 127.0.0.1:TRAINYARD_TEST_SERVICE_PORT, at
+# TRAINYARD_TEST_SERVICE_ADDRESS (a tunnel the tester sets up), and run an image with
+# Trainyard, PyTorch and examples/ddp_trainer.py at TRAINYARD_TEST_TRAINER.
+REAL = os.environ.get("TRAINYARD_TEST_KUBECONFIG", "")
+
+
+@pytest.mark.skipif(not REAL, reason="TRAINYARD_TEST_KUBECONFIG names no real cluster")
+def test_the_ddp_job_on_a_real_cluster(tmp_path: Path, digits: Path) -> None:
+    env = os.environ
+    policy = f"""
+max_running = 2
+[pools.k8s]
+executor = "kubernetes"
+[pools.k8s.kubernetes]
+kubeconfig = "{REAL}"
+namespace = "{env.get("TRAINYARD_TEST_NAMESPACE", "default")}"
+token_delivery = "secret"
+service_address = "{env["TRAINYARD_TEST_SERVICE_ADDRESS"]}"
+[queues.default]
+pools = ["k8s"]
+"""
+    srv = make_server(tmp_path, sqlite_url(tmp_path), policy)
+    srv.config = replace(srv.config, port=int(env.get("TRAINYARD_TEST_SERVICE_PORT", "50151")))
+    srv.start()
+    try:
+        train_ddp(srv, digits, env["TRAINYARD_TEST_IMAGE"],
+                  f"exec python3 {env.get('TRAINYARD_TEST_TRAINER', '/opt/ddp_trainer.py')}")
+    finally:
+        for job in srv.jobs.in_states({JobState.WAITING, JobState.LAUNCHING,
+                                       JobState.RUNNING}):
+            srv.service.cancel(ROOT, job.id)
+        srv.stop(grace=0)
 
 
 def test_a_tfjob_and_a_trainjob_pass_the_upstream_schemas_and_run(
