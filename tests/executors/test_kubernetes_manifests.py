@@ -74,6 +74,15 @@ def test_the_token_is_read_from_the_attempts_secret_and_never_written_in_the_spe
     assert secret["metadata"]["ownerReferences"][0]["uid"] == "u-1"
 
 
+def test_a_service_with_tls_gives_its_ca_beside_the_other_variables() -> None:
+    tls = Placement(PYTORCH_JOB, "ns", "inst01", "svc:50051", 30.0, b"-----BEGIN CERT")
+    body = manifest(request(), KubernetesPool(), tls)
+    container = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert env_of(container)["TRAINYARD_SERVICE_CA"] == "-----BEGIN CERT"
+    command = container["command"]
+    assert command[command.index("--tls-ca") + 1] == "env:TRAINYARD_SERVICE_CA"
+
+
 def test_env_delivery_puts_the_token_in_the_pod_template() -> None:
     body = manifest(request(), KubernetesPool(token_delivery="env"), place())
     container = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]

@@ -363,6 +363,14 @@ def test_the_service_is_reached_over_tls_with_its_ca(tmp_path: Path) -> None:
                                     str(pair.cert), token=job.token))
         assert code == 0, err
         assert job.log()[0] == "over tls"
+        # Or from a variable, as a pod is given it.
+        from_env = running(tls_world, "ca-from-env")
+        code, _, err = finish(agent(service, tmp_path, "print('ca from env')", "--tls-ca",
+                                    "env:THE_CA", token=from_env.token,
+                                    env={"THE_CA": pair.cert.read_text()}))
+        assert code == 0, err
+        assert from_env.log()[0] == "ca from env"
+        from_env.finish()
         # Without the CA the handshake fails: retried as UNAVAILABLE, then given up.
         code, _, err = finish(agent(service, tmp_path, "print('x')", "--retry-for", "1",
                                     token=job.token))

@@ -6,6 +6,7 @@ standard-library only, and only the `run` verb needs grpcio on a node."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +37,21 @@ class ServiceError(Exception):
         self.code = code
 
 
+def _ca_certificate(tls_ca: str) -> bytes:
+    """The PEM of `--tls-ca`: a file, or `env:NAME`, the variable that holds it (how a pod
+    is given it, beside its other variables)."""
+    if tls_ca.startswith("env:"):
+        pem = os.environ.get(tls_ca[len("env:"):], "")
+        if not pem:
+            raise ServiceError("INVALID_ARGUMENT", f"{tls_ca[4:]} holds no CA certificate")
+        return pem.encode()
+    try:
+        return Path(tls_ca).read_bytes()
+    except OSError as exc:
+        raise ServiceError("INVALID_ARGUMENT",
+                           f"cannot read the CA certificate {tls_ca}: {exc}") from exc
+
+
 class RuntimeClient:
     """One channel to the service, authenticated with the attempt's token."""
 
@@ -47,11 +63,7 @@ class RuntimeClient:
         self.retry_for = retry_for
         self._metadata = (("authorization", f"Bearer {token}"),)
         if tls_ca:
-            try:
-                root = Path(tls_ca).read_bytes()
-            except OSError as exc:
-                raise ServiceError("INVALID_ARGUMENT",
-                                   f"cannot read the CA certificate {tls_ca}: {exc}") from exc
+            root = _ca_certificate(tls_ca)
             credentials = grpc.ssl_channel_credentials(root_certificates=root)
             self._channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
         else:

@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                          "files, push its output to the service")
     run.add_argument("--service", required=True, help="HOST:PORT of the Trainyard server")
     run.add_argument("--tls-ca", default="", help="PEM file of the CA that signed the "
-                     "server's certificate (TLS when given)")
+                     "server's certificate, or env:NAME, the variable holding it (TLS when "
+                     "given)")
     run.add_argument("--staging", choices=("pull", "shared"), default="pull",
                      help="pull: fetch the dataset and checkpoint into --cache-dir; shared: "
                      "use the paths the environment names, on a filesystem every node mounts")

@@ -86,14 +86,14 @@ class TrainyardServer:
         file_policy = load_policy(config.policy_file) if config.policy_file else None
         slurm = slurm_pools(file_policy)
         kubernetes = kubernetes_pools(file_policy)
+        ca = config.tls_cert.read_bytes() if config.tls_cert else b""
         backends = build_backends(ExecutorSettings(
             state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
             local_gpu_ids=host_gpu_ids(), docker=docker,
-            slurm=slurm_config(slurm, instance=instance_id(data_dir),
-                               tls_ca_pem=config.tls_cert.read_bytes() if config.tls_cert
-                               else b"", grace_s=config.tracker.cancel_grace),
+            slurm=slurm_config(slurm, instance=instance_id(data_dir), tls_ca_pem=ca,
+                               grace_s=config.tracker.cancel_grace),
             kubernetes=kubernetes_config(kubernetes, instance=instance_id(data_dir),
-                                         grace_s=config.tracker.cancel_grace)))
+                                         tls_ca_pem=ca, grace_s=config.tracker.cancel_grace)))
         self.executors: dict[str, Executor] = {k: b.executor for k, b in backends.items()}
         self.slurm_capacity: SlurmCapacity | None = None
         self.kubernetes_clusters: KubernetesClusters | None = None

@@ -37,10 +37,11 @@ def kubernetes_pools(policy: Policy | None) -> dict[str, KubernetesPool]:
 
 
 def kubernetes_config(pools: Mapping[str, KubernetesPool], *, instance: str,
-                      grace_s: float) -> KubernetesConfig | None:
+                      tls_ca_pem: bytes, grace_s: float) -> KubernetesConfig | None:
     if not pools:
         return None
-    return KubernetesConfig(instance=instance, pools=dict(pools), grace_s=grace_s)
+    return KubernetesConfig(instance=instance, pools=dict(pools), grace_s=grace_s,
+                            tls_ca_pem=tls_ca_pem)
 
 
 @dataclass(frozen=True)

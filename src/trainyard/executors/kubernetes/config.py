@@ -15,6 +15,7 @@ class KubernetesConfig:
     service_address: str = ""  # where pods reach the service, unless a pool says
     grace_s: float = 10.0  # a stopped pod's time to checkpoint, unless a pool says
     timeout_s: float = 10.0  # each API call's
+    tls_ca_pem: bytes = b""  # the service's CA certificate, when it serves TLS
 
 
 def cluster_key(pool: KubernetesPool) -> tuple[bool, str, str]:

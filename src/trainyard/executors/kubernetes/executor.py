@@ -141,7 +141,7 @@ class KubernetesExecutor:
                               "reach this service at")
         grace = pool.grace_s if pool.grace_s is not None else self.config.grace_s
         return Placement(RESOURCES[kind], pool.namespace_of(request.team),
-                         self.config.instance, address, grace)
+                         self.config.instance, address, grace, self.config.tls_ca_pem)
 
     def launch(self, request: LaunchRequest) -> None:
         if not request.image:

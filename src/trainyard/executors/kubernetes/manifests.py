@@ -26,6 +26,7 @@ from trainyard.executors.kubernetes.resources import (
 
 Manifest = dict[str, Any]
 NODE_ENV = "TRAINYARD_NODE_NAME"  # the pod's node, for the runtime's node-local cache
+CA_ENV = "TRAINYARD_SERVICE_CA"  # the service's CA certificate, when it serves TLS
 TRAINER_MANAGER = "trainyard.io/trainyard"  # who owns the TrainJob's runtime patch
 
 
@@ -38,6 +39,7 @@ class Placement:
     instance: str  # this service's id, in a label
     service_address: str  # where the runtime reaches the service
     grace_s: float
+    tls_ca_pem: bytes = b""  # the service's CA, when it serves TLS
 
 
 def labels(request: LaunchRequest, instance: str) -> dict[str, str]:
@@ -52,15 +54,20 @@ def runtime_argv(request: LaunchRequest, pool: KubernetesPool, place: Placement)
             str(pool.cache_mb), "--grace", f"{place.grace_s:g}"]
     if request.framework:
         argv += ["--framework", request.framework]
+    if place.tls_ca_pem:
+        argv += ["--tls-ca", f"env:{CA_ENV}"]
     return [*argv, "--", request.command]
 
 
-def container_env(request: LaunchRequest, pool: KubernetesPool) -> list[dict[str, Any]]:
+def container_env(request: LaunchRequest, pool: KubernetesPool, place: Placement
+                  ) -> list[dict[str, Any]]:
     """The contract (without its paths: the runtime sets them), the pod's node, and the
     attempt's token: from the attempt's Secret, or inline where the pool says so."""
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in
                                  sorted(request.remote_contract(shared=False).items())]
     env.append({"name": NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
+    if place.tls_ca_pem:
+        env.append({"name": CA_ENV, "value": place.tls_ca_pem.decode()})
     if pool.token_delivery == "env":
         env.append({"name": TOKEN_ENV, "value": request.job_token})
     else:
@@ -90,7 +97,8 @@ def pod_spec(request: LaunchRequest, pool: KubernetesPool, place: Placement) -> 
     container = {"name": place.resource.container, "image": request.image,
                  "imagePullPolicy": pool.image_pull_policy,
                  "command": runtime_argv(request, pool, place),
-                 "env": container_env(request, pool), "resources": quantities(request)}
+                 "env": container_env(request, pool, place),
+                 "resources": quantities(request)}
     spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
     spec.update(scheduling(pool, place))
     return spec
@@ -171,7 +179,7 @@ def train_job_spec(request: LaunchRequest, pool: KubernetesPool, place: Placemen
         "runtimeRef": {"name": pool.runtime_ref, "apiGroup": TRAIN_JOB.group,
                        "kind": pool.runtime_kind},
         "trainer": {"image": request.image, "command": runtime_argv(request, pool, place),
-                    "env": container_env(request, pool), "numNodes": request.workers,
+                    "env": container_env(request, pool, place), "numNodes": request.workers,
                     "numProcPerNode": 1, "resourcesPerNode": quantities(request)}}
     if pool.admission == "kueue":
         spec["suspend"] = True
