@@ -3,7 +3,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
-	bench-submit bench-launch bench-scheduler bench-policies bench-slurm clean
+	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes \
+	clean
 
 venv: $(STAMP)
 
@@ -67,6 +68,9 @@ bench-launch: $(STAMP)
 
 bench-slurm: $(STAMP)
 	$(PY) bench/slurm.py
+
+bench-kubernetes: $(STAMP)
+	$(PY) bench/kubernetes.py
 
 bench-scheduler: $(STAMP)
 	$(PY) bench/scheduler.py
