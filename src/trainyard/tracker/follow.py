@@ -187,6 +187,7 @@ class Follower:
                                  exit_code=outcome.exit_code, pending_code="",
                                  pending_message="")
         self._signalled.discard(job.handle)
+        self._noted.discard(job.id)
         executor_for(self.executors_by_kind, job.kind).release(job.handle)
 
     def _give_up(self, job: JobRecord, message: str) -> None:

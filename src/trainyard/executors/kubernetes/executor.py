@@ -266,7 +266,8 @@ class KubernetesExecutor:
         deleted or gone."""
         where = self._where(handle)
         if where is None:
-            return True  # nothing under this name: nothing to stop
+            # Nothing under this name: nothing to stop, once the caches say so.
+            return all(w.synced() for c in self.clusters.values() for w in c.watches.values())
         cluster, resource, namespace = where
         with self._lock:
             self._deleted.add(handle)

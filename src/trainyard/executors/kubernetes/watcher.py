@@ -32,6 +32,7 @@ class ResourceWatch:
         self._lock = threading.Condition()
         self._objects: dict[str, Obj] = {}
         self._gone: dict[str, Obj] = {}  # the last state of objects deleted since
+        self._forgotten: set[str] = set()  # names no one asks after: no tombstone when gone
         self._synced_at: float | None = None  # when the cache last matched a full list
         self._away: str | None = None
         self._stop = threading.Event()
@@ -88,8 +89,17 @@ class ResourceWatch:
             self._objects.setdefault(name, obj)
 
     def forget(self, name: str) -> None:
+        """No one will ask after the object again: once it is gone, nothing of it is kept."""
         with self._lock:
-            self._gone.pop(name, None)
+            if self._gone.pop(name, None) is None and name in self._objects:
+                self._forgotten.add(name)
+
+    def _bury(self, name: str, obj: Obj) -> None:
+        """Keep a deleted object's last state for whoever asks after it (lock held)."""
+        if name in self._forgotten:
+            self._forgotten.discard(name)
+        else:
+            self._gone[name] = obj
 
     # -- the thread ----------------------------------------------------------------------
 
@@ -124,7 +134,8 @@ class ResourceWatch:
         with self._lock:
             vanished = {n: o for n, o in self._objects.items() if n not in fresh}
             changed = [n for n, o in fresh.items() if self._objects.get(n) != o]
-            self._gone.update(vanished)
+            for name, obj in vanished.items():
+                self._bury(name, obj)
             self._objects = fresh
             self._synced_at = time.monotonic()
             self._lock.notify_all()
@@ -154,7 +165,7 @@ class ResourceWatch:
             with self._lock:
                 if kind == "DELETED":
                     self._objects.pop(name, None)
-                    self._gone[name] = obj
+                    self._bury(name, obj)
                 else:
                     self._objects[name] = obj
             self.on_change(name)
