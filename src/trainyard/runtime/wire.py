@@ -186,6 +186,23 @@ class PullCheckpointRequest(Message):
     SCHEMA = {}
 
 
+def encode_file_chunk(path: str, offset: int, data: bytes | memoryview, size: int,
+                      sha256: str) -> bytes:
+    """FileChunk's encoding with `data` copied once, not once per step of a generic
+    encoder: what the service sends for every megabyte of a pull."""
+    head = bytearray()
+    for number, kind, value in ((1, "string", path), (2, "int64", offset)):
+        if value:
+            head += encode_varint(number << 3 | _KINDS[kind]) + _encode_value(kind, value)
+    if len(data):
+        head += encode_varint(3 << 3 | LENGTH) + encode_varint(len(data))
+    tail = bytearray()
+    for number, kind, value in ((4, "int64", size), (5, "string", sha256)):
+        if value:
+            tail += encode_varint(number << 3 | _KINDS[kind]) + _encode_value(kind, value)
+    return b"".join((head, data, tail))
+
+
 @dataclass
 class FileChunk(Message):
     SCHEMA = {"path": (1, "string"), "offset": (2, "int64"), "data": (3, "bytes"),
@@ -196,6 +213,9 @@ class FileChunk(Message):
     data: bytes | memoryview = b""
     size: int = 0
     sha256: str = ""
+
+    def encode(self) -> bytes:
+        return encode_file_chunk(self.path, self.offset, self.data, self.size, self.sha256)
 
 
 @dataclass
