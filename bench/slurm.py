@@ -14,11 +14,13 @@ Figures, each from stamps the jobs write themselves (`date +%s.%N > file` on thi
   3. controller calls per job over (2): the Slurm executor's `calls` counter / jobs;
   4. dataset pull, in a process of its own as the agent's: the runtime's PullDataset
      stream into receive_files (what the agent's staging does), with a job token minted
-     for a RUNNING job, vs `cp -r` of the same files;
+     for a RUNNING job, vs `cp -r` of the same files, each timed with the sync after it,
+     each pull right after a copy (--pull-repeats pairs, each figure the median);
   5. metric points accepted per second: batches of 500 lines through the runtime's
      RuntimeClient.push with that token.
 
 Usage: .venv/bin/python bench/slurm.py [--latency-jobs 20] [--jobs 200] [--cap-s 180]
+                                       [--only latency,e2e,pull,metrics]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -50,6 +53,7 @@ FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 POLL_S = 0.1
 JOB_TIMEOUT_S = 60.0  # one job of the latency loop, submit to gone
 METRIC_BATCH = 500
+PHASES = ("latency", "e2e", "pull", "metrics")
 GOALS = {  # figure: (kind, target)
     "submit_to_running_p50_ratio": ("at_most", 1.2),
     "e2e_rate_ratio": ("at_least", 0.9),
@@ -73,7 +77,7 @@ def ratio(value: float | None, base: float | None) -> float | None:
 
 def goal_met(kind: str, target: float, value: float | None) -> bool | None:
     """Whether `value` meets the goal; None where it was not measured."""
-    if value is None:
+    if value is None or math.isnan(value):
         return None
     return value <= target if kind == "at_most" else value >= target
 
@@ -328,6 +332,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from trainyard.client.sdk import Client
     from trainyard.client.spec import TrainSpec
     from trainyard.domain.states import JobState
+    from trainyard.runtime.staging import remove_tree
     from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.testbed.slurm_cluster import available, cluster, two_nodes
 
@@ -355,17 +360,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 client = Client(address, token="")
                 executor = srv.executors["slurm"]
 
-                console.log(f"1. submit->RUNNING, {args.latency_jobs} jobs one at a time")
-                bare_lat = bare_latency(bare, stamps, args.latency_jobs, args.cap_s)
-                ty_lat = trainyard_latency(client, stamps, args.latency_jobs, args.cap_s)
-                console.log(f"2. {args.jobs} trivial jobs end to end (cap {args.cap_s:g} s)")
-                bare_tp = bare_throughput(bare, stamps, args.jobs, args.cap_s)
-                ty_tp = trainyard_throughput(client, executor, stamps, args.jobs, args.cap_s)
+                bare_lat, ty_lat = Latency(), Latency()
+                if "latency" in args.only:
+                    console.log(f"1. submit->RUNNING, {args.latency_jobs} jobs one at a time")
+                    bare_lat = bare_latency(bare, stamps, args.latency_jobs, args.cap_s)
+                    ty_lat = trainyard_latency(client, stamps, args.latency_jobs, args.cap_s)
+                bare_tp = ty_tp = Throughput(0, 0, 0.0, False)
+                if "e2e" in args.only:
+                    console.log(f"2. {args.jobs} trivial jobs end to end (cap {args.cap_s:g} s)")
+                    bare_tp = bare_throughput(bare, stamps, args.jobs, args.cap_s)
+                    ty_tp = trainyard_throughput(client, executor, stamps, args.jobs,
+                                                 args.cap_s)
 
                 console.log(f"4. dataset pull, {args.dataset_files} x {args.dataset_mb} MB")
                 src = tmp / "dataset"
                 size = make_dataset(src, args.dataset_files, args.dataset_mb)
-                cp_s = cp_seconds(src, tmp / "cp-copy")
                 record = client.register_dataset("bench-data", str(src))
                 go = tmp / "go"
                 holder = client.train(TrainSpec(
@@ -380,13 +389,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     job = srv.jobs.get(holder)
                     assert job.state is JobState.RUNNING, job.state
                     token = srv.tracker.launcher.requests.mint(job)
-                    pull_s, pulled = pull_seconds(address, token, f"sha256:{record.version}",
-                                                  tmp / "pulled")
-                    if pulled != size:
-                        raise RuntimeError(f"pulled {pulled} bytes of {size}")
-                    console.log("5. metric points pushed in batches of 500")
-                    points_s, points = metric_points_per_s(address, token, args.metric_batches,
-                                                           args.cap_s)
+                    cp_runs: list[float] = []
+                    pull_runs: list[float] = []
+                    for _ in range(args.pull_repeats if "pull" in args.only else 0):
+                        # Each pull right after a copy, so that both find the machine (its
+                        # load, its free memory) alike; each result removed once measured.
+                        cp_runs.append(cp_seconds(src, tmp / "cp-copy"))
+                        remove_tree(tmp / "cp-copy")
+                        seconds, pulled = pull_seconds(address, token,
+                                                       f"sha256:{record.version}",
+                                                       tmp / "pulled")
+                        remove_tree(tmp / "pulled")
+                        if pulled != size:
+                            raise RuntimeError(f"pulled {pulled} bytes of {size}")
+                        pull_runs.append(seconds)
+                    pull_s = percentile(sorted(pull_runs), 50)
+                    cp_s = percentile(sorted(cp_runs), 50)
+                    console.log(f"   pull {[num(t, 3) for t in pull_runs]} s, "
+                                f"cp -r {[num(t, 3) for t in cp_runs]} s")
+                    points_s, points = float("nan"), 0
+                    if "metrics" in args.only:
+                        console.log("5. metric points pushed in batches of 500")
+                        points_s, points = metric_points_per_s(address, token,
+                                                               args.metric_batches, args.cap_s)
                 finally:
                     go.touch()
                     wait_until(lambda: client.status(holder).state in FINAL, 30)
@@ -428,7 +453,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       "trainyard_capped": ty_tp.capped, "bare_capped": bare_tp.capped,
                       "controller_calls": ty_tp.calls},
               "dataset": {"files": args.dataset_files, "bytes": size, "pull_s": num(pull_s, 3),
-                          "cp_s": num(cp_s, 3)},
+                          "cp_s": num(cp_s, 3), "pull_runs_s": [num(t, 3) for t in pull_runs],
+                          "cp_runs_s": [num(t, 3) for t in cp_runs]},
               "metric_points": points}
     return {
         "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
@@ -503,6 +529,14 @@ def render(results: dict[str, Any]) -> None:
         console.print(f"[yellow]{note}[/]")
 
 
+def _phases(text: str) -> tuple[str, ...]:
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [part for part in chosen if part not in PHASES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"phases are {', '.join(PHASES)}, not {text!r}")
+    return chosen
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--latency-jobs", type=int, default=20)
@@ -512,8 +546,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dataset-mb", type=int, default=10, help="size of each dataset file")
     p.add_argument("--metric-batches", type=int, default=100)
     p.add_argument("--json", type=Path, default=RESULTS)
+    p.add_argument("--only", type=_phases, default=PHASES,
+                   help="comma-separated phases to run (default: all of " + ",".join(PHASES) + ")")
+    p.add_argument("--pull-repeats", type=int, default=3,
+                   help="copy, then pull, this many times; each figure the median")
     args = p.parse_args(argv)
-    if min(args.latency_jobs, args.jobs, args.dataset_files, args.dataset_mb,
+    if min(args.latency_jobs, args.pull_repeats, args.jobs, args.dataset_files, args.dataset_mb,
            args.metric_batches) < 1:
         p.error("every count must be at least 1")
     return args

@@ -9,6 +9,7 @@ import grpc
 
 from trainyard.api.auth import current_grant
 from trainyard.api.errors import grpc_errors
+from trainyard.runtime.wire import encode_file_chunk
 from trainyard.services.job_runtime import FileChunk, JobRuntimeService, SequenceGap
 from trainyard.v1 import runtime_pb2 as pb
 from trainyard.v1 import runtime_pb2_grpc as pb_grpc
@@ -33,13 +34,13 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
 
     @grpc_errors
     def PullDataset(self, request: pb.PullDatasetRequest,
-                    context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+                    context: grpc.ServicerContext) -> Iterator[bytes]:
         chunks = self.runtime.pull_dataset(current_grant(), request.content_hash)
         yield from _send(chunks, context)
 
     @grpc_errors
     def PullCheckpoint(self, request: pb.PullCheckpointRequest,
-                       context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+                       context: grpc.ServicerContext) -> Iterator[bytes]:
         yield from _send(self.runtime.pull_checkpoint(current_grant()), context)
 
     @grpc_errors
@@ -66,12 +67,40 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
         return pb.PushReply(next_seq=result.next_seq, stop_requested=result.stop_requested)
 
 
-def _send(chunks: Iterator[FileChunk], context: grpc.ServicerContext) -> Iterator[pb.FileChunk]:
+def add_to_server(servicer: JobRuntimeServicer, server: grpc.Server) -> None:
+    """The generated registration, but for the two pulls, whose chunks are encoded already:
+    building a generated message and serializing it would copy each megabyte twice more."""
+    registered: dict[str, grpc.RpcMethodHandler] = {}
+
+    class Collect:
+        def add_generic_rpc_handlers(self, handlers: object) -> None:
+            pass
+
+        def add_registered_method_handlers(self, service: str,
+                                           handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+            registered.update(handlers)
+
+    pb_grpc.add_JobRuntimeServicer_to_server(servicer, Collect())
+    for name in ("PullDataset", "PullCheckpoint"):
+        handler = registered[name]
+        registered[name] = grpc.unary_stream_rpc_method_handler(
+            handler.unary_stream, request_deserializer=handler.request_deserializer,
+            response_serializer=_encoded)
+    service = pb.DESCRIPTOR.services_by_name["JobRuntime"].full_name
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service,
+                                                                          registered),))
+    server.add_registered_method_handlers(service, registered)  # type: ignore[attr-defined]
+
+
+def _encoded(message: bytes) -> bytes:
+    return message
+
+
+def _send(chunks: Iterator[FileChunk], context: grpc.ServicerContext) -> Iterator[bytes]:
     for chunk in chunks:
         if not context.is_active():
             return
-        yield pb.FileChunk(path=chunk.path, offset=chunk.offset, data=chunk.data,
-                           size=chunk.size, sha256=chunk.sha256)
+        yield encode_file_chunk(chunk.path, chunk.offset, chunk.data, chunk.size, chunk.sha256)
 
 
 def _received(requests: Iterator[pb.FileChunk]) -> Iterator[FileChunk]:

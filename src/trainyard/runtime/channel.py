@@ -24,7 +24,10 @@ MAX_BACKOFF = 5.0
 UNARY_TIMEOUT = 30.0  # one small call; streams have none, keepalives find a dead peer
 CHANNEL_OPTIONS = [("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000),
                    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                   ("grpc.max_send_message_length", 64 * 1024 * 1024)]
+                   ("grpc.max_send_message_length", 64 * 1024 * 1024),
+                   # A pull's messages are read on the calling thread, not handed over
+                   # from the channel's own thread one by one.
+                   ("SingleThreadedUnaryStream", 1)]
 
 T = TypeVar("T")
 

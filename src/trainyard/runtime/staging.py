@@ -22,7 +22,7 @@ from typing import IO
 
 from trainyard.runtime.safe_files import create_below
 from trainyard.runtime.wire import FileChunk
-from trainyard.runtime.writer import BackgroundWriter
+from trainyard.runtime.writer import BackgroundWriter, reuse_freed_buffers
 
 _HEX = re.compile(r"^[0-9a-f]{16,128}$")
 PARTIAL = ".partial"
@@ -56,6 +56,7 @@ def receive_files(chunks: Iterator[FileChunk], target: Path, *, read_only: bool)
     seen: set[PurePosixPath] = set()
     current: _Incoming | None = None
     root = target.resolve()
+    reuse_freed_buffers()
     writer = BackgroundWriter()
     try:
         for chunk in chunks:
@@ -113,8 +114,7 @@ class _Incoming:
         self.written += len(chunk.data)
         if self.written > self.size:
             raise StagingError(f"{self.relative} is longer than its size, {self.size} bytes")
-        self.writer.write(self.fd, offset, chunk.data)
-        self.digest.update(chunk.data)
+        self.writer.write(self.fd, offset, chunk.data, self.digest)
 
     def finish(self) -> int:
         try:

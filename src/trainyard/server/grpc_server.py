@@ -13,8 +13,9 @@ from trainyard.api.admin_service import AdminServicer
 from trainyard.api.auth import AuthInterceptor
 from trainyard.api.grpc_service import TrainingServicer
 from trainyard.api.runtime_servicer import JobRuntimeServicer
+from trainyard.api.runtime_servicer import add_to_server as add_runtime_servicer
 from trainyard.services.bundle import Services
-from trainyard.v1 import runtime_pb2, runtime_pb2_grpc
+from trainyard.v1 import runtime_pb2
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -33,8 +34,7 @@ class GrpcServer:
         )
         pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(services), self.server)
         pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.access), self.server)
-        runtime_pb2_grpc.add_JobRuntimeServicer_to_server(
-            JobRuntimeServicer(services.runtime), self.server)
+        add_runtime_servicer(JobRuntimeServicer(services.runtime), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, ADMIN_SERVICE_NAME, RUNTIME_SERVICE_NAME, health.SERVICE_NAME,
