@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,12 @@ from trainyard.executors.kubernetes.executor import KubernetesExecutor
 from trainyard.testbed.kube_apiserver import KubeApiServer
 
 
-def request(job: str, attempt: int = 1) -> LaunchRequest:
+def request(job: str, attempt: int = 1, token: str = "tyjob_x") -> LaunchRequest:
     files = JobFiles(*(Path("/nowhere") / n for n in ("d", "m", "m.jsonl", "c", "w", "l")))
     return LaunchRequest(job_id=job, attempt=attempt, handle=f"trainyard-{job}-{attempt}",
                          command="true", image="trainer:1", env={}, hyperparameters={},
                          resources=Resources(1.0, 256, 0), gpu_ids=(), files=files,
-                         job_token="tyjob_x", pool="k8s")
+                         job_token=token, pool="k8s")
 
 
 @pytest.fixture
@@ -57,12 +58,18 @@ def wait_phase(look: object, phases: set[Phase], timeout: float = 20.0) -> Obser
 def test_a_launch_that_finds_its_own_object_adopts_it_and_refuses_anothers(
         make: object, kube_api: KubeApiServer, kube_namespace: str) -> None:
     first = make()  # type: ignore[operator]
-    first.launch(request("j1"))
-    # The service restarted after the create: the same launch finds the object and adopts it.
+    first.launch(request("j1", token="tyjob_first"))
+    # The service restarted after the create: the same launch (with the token it minted
+    # anew) finds the object, adopts it, and gives it that token.
     again = make()  # type: ignore[operator]
-    again.launch(request("j1"))
+    again.launch(request("j1", token="tyjob_again"))
     assert wait_phase(lambda: again.poll("trainyard-j1-1"), {Phase.STARTING}).phase \
         is Phase.STARTING
+    found = get_object(kube_api, "PyTorchJob", kube_namespace, "trainyard-j1-1")
+    assert found is not None
+    env = found["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+        "env"]
+    assert {"name": "TRAINYARD_JOB_TOKEN", "value": "tyjob_again"} in env
     other = make("exec-b")  # type: ignore[operator]
     with pytest.raises(LaunchError, match="is not this attempt's"):
         other.launch(request("j1"))
@@ -96,3 +103,14 @@ def test_a_resource_deleted_outside_trainyard_is_a_lost_attempt(
         {"metadata": {"finalizers": None}})
     gone = wait_phase(lambda: executor.poll("trainyard-j4-1"), {Phase.LOST})
     assert (gone.phase, gone.retry) == (Phase.LOST, False), gone
+
+
+def test_a_resource_the_api_server_refuses_fails_the_launch_with_its_message(
+        make: object, kube_api: KubeApiServer, kube_namespace: str) -> None:
+    executor = make(kinds=("TrainJob",), runtime_ref="torch")  # type: ignore[operator]
+    # TrainJob's own CEL rule: its name is an RFC 1035 label of at most 63 characters.
+    long = replace(request("j5"), handle="trainyard-" + "a" * 60)
+    with pytest.raises(LaunchError) as refused:
+        executor.launch(long)
+    assert "the API server refused the TrainJob" in str(refused.value)
+    assert "metadata.name must be no more than 63 characters" in str(refused.value)

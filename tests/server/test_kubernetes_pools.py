@@ -11,10 +11,10 @@ import pytest
 from tests.liveserver import make_server
 from tests.server.kubeserver import kube_policy
 from trainyard.domain.policy import Pool
-from trainyard.domain.pools import KubernetesPool, PoolCapacity
+from trainyard.domain.pools import KubernetesPool, PoolCapacity, Toleration
 from trainyard.executors.kubernetes.api import KubeApi, api_client
 from trainyard.executors.kubernetes.resources import ResourceKind
-from trainyard.server.kubernetes_pools import _completed, memory_mb, node_capacity
+from trainyard.server.kubernetes_pools import _completed, memory_mb, node_capacity, pool_nodes
 from trainyard.store.db import sqlite_url
 from trainyard.testbed.kube_apiserver import KubeApiServer
 
@@ -51,8 +51,11 @@ def test_the_nodes_allocatable_resources_fill_what_the_file_leaves_out() -> None
     nodes = [{"status": {"allocatable": {"cpu": "7500m", "memory": "30Gi",
                                          "nvidia.com/gpu": "4"}}},
              {"status": {"allocatable": {"cpu": "16", "memory": "64000000Ki"}}},
-             {"spec": {"unschedulable": True}, "status": {"allocatable": {"cpu": "64"}}}]
-    read = node_capacity(nodes)
+             {"spec": {"unschedulable": True}, "status": {"allocatable": {"cpu": "64"}}},
+             {"spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane",
+                                   "effect": "NoSchedule"}]},
+              "status": {"allocatable": {"cpu": "96"}}}]
+    read = node_capacity(pool_nodes(nodes, KubernetesPool()))
     assert read is not None
     assert (read.cpus, read.memory_mb, read.gpus) == (23.5, 30720 + 62500, 4)
     assert (read.node_cpus, read.node_memory_mb, read.node_gpus) == (16, 62500, 4)
@@ -65,3 +68,15 @@ def test_the_nodes_allocatable_resources_fill_what_the_file_leaves_out() -> None
                  kubernetes=KubernetesPool(admission="kueue", queue_name="q"))
     held = _completed(kueue, read).capacity
     assert (held.cpus, held.memory_mb, held.gpus, held.node_cpus) == (None, None, 0, 16)
+
+
+def test_a_pools_nodes_are_those_its_selector_and_tolerations_allow() -> None:
+    gpu = {"metadata": {"labels": {"pool": "gpu"}},
+           "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}}
+    cpu = {"metadata": {"labels": {"pool": "cpu"}}}
+    plain = KubernetesPool(node_selector=(("pool", "gpu"),))
+    assert pool_nodes([gpu, cpu], plain) == []  # the GPU node's taint keeps it off
+    tolerating = KubernetesPool(node_selector=(("pool", "gpu"),), tolerations=(
+        Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),))
+    assert pool_nodes([gpu, cpu], tolerating) == [gpu]
+    assert pool_nodes([gpu, cpu], KubernetesPool()) == [cpu]

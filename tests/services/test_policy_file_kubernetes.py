@@ -97,3 +97,18 @@ def test_each_team_is_its_own_namespace(team: str, namespace: str) -> None:
 def test_a_job_chooses_among_its_pools_kinds_by_framework(framework: str, kind: str) -> None:
     assert KubernetesPool(kinds=("PyTorchJob", "TFJob")).kind_for(framework) == kind
     assert KubernetesPool(kinds=("PyTorchJob",)).kind_for("tensorflow") is None
+
+
+def test_what_the_api_server_takes_but_a_pod_would_not_is_refused_here() -> None:
+    found = problems(POOL + '[pools.k8s.kubernetes]\ntolerations = ['
+                     '{operator = "Exists", value = "x"}, {effect = "NoSchedule"}, '
+                     '{key = "k", effect = "NoSchedule", toleration_seconds = 5}]\n'
+                     'runtime_ref = "Not A Name"\nservice_address = "host-without-port"\n'
+                     'ttl = 1e300\n')
+    assert [p.split(": ", 2)[1] for p in found] == [
+        "pools.k8s.kubernetes.tolerations[0].value",
+        "pools.k8s.kubernetes.tolerations[1].key",
+        "pools.k8s.kubernetes.tolerations[2].toleration_seconds",
+        "pools.k8s.kubernetes.runtime_ref", "pools.k8s.kubernetes.service_address",
+        "pools.k8s.kubernetes.ttl"]
+    assert 'must be HOST:PORT' in found[4]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -15,7 +16,7 @@ from trainyard.domain.kinds import JobKind
 from trainyard.domain.policy import Policy
 from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool
 from trainyard.executors.base import Executor
-from trainyard.executors.registry import ExecutorSettings, build_backends
+from trainyard.executors.registry import Backend, ExecutorSettings, build_backends
 from trainyard.executors.slurm import SlurmExecutor
 from trainyard.executors.slurm.commands import SlurmError
 from trainyard.metadata.artifacts import ArtifactCollector
@@ -62,6 +63,9 @@ from trainyard.store.runtime_streams import RuntimeStreamStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker
 
+if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
+    from trainyard.executors.docker import DockerConfig
+
 __all__ = ["ServerConfig", "TrainyardServer", "docker_pool_defaults", "host_gpu_ids"]
 
 log = logging.getLogger(__name__)
@@ -87,13 +91,11 @@ class TrainyardServer:
         slurm = slurm_pools(file_policy)
         kubernetes = kubernetes_pools(file_policy)
         ca = config.tls_cert.read_bytes() if config.tls_cert else b""
-        backends = build_backends(ExecutorSettings(
-            state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
-            local_gpu_ids=host_gpu_ids(), docker=docker,
-            slurm=slurm_config(slurm, instance=instance_id(data_dir), tls_ca_pem=ca,
-                               grace_s=config.tracker.cancel_grace),
-            kubernetes=kubernetes_config(kubernetes, instance=instance_id(data_dir),
-                                         tls_ca_pem=ca, grace_s=config.tracker.cancel_grace)))
+        try:
+            backends = self._backends(config, docker, slurm, kubernetes, ca)
+        except RuntimeError:
+            self.db.close()
+            raise
         self.executors: dict[str, Executor] = {k: b.executor for k, b in backends.items()}
         self.slurm_capacity: SlurmCapacity | None = None
         self.kubernetes_clusters: KubernetesClusters | None = None
@@ -143,6 +145,18 @@ class TrainyardServer:
         self.datasets = self.services.datasets
         self.grpc = GrpcServer(self.services, config.grpc_workers)
         self.port = 0
+
+    def _backends(self, config: ServerConfig, docker: DockerConfig | None,
+                  slurm: dict[str, SlurmPool], kubernetes: dict[str, KubernetesPool],
+                  ca: bytes) -> dict[str, Backend]:
+        data_dir = self.workspace.data_dir
+        return build_backends(ExecutorSettings(
+            state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
+            local_gpu_ids=host_gpu_ids(), docker=docker,
+            slurm=slurm_config(slurm, instance=instance_id(data_dir), tls_ca_pem=ca,
+                               grace_s=config.tracker.cancel_grace),
+            kubernetes=kubernetes_config(kubernetes, instance=instance_id(data_dir),
+                                         tls_ca_pem=ca, grace_s=config.tracker.cancel_grace)))
 
     def _read_slurm_capacity(self, pools: dict[str, SlurmPool]) -> SlurmCapacity:
         """The Slurm pools' capacity from their controllers; a server whose controller does

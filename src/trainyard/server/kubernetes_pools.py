@@ -67,12 +67,34 @@ def memory_mb(text: str) -> int:
     return int(float(text)) // 2**20
 
 
+def _tolerated(taint: dict[str, Any], pool: KubernetesPool) -> bool:
+    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        return True  # PreferNoSchedule keeps no pod off
+    return any((not t.key and t.operator == "Exists") or
+               (t.key == taint.get("key") and (t.operator == "Exists" or
+                                               t.value == taint.get("value", "")) and
+                t.effect in ("", taint.get("effect")))
+               for t in pool.tolerations)
+
+
+def pool_nodes(nodes: list[dict[str, Any]], pool: KubernetesPool) -> list[dict[str, Any]]:
+    """The nodes the pool's pods may land on: schedulable, carrying its node selector's
+    labels, and with no taint its tolerations do not tolerate."""
+    found = []
+    for node in nodes:
+        meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+        labels = meta.get("labels") or {}
+        if spec.get("unschedulable") or any(labels.get(k) != v for k, v in pool.node_selector):
+            continue
+        if all(_tolerated(taint, pool) for taint in spec.get("taints") or []):
+            found.append(node)
+    return found
+
+
 def node_capacity(nodes: list[dict[str, Any]]) -> NodeCapacity | None:
-    """The schedulable nodes' allocatable resources; None without any."""
+    """The nodes' allocatable resources added up, and the largest's; None without any."""
     each = []
     for node in nodes:
-        if (node.get("spec") or {}).get("unschedulable"):
-            continue
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         each.append((cpu_quantity(str(allocatable.get("cpu", "0"))),
                      memory_mb(str(allocatable.get("memory", "0"))),
@@ -108,7 +130,7 @@ class KubernetesClusters:
                 nodes = api.nodes()
             except (ApiAway, ApiRefused) as exc:
                 raise RuntimeError(f"Kubernetes pool {name!r}: {exc}") from None
-            found = node_capacity(nodes) if nodes is not None else None
+            found = node_capacity(pool_nodes(nodes, pool)) if nodes is not None else None
             if found is None:
                 log.info("Kubernetes pool %r: the nodes cannot be read (no core API access); "
                          "its capacity is what the policy file declares", name)

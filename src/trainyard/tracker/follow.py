@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 ReportedExit = Callable[[str, int, int], int | None]
 
 MAX_TRACKING_FAILURES = 5
+# How long an attempt its engine says succeeded waits for its ranks' reports (their last
+# log lines and metrics) before it ends without them.
+REPORT_GRACE_S = 10.0
 PREEMPTED_WHY = "preempted to return borrowed quota"  # when the job's message says nothing
 REQUEUED = "requeued after preemption; resumes from its checkpoint"
 REQUEUED_PENDING = "preempted; it resumes from its checkpoint when admitted again"
@@ -62,6 +65,7 @@ class Follower:
         self._signalled: set[str] = set()  # handles already asked to stop
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._noted: set[str] = set()  # job ids whose message is what their engine said
+        self._succeeded_at: dict[str, float] = {}  # job id -> when its engine said success
 
     def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
         """One job's trouble must not stall the others: log it, and fail the job if it
@@ -90,22 +94,41 @@ class Follower:
             self._signalled.add(job.handle)
         if job.state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=False)
-        observation = self._reported(executor, job) or \
-            self._with_reported_code(executor, job, executor.poll(job.handle))
+        observation = self._reported(executor, job) or self._await_reports(
+            executor, job, self._with_reported_code(executor, job, executor.poll(job.handle)))
         self._note(job, observation)
         self.apply(job, observation)
 
     def _note(self, job: JobRecord, observation: Observation) -> None:
         """What the engine says of a job that is not over yet (held by the cluster's own
-        admission, restarting; for one not started yet, that its engine is away) becomes its
-        message."""
-        if observation.phase not in (Phase.STARTING, Phase.RUNNING, Phase.UNKNOWN) or \
-                not observation.message or observation.message == job.message:
+        admission, again after it ran when that admission evicted it; restarting; for one
+        not started yet, that its engine is away) becomes its message, until it runs."""
+        phase, message = observation.phase, observation.message
+        if phase is Phase.RUNNING and not message and job.id in self._noted:
+            self._noted.discard(job.id)  # what it said (restarting) is over
+            self.jobs.update_fields(job.id, job.state, message="")
             return
-        state = job.state if observation.phase is Phase.RUNNING else JobState.LAUNCHING
-        if state is job.state and self.jobs.update_fields(job.id, state,
-                                                          message=observation.message):
+        if phase not in (Phase.STARTING, Phase.RUNNING, Phase.UNKNOWN) or not message or \
+                message == job.message:
+            return
+        # An engine away says nothing new of a job that runs (it keeps its state).
+        if phase is Phase.UNKNOWN and job.state is not JobState.LAUNCHING:
+            return
+        if self.jobs.update_fields(job.id, job.state, message=message):
             self._noted.add(job.id)
+
+    def _await_reports(self, executor: Executor, job: JobRecord, observation: Observation
+                       ) -> Observation:
+        """An engine that says a remote attempt succeeded before every rank's runtime has
+        reported its end (an operator that counts the master's) gives the other ranks a
+        moment for their last pushes, which ending the attempt would cut off."""
+        if observation.phase is not Phase.EXITED or observation.exit_code != 0 or \
+                not executor.remote or self.reported_exit is None:
+            return observation
+        first = self._succeeded_at.setdefault(job.id, self.clock())
+        if self.clock() - first < REPORT_GRACE_S:
+            return Observation(Phase.RUNNING)
+        return observation
 
     def _with_reported_code(self, executor: Executor, job: JobRecord,
                             observation: Observation) -> Observation:
@@ -188,6 +211,7 @@ class Follower:
                                  pending_message="")
         self._signalled.discard(job.handle)
         self._noted.discard(job.id)
+        self._succeeded_at.pop(job.id, None)
         executor_for(self.executors_by_kind, job.kind).release(job.handle)
 
     def _give_up(self, job: JobRecord, message: str) -> None:

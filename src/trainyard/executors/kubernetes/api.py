@@ -146,8 +146,20 @@ class KubeApi:
                 f"{res.installs}"
         return None
 
-    def create_secret(self, namespace: str, body: Obj) -> None:
-        self._call(self.core.create_namespaced_secret, namespace, body)
+    def patch(self, res: ResourceKind, namespace: str, name: str, body: Obj) -> Obj:
+        """A merge patch of the object."""
+        return dict(self._call(self.custom.patch_namespaced_custom_object, res.group,
+                               res.version, namespace, res.plural, name, body))
+
+    def put_secret(self, namespace: str, body: Obj) -> None:
+        """Create the Secret, or replace one of that name."""
+        try:
+            self._call(self.core.create_namespaced_secret, namespace, body)
+        except ApiRefused as exc:
+            if exc.status != 409:
+                raise
+            self._call(self.core.replace_namespaced_secret, body["metadata"]["name"],
+                       namespace, body)
 
     def nodes(self) -> list[Obj] | None:
         """The nodes' status (dicts), or None where the core API is not served."""

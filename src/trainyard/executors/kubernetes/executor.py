@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from trainyard.domain.kinds import JobKind
@@ -32,8 +33,9 @@ from trainyard.executors.kubernetes.watcher import ResourceWatch
 
 log = logging.getLogger(__name__)
 
-AWAY = "the Kubernetes API server does not answer: {}"
+AWAY = "Kubernetes: {}"
 ADOPT_WAIT_S = 10.0  # how long a restarted service waits for its first list of a kind
+UNCONFIRMED_S = 30.0  # how long a create that did not answer may take to show in a watch
 
 # Whether an attempt's runtime has been heard from, given (job id, attempt).
 RuntimeSeen = Callable[[str, int], bool]
@@ -75,16 +77,28 @@ class KubernetesExecutor:
         self._lock = threading.Lock()
         self._deleted: set[str] = set()  # handles this service deleted (cancel, preemption)
         self._created: dict[str, tuple[Cluster, ResourceKind, str]] = {}  # handle -> where
+        # handle -> when a create did not answer, and whether its token needs a Secret
+        self._unconfirmed: dict[str, tuple[float, bool]] = {}
+        self._replacing: set[str] = set()  # handles whose resource goes before a new launch
         self._runtime_seen: RuntimeSeen = lambda job_id, attempt: False
         self._service_address = config.service_address
+        # A restarted service waits this long, once, for its first lists (adopt, sweep).
+        self._first_lists_by = time.monotonic() + ADOPT_WAIT_S
         self.clusters: dict[tuple[bool, str, str], Cluster] = {}
-        for pool in config.pools.values():
+        for name, pool in config.pools.items():
             key = cluster_key(pool)
             kinds = {k for p in config.pools.values() if cluster_key(p) == key
                      for k in p.kinds}
             if key not in self.clusters:
-                self.clusters[key] = Cluster(connect(pool), kinds, config.instance,
-                                             self._changed)
+                try:
+                    api = connect(pool)
+                except Exception as exc:  # the client's own: a bad kubeconfig or context
+                    self.close()
+                    where = "in-cluster credentials" if pool.in_cluster else \
+                        f"kubeconfig {pool.kubeconfig or '$KUBECONFIG'}"
+                    raise RuntimeError(f"Kubernetes pool {name!r}: cannot load its {where}: "
+                                       f"{exc}") from None
+                self.clusters[key] = Cluster(api, kinds, config.instance, self._changed)
         for cluster in self.clusters.values():
             for watch in cluster.watches.values():
                 watch.start()
@@ -155,24 +169,28 @@ class KubernetesExecutor:
             created = cluster.api.create(place.resource, place.namespace, body)
         except ApiAway as exc:
             watch.suspect(str(exc))  # the jobs still waiting wait for it to answer
+            with self._lock:  # it may have been created all the same: looked for by name
+                self._unconfirmed[request.handle] = (time.monotonic(),
+                                                     pool.token_delivery == "secret")
             raise EngineAway(AWAY.format(exc)) from None
         except ApiRefused as exc:
             if exc.status != 409:
                 raise LaunchError(f"the API server refused the {place.resource.kind}: "
                                   f"{exc}") from None
-            created = self._ours_already(cluster, place, request)
-        else:
-            if pool.token_delivery == "secret":
-                self._give_token(cluster, place, request, created)
+            created = self._ours_already(cluster, place, request, body)
+        if pool.token_delivery == "secret":
+            self._give_token(cluster, place, request, created)
         watch.put(created)
         with self._lock:
             self._created[request.handle] = (cluster, place.resource, place.namespace)
+            self._unconfirmed.pop(request.handle, None)
         return None
 
-    def _ours_already(self, cluster: Cluster, place: Placement, request: LaunchRequest
-                      ) -> Obj:
+    def _ours_already(self, cluster: Cluster, place: Placement, request: LaunchRequest,
+                      body: Obj) -> Obj:
         """A launch interrupted after its create: the object of that name is adopted when
-        its labels say it is this attempt's, of this service."""
+        its labels say it is this attempt's, of this service, and given this launch's token
+        (each launch mints a new one): in its Secret, or in its spec."""
         try:
             found = cluster.api.get(place.resource, place.namespace, request.handle)
         except ApiAway as exc:
@@ -183,25 +201,43 @@ class KubernetesExecutor:
                 labels.get(ATTEMPT) != str(request.attempt):
             raise LaunchError(f"a {place.resource.kind} named {request.handle} exists in "
                               f"namespace {place.namespace} and is not this attempt's")
-        return found
+        if body["spec"] == found.get("spec"):
+            return found
+        try:  # env delivery: the new token in the spec its pods are made from
+            return cluster.api.patch(place.resource, place.namespace, request.handle,
+                                     {"spec": body["spec"]})
+        except (ApiAway, ApiRefused) as exc:
+            self._replace(cluster, place.resource, place.namespace, request.handle)
+            raise EngineAway(f"the {place.resource.kind} of a launch cut short is being "
+                             f"replaced ({exc})") from None
+
+    def _replace(self, cluster: Cluster, resource: ResourceKind, namespace: str, handle: str
+                 ) -> None:
+        """Delete what a launch left unusable; the job is launched again once it is gone."""
+        with self._lock:
+            self._replacing.add(handle)
+        try:
+            cluster.api.delete(resource, namespace, handle)
+        except (ApiAway, ApiRefused) as exc:  # the next look at it tries again
+            log.warning("could not delete %s: %s", handle, exc)
 
     def _give_token(self, cluster: Cluster, place: Placement, request: LaunchRequest,
                     created: Obj) -> None:
-        """The attempt's token in a Secret owned by its resource; without it the resource
-        cannot start, so it is deleted again."""
+        """The attempt's token in a Secret owned by its resource (replacing an earlier
+        launch's); without it the resource cannot start, so it is deleted again."""
         meta = created["metadata"]
         owner = {"apiVersion": place.resource.api_version, "kind": place.resource.kind,
                  "name": meta["name"], "uid": meta.get("uid", "")}
+        secret = token_secret(request, place.namespace, self.config.instance, owner)
         try:
-            cluster.api.create_secret(place.namespace, token_secret(
-                request, place.namespace, self.config.instance, owner))
-        except (ApiAway, ApiRefused) as exc:
-            try:
-                cluster.api.delete(place.resource, place.namespace, request.handle)
-            except (ApiAway, ApiRefused):
-                log.warning("could not delete %s after its Secret failed", request.handle)
+            cluster.api.put_secret(place.namespace, secret)
+        except ApiAway as exc:
+            self._replace(cluster, place.resource, place.namespace, request.handle)
+            raise EngineAway(f"could not create the job token's Secret: {exc}") from None
+        except ApiRefused as exc:
+            self._replace(cluster, place.resource, place.namespace, request.handle)
             hint = "; the cluster serves no Secrets here: set token_delivery = \"env\"" \
-                if isinstance(exc, ApiRefused) and exc.status == 404 else ""
+                if exc.status == 404 else ""
             raise LaunchError(f"could not create the job token's Secret: {exc}{hint}"
                               ) from None
 
@@ -211,8 +247,12 @@ class KubernetesExecutor:
         return self._observe(handle, wait=0.0)
 
     def adopt(self, handle: str) -> Observation:
-        """After a restart: the first look waits for the first list of each kind."""
-        return self._observe(handle, wait=ADOPT_WAIT_S)
+        """After a restart: the first look waits for the first list of each kind (once: a
+        cluster that does not list by then is looked at again later)."""
+        return self._observe(handle, wait=self._first_lists_wait())
+
+    def _first_lists_wait(self) -> float:
+        return max(0.0, self._first_lists_by - time.monotonic())
 
     def _observe(self, handle: str, wait: float) -> Observation:
         for cluster in self.clusters.values():
@@ -226,6 +266,10 @@ class KubernetesExecutor:
             except KeyError:
                 continue
             kind = watch.resource.kind
+            if obj is not None and handle in self._unconfirmed:
+                obj = self._confirmed(cluster, watch, obj, handle)
+            if handle in self._replacing:
+                return self._being_replaced(cluster, watch, obj, handle)
             if obj is not None:
                 return observe(obj, runtime_seen=self._seen(obj))
             if handle in self._deleted:
@@ -237,8 +281,41 @@ class KubernetesExecutor:
             return Observation(Phase.UNKNOWN, message=away)
         if handle in self._created:
             return Observation(Phase.LOST, retry=True, message=f"{handle} is gone")
+        with self._lock:
+            self._replacing.discard(handle)  # gone: it may be launched again
+            unconfirmed = self._unconfirmed.get(handle)
+        if unconfirmed is not None and time.monotonic() - unconfirmed[0] < UNCONFIRMED_S:
+            return Observation(Phase.STARTING)  # a create that did not answer may yet show
         return Observation(Phase.NOT_FOUND, retry=True,
                            message=f"no resource named {handle} exists")
+
+    def _confirmed(self, cluster: Cluster, watch: ResourceWatch, obj: Obj, handle: str
+                   ) -> Obj:
+        """A create that did not answer went through: its object is this launch's, with
+        the token in its spec; one whose token was to go in a Secret never got it, and is
+        replaced."""
+        with self._lock:
+            _, needs_secret = self._unconfirmed.pop(handle)
+            self._created[handle] = (cluster, watch.resource, obj["metadata"]["namespace"])
+        if needs_secret:
+            self._replace(cluster, watch.resource, obj["metadata"]["namespace"], handle)
+        return obj
+
+    def _being_replaced(self, cluster: Cluster, watch: ResourceWatch, obj: Obj | None,
+                        handle: str) -> Observation:
+        """A resource a launch left unusable: starting until it is gone, then not found
+        (launched again)."""
+        if obj is None:
+            with self._lock:
+                self._replacing.discard(handle)
+            return Observation(Phase.NOT_FOUND)
+        if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+            try:  # its delete failed before: again
+                cluster.api.delete(watch.resource, obj["metadata"]["namespace"], handle)
+            except (ApiAway, ApiRefused) as exc:
+                log.warning("could not delete %s: %s", handle, exc)
+        return Observation(Phase.STARTING, message=f"its {watch.resource.kind} from a launch "
+                           "cut short is deleted before it is launched again")
 
     def _seen(self, obj: Obj) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -287,11 +364,14 @@ class KubernetesExecutor:
         with self._lock:
             self._created.pop(handle, None)
             self._deleted.discard(handle)
+            self._replacing.discard(handle)
+        for each in self.clusters.values():
+            for watch in each.watches.values():
+                watch.forget(handle)
         if where is None:
             return
         cluster, resource, namespace = where
         obj = cluster.watches[resource.kind].get(handle)
-        cluster.watches[resource.kind].forget(handle)
         if obj is None or self._keeps(obj):
             return
         try:
@@ -309,7 +389,7 @@ class KubernetesExecutor:
             if cluster.away() is not None:
                 continue
             for kind, watch in cluster.watches.items():
-                if not watch.synced(ADOPT_WAIT_S):
+                if not watch.synced(self._first_lists_wait()):
                     continue
                 for name in watch.names():
                     obj = watch.get(name)

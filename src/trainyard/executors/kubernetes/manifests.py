@@ -199,6 +199,9 @@ def token_secret(request: LaunchRequest, namespace: str, instance: str,
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": request.handle, "namespace": namespace,
                          "labels": labels(request, instance),
+                         # blockOwnerDeletion would need rights on the owner's
+                         # finalizers, which many clusters enforce; the Secret goes
+                         # with its owner all the same.
                          "ownerReferences": [{**owner, "controller": False,
-                                              "blockOwnerDeletion": True}]},
+                                              "blockOwnerDeletion": False}]},
             "stringData": {TOKEN_KEY: request.job_token}}

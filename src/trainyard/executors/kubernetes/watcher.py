@@ -33,6 +33,7 @@ class ResourceWatch:
         self._objects: dict[str, Obj] = {}
         self._gone: dict[str, Obj] = {}  # the last state of objects deleted since
         self._forgotten: set[str] = set()  # names no one asks after: no tombstone when gone
+        self._put_at: dict[str, float] = {}  # created here, when: newer than a list under way
         self._synced_at: float | None = None  # when the cache last matched a full list
         self._away: str | None = None
         self._stop = threading.Event()
@@ -87,6 +88,7 @@ class ResourceWatch:
         name = obj["metadata"]["name"]
         with self._lock:
             self._objects.setdefault(name, obj)
+            self._put_at[name] = time.monotonic()
 
     def forget(self, name: str) -> None:
         """No one will ask after the object again: once it is gone, nothing of it is kept."""
@@ -129,9 +131,14 @@ class ResourceWatch:
             failures += 1
 
     def _relist(self) -> str:
+        began = time.monotonic()
         items, version = self.api.list(self.resource, self.selector)
         fresh = {obj["metadata"]["name"]: obj for obj in items}
         with self._lock:
+            # Created while the list was under way: newer than the list, not gone.
+            fresh.update({n: self._objects[n] for n, at in self._put_at.items()
+                          if at >= began and n not in fresh and n in self._objects})
+            self._put_at = {n: at for n, at in self._put_at.items() if at >= began}
             vanished = {n: o for n, o in self._objects.items() if n not in fresh}
             changed = [n for n, o in fresh.items() if self._objects.get(n) != o]
             for name, obj in vanished.items():

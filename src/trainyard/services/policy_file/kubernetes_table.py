@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Self
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticKnownError
 
 from trainyard.domain.pools import RESOURCE_KINDS, KubernetesPool, Toleration
@@ -24,7 +24,9 @@ from trainyard.services.policy_file.problems import problem, problem_at, raise_a
 # also hold dots and underscores).
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9.-]{1,253}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):\d{1,5}$")  # host:port
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+MAX_SECONDS = 10 * 365 * 86400  # ten years: beyond, a duration is a mistake
 CHOICES = {
     "token_delivery": ("secret", "env"),
     "admission": ("trainyard", "kueue"),
@@ -45,6 +47,19 @@ def _one_of(key: str) -> BeforeValidator:
 def _dns_label(value: object) -> object:
     if isinstance(value, str) and value and not _DNS_LABEL.match(value):
         raise problem("not_a_dns_label")
+    return value
+
+
+def _subdomain(value: object) -> object:
+    if isinstance(value, str) and value and not (
+            len(value) <= 253 and all(_DNS_LABEL.match(p) for p in value.split("."))):
+        raise problem("not_a_dns_name")
+    return value
+
+
+def _address(value: object) -> object:
+    if isinstance(value, str) and value and not _ADDRESS.match(value):
+        raise problem("not_an_address")
     return value
 
 
@@ -88,6 +103,20 @@ class TolerationModel(Table):
     effect: Annotated[str, BeforeValidator(lambda v: _effect(v))] = ""
     toleration_seconds: Annotated[NonNegativeInt | None, not_null("int_type")] = None
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        """What the API server takes but the pod would not: refused here, naming the key."""
+        found = []
+        if self.operator == "Exists" and self.value:
+            found.append(problem_at(("value",), "exists_no_value", self.value))
+        if self.operator == "Equal" and not self.key:
+            found.append(problem_at(("key",), "equal_needs_key", None))
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            found.append(problem_at(("toleration_seconds",), "seconds_no_execute",
+                                    self.toleration_seconds))
+        raise_all(found)
+        return self
+
     def toleration(self) -> Toleration:
         return Toleration(self.key, self.operator, self.value, self.effect,
                           self.toleration_seconds)
@@ -120,16 +149,16 @@ class KubernetesModel(Table):
     token_delivery: Annotated[str, _one_of("token_delivery")] = "secret"
     admission: Annotated[str, _one_of("admission")] = "trainyard"
     queue_name: Annotated[str, BeforeValidator(_dns_label)] = ""
-    runtime_ref: str = ""
+    runtime_ref: Annotated[str, BeforeValidator(_subdomain)] = ""
     runtime_kind: Annotated[str, _one_of("runtime_kind")] = "ClusterTrainingRuntime"
     chief: bool = False
     cleanup: Annotated[str, _one_of("cleanup")] = "delete"
-    ttl: Annotated[NonNegativeNumber, seconds(positive=False)] = 3600.0
+    ttl: Annotated[NonNegativeNumber, Field(le=MAX_SECONDS), seconds(positive=False)] = 3600.0
     python: str = "python3"
     cache_dir: str = "/var/tmp/trainyard"
     cache_mb: PositiveInt = 20480
-    service_address: str = ""
-    grace: Annotated[NonNegativeNumber | None, not_null("float_type"),
+    service_address: Annotated[str, BeforeValidator(_address)] = ""
+    grace: Annotated[NonNegativeNumber | None, not_null("float_type"), Field(le=MAX_SECONDS),
                      seconds(positive=False)] = None
 
     @model_validator(mode="wrap")

@@ -49,6 +49,12 @@ SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem`
     "zero_duration": "must be longer than 0, got {shown}",
     "slurm_only": 'only a pool of executor "slurm" takes this key',
     "kubernetes_only": 'only a pool of executor "kubernetes" takes this key',
+    "exists_no_value": 'must be empty with operator "Exists", got {shown}',
+    "equal_needs_key": 'is required with operator "Equal"',
+    "seconds_no_execute": 'is taken only with effect "NoExecute"',
+    "not_a_dns_name": "must be a DNS name (labels of lowercase letters, digits and '-', "
+                      "joined by '.'), got {shown}",
+    "not_an_address": 'must be HOST:PORT, like "trainyard.example.org:50051", got {shown}',
     "not_one_of": "must be one of {choices}, got {shown}",
     "not_a_dns_label": "must be a DNS label (lowercase letters, digits and '-', at most 63), "
                        "got {shown}",
