@@ -16,10 +16,11 @@ from trainyard.domain.policy import Policy, Pool
 from trainyard.domain.pools import KubernetesPool
 from trainyard.executors.kubernetes.config import KubernetesConfig, cluster_key
 from trainyard.executors.kubernetes.errors import ApiAway, ApiRefused
-from trainyard.executors.kubernetes.resources import RESOURCES
+from trainyard.executors.kubernetes.resources import RESOURCES, ResourceKind, selector
 from trainyard.services.policy_file import PolicyError
 
 if TYPE_CHECKING:  # the executor loads the Kubernetes client
+    from trainyard.executors.kubernetes.api import KubeApi
     from trainyard.executors.kubernetes.executor import KubernetesExecutor
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class KubernetesClusters:
                     if why is not None:
                         raise RuntimeError(f"Kubernetes pool {name!r} creates {kind}s, but "
                                            f"{why}")
+                    self._may_list(api, name, RESOURCES[kind])
                 nodes = api.nodes()
             except (ApiAway, ApiRefused) as exc:
                 raise RuntimeError(f"Kubernetes pool {name!r}: {exc}") from None
@@ -137,6 +139,18 @@ class KubernetesClusters:
                 continue
             with self._lock:
                 self._capacity[name] = found
+
+    def _may_list(self, api: KubeApi, name: str, resource: ResourceKind) -> None:
+        """The server follows its resources with one watch per kind across the cluster."""
+        try:
+            api.list(resource, selector(self.executor.config.instance))
+        except ApiRefused as exc:
+            if exc.status not in (401, 403):
+                raise
+            raise RuntimeError(
+                f"Kubernetes pool {name!r}: the API server refuses to list {resource.plural} "
+                f"across the cluster ({exc}): the server's credentials need a ClusterRole that "
+                "may list and watch them") from None
 
     def complete(self, policy: Policy) -> Policy:
         """The policy with each Kubernetes pool's capacity, where the file leaves it out,

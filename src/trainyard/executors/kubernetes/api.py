@@ -37,14 +37,14 @@ def api_client(pool: KubernetesPool, pool_size: int = 16) -> client.ApiClient:
 
 def _refusal(exc: ApiException) -> Exception:
     status = int(exc.status or 0)
-    if status == 0 or status >= 500 or status == 429:
-        return ApiAway(f"the API server answered {status} {exc.reason or ''}".strip())
     message = str(exc.reason or "")
     try:
         body = json.loads(exc.body or "{}")
         message = str(body.get("message") or message)
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError):
         pass
+    if status == 0 or status >= 500 or status == 429:  # it may serve again: ask later
+        return ApiAway(f"the API server answered {status}: {message}".rstrip(": "))
     return ApiRefused(status, message)
 
 
