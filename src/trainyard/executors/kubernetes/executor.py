@@ -201,6 +201,11 @@ class KubernetesExecutor:
                 labels.get(ATTEMPT) != str(request.attempt):
             raise LaunchError(f"a {place.resource.kind} named {request.handle} exists in "
                               f"namespace {place.namespace} and is not this attempt's")
+        if (found.get("metadata") or {}).get("deletionTimestamp"):
+            with self._lock:  # an earlier launch's, on its way out: launched again after
+                self._replacing.add(request.handle)
+            raise EngineAway(f"the {place.resource.kind} of an earlier launch of this "
+                             "attempt is being deleted")
         if body["spec"] == found.get("spec"):
             return found
         try:  # env delivery: the new token in the spec its pods are made from
