@@ -18,6 +18,14 @@ SERVER_START_TIMEOUT_S = 30.0
 SERVER_STOP_TIMEOUT_S = 15.0
 
 
+def goal_met(kind: str, target: float, value: float | None) -> bool | None:
+    """Whether `value` meets the goal ("at_most" or "at_least" `target`); None where it was
+    not measured."""
+    if value is None or math.isnan(value):
+        return None
+    return value <= target if kind == "at_most" else value >= target
+
+
 def num(value: float | None, digits: int = 2) -> float | None:
     """Rounded, and None instead of NaN, which JSON cannot hold."""
     return None if value is None or math.isnan(value) else round(value, digits)

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlib import commit, num, percentile, verdict, write_json
+from benchlib import commit, goal_met, num, percentile, verdict, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -64,12 +64,6 @@ service_address = "127.0.0.1:9"
 [queues.default]
 pools = ["k8s"]
 """
-
-
-def goal_met(kind: str, target: float, value: float | None) -> bool | None:
-    if value is None:
-        return None
-    return value >= target if kind == "at_least" else value <= target
 
 
 class Creations:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import platform
 import shutil
@@ -43,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlib import commit, num, percentile, verdict, write_json
+from benchlib import commit, goal_met, num, percentile, verdict, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -73,13 +72,6 @@ def ratio(value: float | None, base: float | None) -> float | None:
     if value is None or base is None or base == 0:
         return None
     return value / base
-
-
-def goal_met(kind: str, target: float, value: float | None) -> bool | None:
-    """Whether `value` meets the goal; None where it was not measured."""
-    if value is None or math.isnan(value):
-        return None
-    return value <= target if kind == "at_most" else value >= target
 
 
 def latencies_ms(submits: dict[str, float], stamps: dict[str, float]) -> list[float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,4 +54,14 @@ def wait_for(srv: TrainyardServer, job_id: str, states: set[JobState],
     deadline = time.monotonic() + timeout
     while srv.jobs.get(job_id).state not in states:
         assert time.monotonic() < deadline, srv.jobs.get(job_id)
+        time.sleep(0.05)
+
+
+def wait_until(check: Callable[[], object], timeout: float = 30, what: str = "condition"
+               ) -> None:
+    """Until `check()` is true; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)

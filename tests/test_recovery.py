@@ -1,12 +1,12 @@
 """SIGKILL the server while jobs wait and run; a restart loses nothing and runs nothing twice."""
 
 import signal
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.liveserver import wait_until
 from tests.serverproc import ServerProcess
 from trainyard.auth.policy import LOCAL
 from trainyard.client import Client, TrainSpec
@@ -17,14 +17,6 @@ from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store import faults
 from trainyard.store.db import AlreadyRunning, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
-
-
-def wait_until(check, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_crash_mid_run_loses_nothing_and_runs_nothing_twice(tmp_path: Path,

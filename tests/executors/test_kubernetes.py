@@ -114,3 +114,9 @@ def test_a_resource_the_api_server_refuses_fails_the_launch_with_its_message(
         executor.launch(long)
     assert "the API server refused the TrainJob" in str(refused.value)
     assert "metadata.name must be no more than 63 characters" in str(refused.value)
+
+
+def test_a_request_for_a_pool_it_does_not_serve_is_refused(make: object) -> None:
+    executor = make()  # type: ignore[operator]
+    with pytest.raises(LaunchError, match="pool 'gpu' is not a Kubernetes pool"):
+        executor.launch(replace(request("j6"), pool="gpu"))

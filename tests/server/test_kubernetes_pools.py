@@ -35,6 +35,16 @@ def test_a_pool_whose_api_server_does_not_answer_stops_the_server_with_a_sentenc
                                          f"https://127.0.0.1:{port} does not answer")
 
 
+def test_a_kubeconfig_that_cannot_be_loaded_names_the_pool(tmp_path: Path,
+                                                          kube_api: KubeApiServer) -> None:
+    policy = kube_policy(kube_api, "ns", tmp_path / "nodes").replace(
+        str(kube_api.kubeconfig), str(tmp_path / "no-such-kubeconfig"))
+    with pytest.raises(RuntimeError) as refused:
+        make_server(tmp_path, sqlite_url(tmp_path), policy)
+    assert str(refused.value).startswith(
+        f"Kubernetes pool 'k8s': cannot load its kubeconfig {tmp_path}/no-such-kubeconfig: ")
+
+
 def test_a_kind_the_cluster_does_not_serve_is_named_with_what_to_install(
         kube_api: KubeApiServer) -> None:
     api = KubeApi(api_client(KubernetesPool(kubeconfig=str(kube_api.kubeconfig))))

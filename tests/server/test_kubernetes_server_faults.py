@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.kubeflow_operator import KubeflowOperator
-from tests.liveserver import make_server
+from tests.liveserver import make_server, wait_until
 from tests.server.kubeserver import PLURALS, custom, get_object, kube_policy, kube_server
 from tests.server.slurmserver import wait_state
 from tests.services.conftest import ROOT
@@ -29,13 +29,6 @@ COUNTER = ('ck="$CHECKPOINT_PATH/step"; n=$(cat "$ck" 2>/dev/null || echo 0); '
            'echo $n > "$ck"; sleep 0.1; done')
 
 
-def wait(predicate: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 def test_cancel_deletes_the_resource_and_its_replicas_stop(
         tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
         kube_namespace: str) -> None:
@@ -48,7 +41,7 @@ def test_cancel_deletes_the_resource_and_its_replicas_stop(
         assert len(replicas) == 2 and all(r.exit_code is None for r in replicas)
         srv.service.cancel(ROOT, job_id)
         assert wait_state(srv, job_id, FINAL) is JobState.CANCELLED
-        wait(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, handle) is None)
+        wait_until(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, handle) is None)
         assert all(r.wait(10) for r in replicas)  # TERM'd with the deletion, and ended
 
 
@@ -61,14 +54,14 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(
                                                     command=COUNTER.format(go=go)))
         wait_state(srv, job_id, {JobState.RUNNING})
         first = srv.workspace.attempt(job_id, 1).log_path
-        wait(lambda: first.exists() and "start from 0" in first.read_text())
+        wait_until(lambda: first.exists() and "start from 0" in first.read_text())
         time.sleep(1.5)  # some steps into its checkpoint
         assert srv.jobs.update_fields(job_id, JobState.RUNNING, preempt_requested=True,
                                       message="preempted for a test")
-        wait(lambda: srv.jobs.get(job_id).attempt == 2 and
+        wait_until(lambda: srv.jobs.get(job_id).attempt == 2 and
              srv.jobs.get(job_id).state is JobState.RUNNING)
         second = srv.workspace.attempt(job_id, 2).log_path
-        wait(lambda: second.exists() and "start from" in second.read_text())
+        wait_until(lambda: second.exists() and "start from" in second.read_text())
         resumed = int(second.read_text().split("start from ")[1].split()[0])
         assert resumed > 0, second.read_text()
         go.touch()
@@ -108,7 +101,7 @@ def test_a_restarted_service_adopts_finalizes_and_sweeps(
     try:
         assert wait_state(second, done, FINAL) is JobState.SUCCEEDED
         assert second.jobs.get(kept).state is JobState.RUNNING
-        wait(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, orphan) is None)
+        wait_until(lambda: get_object(kube_api, "PyTorchJob", kube_namespace, orphan) is None)
         go_kept.touch()
         assert wait_state(second, kept, FINAL) is JobState.SUCCEEDED
         assert second.jobs.get(kept).attempt == 1  # adopted, not run again
@@ -140,10 +133,10 @@ def test_the_api_server_away_and_back(
         kube_api.stop_api()
         try:
             executor = srv.executors["kubernetes"]
-            wait(lambda: executor.unavailable() is not None, timeout=10)
+            wait_until(lambda: executor.unavailable() is not None, timeout=10)
             waiting, _ = srv.service.train(ROOT, JobSpec(name="waiting", image=IMAGE,
                                                          command="true"))
-            wait(lambda: srv.jobs.get(waiting).pending_code == ReasonCode.POOL_UNAVAILABLE)
+            wait_until(lambda: srv.jobs.get(waiting).pending_code == ReasonCode.POOL_UNAVAILABLE)
             assert srv.jobs.get(waiting).pending_message.startswith("Kubernetes: ")
             time.sleep(1.0)
             assert srv.jobs.get(running).state is JobState.RUNNING

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainyard.domain.pools import KubernetesPool, Toleration
+from trainyard.domain.pools import KubernetesPool, Toleration, never_fits
+from trainyard.domain.spec import Resources
 from trainyard.services.policy_file import PolicyError, parse_policy
 
 QUEUE = '\n[queues.default]\npools = ["k8s"]\n'
@@ -112,3 +113,13 @@ def test_what_the_api_server_takes_but_a_pod_would_not_is_refused_here() -> None
         "pools.k8s.kubernetes.runtime_ref", "pools.k8s.kubernetes.service_address",
         "pools.k8s.kubernetes.ttl"]
     assert 'must be HOST:PORT' in found[4]
+    assert found[5].endswith("ttl: must be at most 315360000, got 1e+300")
+
+
+def test_a_pool_kueue_admits_leaves_gpus_to_kueue() -> None:
+    pool = parse_policy(POOL + '[pools.k8s.kubernetes]\nadmission = "kueue"\n'
+                        'queue_name = "team-a"\n' + QUEUE, "toml").pools["k8s"]
+    assert pool.capacity.cpus is None and pool.capacity.memory_mb is None
+    # Trainyard counts every pool's GPUs: here beyond what its jobs could hold at once.
+    assert pool.capacity.gpus == 8192
+    assert never_fits(pool.capacity, Resources(cpus=1, gpus=8), workers=4) is None

@@ -51,6 +51,11 @@ RESOURCE_KINDS: tuple[str, ...] = ("PyTorchJob", "TFJob", "TrainJob")
 RESOURCE_FRAMEWORK = {"PyTorchJob": "pytorch", "TFJob": "tensorflow", "TrainJob": "pytorch"}
 
 
+# A pool whose jobs Kueue admits counts its GPUs in Kueue; Trainyard's own count of them
+# (it counts every pool's GPUs by id) is set beyond what its jobs could hold at once.
+KUEUE_GPU_IDS = 8192
+
+
 @dataclass(frozen=True)
 class Toleration:
     key: str = ""

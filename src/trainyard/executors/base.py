@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from trainyard.domain.contract import (
     CHECKPOINT_PATH,
@@ -87,6 +87,19 @@ class LaunchRequest:
             for name in CONTRACT_PATHS:
                 env.pop(name, None)
         return env
+
+
+PoolT = TypeVar("PoolT")
+
+
+def pool_of(pools: Mapping[str, PoolT], request: LaunchRequest, what: str) -> PoolT:
+    """The pool an attempt was admitted to, among an executor's `what` pools (the only one
+    where the request names none)."""
+    if request.pool in pools:
+        return pools[request.pool]
+    if not request.pool and len(pools) == 1:
+        return next(iter(pools.values()))
+    raise LaunchError(f"pool {request.pool!r} is not a {what} pool of this server")
 
 
 def gang_command(python: str, launcher: str, workers: int, gpu_ids: Sequence[str],

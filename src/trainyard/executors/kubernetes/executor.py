@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import KubernetesPool
-from trainyard.executors.base import EngineAway, LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.base import (
+    EngineAway,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    pool_of,
+)
 from trainyard.executors.kubernetes.api import KubeApi, Obj, api_client
 from trainyard.executors.kubernetes.conditions import observe
 from trainyard.executors.kubernetes.config import KubernetesConfig, cluster_key
@@ -137,12 +144,7 @@ class KubernetesExecutor:
     # -- launch --------------------------------------------------------------------------
 
     def pool_of(self, request: LaunchRequest) -> KubernetesPool:
-        pools = self.config.pools
-        if request.pool in pools:
-            return pools[request.pool]
-        if not request.pool and len(pools) == 1:
-            return next(iter(pools.values()))
-        raise LaunchError(f"pool {request.pool!r} is not a Kubernetes pool of this server")
+        return pool_of(self.config.pools, request, "Kubernetes")
 
     def placement(self, request: LaunchRequest, pool: KubernetesPool) -> Placement:
         kind = pool.kind_for(request.framework)

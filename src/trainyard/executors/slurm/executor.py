@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import SlurmPool
-from trainyard.executors.base import EngineAway, LaunchError, LaunchRequest, Observation, Phase
+from trainyard.executors.base import (
+    EngineAway,
+    LaunchError,
+    LaunchRequest,
+    Observation,
+    Phase,
+    pool_of,
+)
 from trainyard.executors.runtime_bundle import runtime_bundle
 from trainyard.executors.slurm.commands import (
     ControllerAway,
@@ -117,12 +124,7 @@ class SlurmExecutor:
     # -- launch --------------------------------------------------------------------------
 
     def pool_of(self, request: LaunchRequest) -> SlurmPool:
-        pools = self.config.pools
-        if request.pool in pools:
-            return pools[request.pool]
-        if not request.pool and len(pools) == 1:
-            return next(iter(pools.values()))
-        raise LaunchError(f"pool {request.pool!r} is not a Slurm pool of this server")
+        return pool_of(self.config.pools, request, "Slurm")
 
     def script_for(self, request: LaunchRequest) -> str:
         """The batch script of an attempt (sbatch reads it on standard input)."""

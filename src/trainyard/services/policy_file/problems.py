@@ -32,6 +32,7 @@ PYDANTIC_SENTENCES: dict[str, str] = {  # for pydantic's own error types
     "finite_number": "must be a finite number, got {shown}",
     "greater_than": "must be greater than {gt:g}, got {input!r}",
     "greater_than_equal": "must be at least {ge:g}, got {input!r}",
+    "less_than_equal": "must be at most {le:.15g}, got {input!r}",
     "list_type": "must be a list of {items}, got {shown}",
     "string_type": "must be a string, got {shown}",
 }

@@ -27,7 +27,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
 
 from trainyard.domain.kinds import KINDS, JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
-from trainyard.domain.pools import PoolCapacity, SlurmPool
+from trainyard.domain.pools import KUEUE_GPU_IDS, PoolCapacity, SlurmPool
 from trainyard.domain.spec import NAME_RE
 from trainyard.services.policy_file.capacity import quota_problems
 from trainyard.services.policy_file.fields import (
@@ -299,6 +299,8 @@ class PoolModel(Table):
         kubernetes = None
         if self.executor == JobKind.KUBERNETES:
             kubernetes = (self.kubernetes or KubernetesModel()).pool()
+            if kubernetes.admission == "kueue":
+                gpu_ids = tuple(str(i) for i in range(KUEUE_GPU_IDS))
         max_jobs = self.max_jobs if self.max_jobs is not None else SLURM_MAX_JOBS
         return Pool(PoolCapacity(name, max_jobs=max_jobs, cpus=self.cpus,
                                  memory_mb=self.memory_mb, gpu_ids=gpu_ids),
