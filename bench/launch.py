@@ -215,7 +215,7 @@ def trainyard_server(workdir: Path, engine: Engine, concurrency: int) -> Iterato
     port_file = workdir / "port"
     log_path = workdir / "server.log"
     data_dir = workdir / "data"
-    cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+    cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
            "--port-file", str(port_file), "--data-dir", str(data_dir),
            # Always explicit, so a TRAINYARD_DATABASE_URL in the environment cannot leak in.
            "--database-url", "",

@@ -183,7 +183,7 @@ def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str,
     log_path = workdir / "server.log"
     data_dir = workdir / "data"
     token = security.token_for(data_dir, database_url)  # before the server opens the store
-    cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+    cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
            "--port-file", str(port_file), "--data-dir", str(data_dir),
            "--max-concurrent", str(max_concurrent),
            # Always explicit, so a TRAINYARD_DATABASE_URL in the environment cannot leak in.

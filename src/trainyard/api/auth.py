@@ -59,13 +59,30 @@ class AuthInterceptor(grpc.ServerInterceptor):
         if handler is None:
             return None
         method = details.method
+        if access_for(method) is Access.PUBLIC:
+            return handler
+        try:
+            caller = self.caller(method, details.invocation_metadata or ())
+        except TrainyardError as exc:
+            return _refusal(handler, status_for(exc), str(exc))
+        except Exception:  # the store is down, say: a sentence, not a traceback
+            log.exception("authenticating a call to %s failed", method)
+            return _refusal(handler, grpc.StatusCode.INTERNAL,
+                            "internal error while checking credentials; see the server log")
+        if isinstance(caller, JobGrant):
+            return _with(handler, _grant, caller)
+        return _with(handler, _identity, caller)
+
+    def caller(self, method: str,
+               metadata: Iterable[tuple[str, str | bytes]]) -> Identity | JobGrant:
+        """Who calls `method` with these headers, checked against what the method needs:
+        a user's identity, or for JobRuntime a job token's grant. A refusal raises
+        Unauthenticated or PermissionDenied, audited. The HTTP API asks this too, naming
+        the RPC a route stands for, so both doors apply one table."""
         action = method.rsplit("/", 1)[-1]
         needed = access_for(method)
-        if needed is Access.PUBLIC:
-            return handler
         identity: Identity | None = None
         target = ""
-        metadata = details.invocation_metadata or ()
         try:
             if needed is None:
                 raise PermissionDenied(f"{method} is not an RPC this server offers")
@@ -74,19 +91,40 @@ class AuthInterceptor(grpc.ServerInterceptor):
                 target = _claimed_attempt(credential)
                 if needed is not Access.JOB:
                     raise Unauthenticated(JOB_TOKEN_ELSEWHERE)
-                return _with(handler, _grant, self.runtime.authenticate(credential))
+                return self.runtime.authenticate(credential)
             identity = self.access.identify(metadata)
             check_access(identity, needed, action)
         except (Unauthenticated, PermissionDenied) as exc:
             self.access.audit(identity, action, target, False, str(exc))
-            return _refusal(handler, status_for(exc), str(exc))
-        except TrainyardError as exc:
-            return _refusal(handler, status_for(exc), str(exc))
-        except Exception:  # the store is down, say: a sentence, not a traceback
-            log.exception("authenticating a call to %s failed", method)
-            return _refusal(handler, grpc.StatusCode.INTERNAL,
-                            "internal error while checking credentials; see the server log")
-        return _with(handler, _identity, identity)
+            raise
+        return identity
+
+
+def run_as(identity: Identity, call: Callable[[], T]) -> T:
+    """call() with `identity` as the caller current_identity() names."""
+    token = _identity.set(identity)
+    try:
+        return call()
+    finally:
+        _identity.reset(token)
+
+
+def stream_as(var: contextvars.ContextVar[T | None], value: T,
+              responses: Iterator[Any]) -> Iterator[Any]:
+    """The responses of a stream, each computed with `var` set to `value`: a server may
+    resume a stream on another thread."""
+    while True:
+        var.set(value)
+        try:
+            item = next(responses)
+        except StopIteration:
+            return
+        yield item
+
+
+def stream_as_caller(identity: Identity, responses: Iterator[Any]) -> Iterator[Any]:
+    """A stream's responses, each computed with `identity` as the caller."""
+    return stream_as(_identity, identity, responses)
 
 
 def _job_credential(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
@@ -124,15 +162,7 @@ def _with(handler: Any, var: contextvars.ContextVar[T | None], value: T) -> Any:
         inner = handler.unary_stream
 
         def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            # Set at each resumption: the server may resume a stream on another thread.
-            responses = inner(request, context)
-            while True:
-                var.set(value)
-                try:
-                    item = next(responses)
-                except StopIteration:
-                    return
-                yield item
+            return stream_as(var, value, inner(request, context))
 
         return _same_kind(handler, stream)
 

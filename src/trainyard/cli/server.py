@@ -31,6 +31,13 @@ def server(
     max_concurrent: Annotated[int, typer.Option(help="Jobs that may run at once.")] = 4,
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
                                                         "serving.")] = None,
+    http_port: Annotated[int, typer.Option(
+        help="Port of the HTTP API, dashboard and /metrics, on --host (0 picks a free "
+        "one).")] = 8080,
+    http: Annotated[bool, typer.Option(
+        "--http/--no-http", help="Serve the HTTP API, dashboard and /metrics.")] = True,
+    http_port_file: Annotated[Path | None, typer.Option(
+        help="Write the bound HTTP port here once serving.")] = None,
     docker: Annotated[bool, typer.Option(
         "--docker/--no-docker", help="Run jobs submitted with --image as containers in the "
         "local Docker engine.")] = False,
@@ -57,7 +64,7 @@ def server(
         help="Queueing policy (TOML or YAML): pools, queues, teams, quotas. SIGHUP re-reads "
         "it [default: FIFO with one open queue].")] = None,
 ) -> None:
-    """Run the training service (gRPC) until interrupted."""
+    """Run the training service (gRPC, and HTTP at --http-port) until interrupted."""
     from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.tracker import TrackerConfig
 
@@ -73,7 +80,10 @@ def server(
     for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
         if path is not None and not path.is_file():
             raise typer.BadParameter(f"{path} is not a readable file", param_hint=option)
+    if not 0 <= http_port <= 65535:
+        raise typer.BadParameter("must be between 0 and 65535", param_hint="--http-port")
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
+                          http_port=http_port if http else None,
                           tracker=TrackerConfig(max_concurrent=max_concurrent),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
                           share_team_jobs=share_team_jobs, policy_file=policy)
@@ -84,10 +94,10 @@ def server(
         errors.print(f"[red]error[/]: cannot start the server: {escape(str(exc))}",
                      highlight=False)
         raise typer.Exit(1) from None
-    if port_file is not None:
-        tmp = port_file.with_suffix(".tmp")
-        tmp.write_text(str(bound))
-        tmp.replace(port_file)
+    if http_port_file is not None and srv.http is not None:
+        _write_port(http_port_file, srv.http_port)
+    if port_file is not None:  # last: a reader of it may rely on both
+        _write_port(port_file, bound)
     stop = {"now": False}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -107,6 +117,12 @@ def server(
             reload["asked"] = False
             srv.reload_policy()
     srv.stop()
+
+
+def _write_port(path: Path, port: int) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(path)
 
 
 def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,

@@ -30,7 +30,7 @@ from trainyard.server.config import (
     instance_id,
     is_loopback,
 )
-from trainyard.server.grpc_server import GrpcServer
+from trainyard.server.grpc_server import GrpcServer, UserServicers
 from trainyard.server.kubernetes_pools import (
     KubernetesClusters,
     kubernetes_config,
@@ -65,6 +65,7 @@ from trainyard.tracker import Tracker
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
     from trainyard.executors.docker import DockerConfig
+    from trainyard.web.http_server import HttpServer  # loaded only by a server with HTTP
 
 __all__ = ["ServerConfig", "TrainyardServer", "docker_pool_defaults", "host_gpu_ids"]
 
@@ -143,8 +144,24 @@ class TrainyardServer:
         self.runs = self.services.runs
         self.models = self.services.models
         self.datasets = self.services.datasets
-        self.grpc = GrpcServer(self.services, config.grpc_workers)
+        servicers = UserServicers(self.services)
+        self.grpc = GrpcServer(self.services, servicers, config.grpc_workers)
+        self.http = self._http(servicers)
         self.port = 0
+        self.http_port = 0
+
+    def _http(self, servicers: UserServicers) -> HttpServer | None:
+        """The HTTP API and dashboard over the same servicers and checks as gRPC."""
+        if self.config.http_port is None:
+            return None
+        from trainyard import __version__
+        from trainyard.web.api import Door
+        from trainyard.web.app import create_app
+        from trainyard.web.http_server import HttpServer
+
+        door = Door(servicers.callers, servicers.by_service(), is_loopback(self.config.host))
+        return HttpServer(create_app(door, __version__), tls_cert=self.config.tls_cert,
+                          tls_key=self.config.tls_key, grace_s=self.config.tracker.cancel_grace)
 
     def _backends(self, config: ServerConfig, docker: DockerConfig | None,
                   slurm: dict[str, SlurmPool], kubernetes: dict[str, KubernetesPool],
@@ -236,9 +253,20 @@ class TrainyardServer:
         self.port = self.grpc.bind(address, self._tls())
         if self.port == 0:
             raise OSError(f"cannot listen on {address}")
+        if self.http is not None:
+            try:
+                self.http_port = self.http.bind(self.config.host, self.config.http_port or 0)
+            except OSError:
+                self.grpc.stop(0)
+                for executor in self.executors.values():
+                    executor.close()
+                self.db.close()
+                raise
         self._serve_remote_jobs()
         self.tracker.start()
         self.grpc.start()
+        if self.http is not None:
+            self.http.start()
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
@@ -297,6 +325,8 @@ class TrainyardServer:
     def stop(self, grace: float = 2.0) -> None:
         if self.slurm_capacity is not None:
             self.slurm_capacity.close()
+        if self.http is not None:
+            self.http.stop()
         self.grpc.stop(grace)
         self.tracker.stop()
         for executor in self.executors.values():

@@ -59,6 +59,9 @@ class ServerConfig:
     database_url: str = ""  # empty: SQLite in data_dir
     host: str = "127.0.0.1"
     port: int = 50051  # 0 picks a free port
+    # The HTTP API, dashboard and metrics, on the same host; 0 picks a free port, None
+    # serves no HTTP (the command line serves it at 8080 unless told otherwise).
+    http_port: int | None = None
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
     grpc_workers: int = 256  # streams (watch, logs) each hold a thread while open
     # The Docker pool; None runs no containers. Its instance, when empty, is the store's.

@@ -24,16 +24,29 @@ ADMIN_SERVICE_NAME = pb.DESCRIPTOR.services_by_name["AdminService"].full_name
 RUNTIME_SERVICE_NAME = runtime_pb2.DESCRIPTOR.services_by_name["JobRuntime"].full_name
 
 
+class UserServicers:
+    """The servicers of the users' two services, shared by gRPC and the HTTP API, and the
+    interceptor that checks every caller of both."""
+
+    def __init__(self, services: Services) -> None:
+        self.callers = AuthInterceptor(services.access, services.runtime)
+        self.training = TrainingServicer(services)
+        self.admin = AdminServicer(services.access)
+
+    def by_service(self) -> dict[str, object]:
+        return {SERVICE_NAME: self.training, ADMIN_SERVICE_NAME: self.admin}
+
+
 class GrpcServer:
-    def __init__(self, services: Services, workers: int) -> None:
+    def __init__(self, services: Services, servicers: UserServicers, workers: int) -> None:
         self.health = health.HealthServicer()
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             options=[("grpc.so_reuseport", 0)],
-            interceptors=[AuthInterceptor(services.access, services.runtime)],
+            interceptors=[servicers.callers],
         )
-        pb_grpc.add_TrainingServiceServicer_to_server(TrainingServicer(services), self.server)
-        pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(services.access), self.server)
+        pb_grpc.add_TrainingServiceServicer_to_server(servicers.training, self.server)
+        pb_grpc.add_AdminServiceServicer_to_server(servicers.admin, self.server)
         add_runtime_servicer(JobRuntimeServicer(services.runtime), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
