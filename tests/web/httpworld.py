@@ -5,10 +5,12 @@ module makes its own module-scoped fixture of `serve`."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +31,7 @@ class HttpWorld:
     tokens: dict[str, str]  # caller -> token
     tmp: Path
     made: dict[str, str] = field(default_factory=dict)  # what several tests share, made once
+    _made_dirs: Iterator[int] = field(default_factory=itertools.count)
 
     def rest(self, caller: str | None = "member") -> Rest:
         return Rest(self.server.http_port, self.tokens[caller] if caller else None)
@@ -48,14 +51,14 @@ class HttpWorld:
 
     def dataset(self, name: str, files: dict[str, str]) -> str:
         """A dataset version of these files, registered by root; its version."""
-        src = self.tmp / f"src-{name}-{len(self.made)}"
+        src = self.tmp / f"src-{name}-{next(self._made_dirs)}"
         src.mkdir(parents=True)
         for rel, text in files.items():
             (src / rel).write_text(text)
         return self.server.datasets.register(ROOT, name, str(src))[0].version
 
 
-def _start(tmp: Path, database_url: str, **tracker: object) -> HttpWorld:
+def _start(tmp: Path, database_url: str, **tracker: Any) -> HttpWorld:
     srv = TrainyardServer(ServerConfig(
         data_dir=tmp / "data", database_url=database_url, port=0, http_port=0,
         tracker=replace(FAST, **{"max_concurrent": 8, **tracker})))
@@ -78,7 +81,7 @@ def _stop(world: HttpWorld) -> None:
 
 
 def serve(dialect: str, tmp_path_factory: pytest.TempPathFactory,
-          postgres: ThrowawayPostgres | None, **tracker: object) -> Iterator[HttpWorld]:
+          postgres: ThrowawayPostgres | None, **tracker: Any) -> Iterator[HttpWorld]:
     """A started world on `dialect` ("sqlite" or "postgresql"), stopped at the end."""
     tmp = tmp_path_factory.mktemp(f"http-{dialect}")
     if dialect == "sqlite":

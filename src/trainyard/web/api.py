@@ -25,7 +25,7 @@ from trainyard.web import streams
 from trainyard.web.errors import error_body
 from trainyard.web.routes import ROUTES, Reply, Route
 from trainyard.web.schemas import enum_names, model_for
-from trainyard.web.session import check_host, credentials
+from trainyard.web.session import check_cross_site, check_host, presented
 from trainyard.web.transcode import (
     HttpCall,
     method_descriptor,
@@ -47,10 +47,13 @@ class Door:
     def caller(self, request: Request, rpc: str) -> tuple[Identity, list[tuple[str, str]]]:
         """The caller of a request for `rpc`, or the refusal (raised, audited)."""
         check_host(request, self.loopback_only)
-        metadata = credentials(request)
+        metadata = presented(request)
+        # Who it is first: a request with no credentials on a server with users is
+        # unauthenticated, whatever else it lacks.
         who = self.callers.caller(rpc, metadata)
         if not isinstance(who, Identity):  # a job token reaches only JobRuntime
             raise Unauthenticated("a job token may only call trainyard.v1.JobRuntime")
+        check_cross_site(request)
         return who, metadata
 
     def handler(self, rpc: str) -> Callable[[Message, HttpCall], Any]:

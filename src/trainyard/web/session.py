@@ -65,13 +65,27 @@ def _check_cross_site(request: Request, session: str | None) -> None:
         raise PermissionDenied(CSRF_REFUSED.format(why="its X-CSRF-Token is missing or wrong"))
 
 
-def credentials(request: Request) -> list[tuple[str, str]]:
-    """The request's credentials as gRPC metadata, after the cross-site checks a request
-    without an Authorization header needs."""
+def presented(request: Request) -> list[tuple[str, str]]:
+    """The request's credentials as gRPC metadata: its Authorization header, else its
+    session cookie's token; none at all for an anonymous request. Nothing is checked."""
     given = request.headers.getlist("authorization")
     if given:
         return [("authorization", value) for value in given]
     session = request.cookies.get(SESSION_COOKIE) or None
-    if request.method not in SAFE_METHODS:
-        _check_cross_site(request, session)
     return [("authorization", f"Bearer {session}")] if session else []
+
+
+def check_cross_site(request: Request) -> None:
+    """Refuse a request that changes something on the strength of what a browser sends by
+    itself (the session cookie, or nothing on a server without users) unless it proves it
+    came from our pages."""
+    if request.method in SAFE_METHODS or request.headers.getlist("authorization"):
+        return
+    _check_cross_site(request, request.cookies.get(SESSION_COOKIE) or None)
+
+
+def credentials(request: Request) -> list[tuple[str, str]]:
+    """The request's credentials as gRPC metadata, after the cross-site checks a request
+    without an Authorization header needs."""
+    check_cross_site(request)
+    return presented(request)
