@@ -211,8 +211,10 @@ def api_router(door: Door) -> APIRouter:
             ok["content"] = ({"application/x-tar": {}} if route.reply is Reply.TAR
                              else {"text/event-stream": {}})
         responses: dict[int | str, dict[str, Any]] = {200: ok, **_ERRORS}
+        # A stream's 200 is its own media type alone, not JSON beside it.
+        kind = ProtoJSON if route.reply is Reply.JSON else StreamingResponse
         router.add_api_route(
             route.url, endpoint, methods=[route.method], name=route.name,
             summary=route.summary, tags=[route.tag], responses=responses,
-            openapi_extra={"parameters": _parameters(route)}, response_class=ProtoJSON)
+            openapi_extra={"parameters": _parameters(route)}, response_class=kind)
     return router
