@@ -243,3 +243,14 @@ def test_datasets_list_and_lineage(world: HttpWorld) -> None:
     assert lineage["dataset"]["version"] == version
     assert any(m["model_name"] == "net" and m["run_id"] == f"{job_id}-1"
                for m in lineage["models"])
+
+
+def test_the_http_socket_says_tcp_so_each_connection_gets_nodelay(world: HttpWorld) -> None:
+    """asyncio sets TCP_NODELAY only on sockets made for IPPROTO_TCP; without it a keep-alive
+    client waits ~40 ms (its delayed ACK) for each reply's body."""
+    import socket
+
+    listening = world.server.http._socket  # type: ignore[union-attr]
+    assert listening.proto == socket.IPPROTO_TCP
+    rest = world.rest()
+    assert rest.get("/api/v1/whoami").status == 200

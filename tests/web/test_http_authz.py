@@ -22,6 +22,7 @@ from trainyard.auth.policy import Identity, check_access, may_see_job
 from trainyard.domain.errors import PermissionDenied
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
+from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.v1 import training_pb2 as pb
 from trainyard.web.routes import ROUTES, Route
 from trainyard.web.session import CSRF_COOKIE, SESSION_COOKIE
@@ -291,3 +292,48 @@ def test_signing_in_sets_httponly_strict_cookies(world: AuthzWorld) -> None:
     for header in cookies.values():
         assert "samesite=strict" in header and "path=/" in header
     assert world.http.tokens["member"].lower() in cookies[SESSION_COOKIE]
+
+
+@pytest.fixture(scope="module")
+def single_user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
+    """A server with no users: every caller is its one user, with no token."""
+    srv = TrainyardServer(ServerConfig(data_dir=tmp_path_factory.mktemp("alone") / "data",
+                                       port=0, http_port=0))
+    srv.start()
+    try:
+        yield Rest(srv.http_port)
+    finally:
+        srv.stop(grace=0)
+
+
+SOLO = {"name": "solo", "command": "sleep 30"}
+
+
+def test_a_script_without_users_submits_with_no_token(single_user: Rest) -> None:
+    made = single_user.post("/api/v1/jobs", SOLO)
+    assert made.status == 201, made.body
+    cancelled = single_user.post(f"/api/v1/jobs/{made.json()['job_id']}/cancel")
+    assert cancelled.status == 200, cancelled.body
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"},
+    {"Origin": "null"}, {"Cookie": f"{CSRF_COOKIE}=abc"},
+    {"Cookie": f"{CSRF_COOKIE}=abc", "X-CSRF-Token": "abd"},
+], ids=["other-origin", "cross-site-fetch", "opaque-origin", "cookie-no-header",
+        "cookie-wrong-header"])
+def test_a_browser_without_users_still_proves_its_origin(single_user: Rest,
+                                                         headers: dict[str, str]) -> None:
+    def jobs() -> list[str]:
+        return [j["job_id"] for j in single_user.get("/api/v1/jobs?page_size=1000").json()[
+            "jobs"]]
+
+    before = jobs()
+    reply = single_user.post("/api/v1/jobs", SOLO, headers=headers)
+    assert reply.status == 403 and reply.error["code"] == "PERMISSION_DENIED"
+    assert jobs() == before
+    own = f"http://127.0.0.1:{single_user.port}"
+    page = single_user.post("/api/v1/jobs", SOLO, headers={
+        "Origin": own, "Cookie": f"{CSRF_COOKIE}=abc", "X-CSRF-Token": "abc"})
+    assert page.status == 201, page.body  # the dashboard's own page, its cookie echoed
+    single_user.post(f"/api/v1/jobs/{page.json()['job_id']}/cancel")

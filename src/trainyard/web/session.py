@@ -2,7 +2,8 @@
 
 A script sends `Authorization: Bearer <token>`, as with gRPC. The dashboard keeps the token
 in an HttpOnly, SameSite=Strict cookie (page scripts never read it). A request that changes
-something and carries no Authorization header must also prove it came from our own pages:
+something and carries no Authorization header must also prove it came from our own pages
+(unless nothing in it says a browser sent it: no cookie, no Origin, no Sec-Fetch-Site):
 its X-CSRF-Token header equals the CSRF cookie (double submit), which for a signed-in
 session is an HMAC of its token; and an Origin, when sent, is this server. On loopback the
 Host must name loopback too, so a page on another name that resolves here (DNS rebinding)
@@ -23,6 +24,9 @@ SESSION_COOKIE = "trainyard_session"
 CSRF_COOKIE = "trainyard_csrf"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# What a browser adds to a request by itself (a cross-site one always carries Origin or
+# Sec-Fetch-Site), and a script sends only if it means to.
+BROWSER_HEADERS = ("origin", "sec-fetch-site", "cookie")
 SESSION_MAX_AGE_S = 12 * 3600
 CSRF_REFUSED = ("cross-site request check failed: {why}; send the X-CSRF-Token header the "
                 "dashboard sends, or an Authorization header")
@@ -81,7 +85,10 @@ def check_cross_site(request: Request) -> None:
     came from our pages."""
     if request.method in SAFE_METHODS or request.headers.getlist("authorization"):
         return
-    _check_cross_site(request, request.cookies.get(SESSION_COOKIE) or None)
+    session = request.cookies.get(SESSION_COOKIE) or None
+    if session is None and not any(name in request.headers for name in BROWSER_HEADERS):
+        return  # a script (curl, say) on a server without users: no browser sent it
+    _check_cross_site(request, session)
 
 
 def credentials(request: Request) -> list[tuple[str, str]]:
