@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
-	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes \
+	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes bench-web \
 	clean
 
 venv: $(STAMP)
@@ -71,6 +71,9 @@ bench-slurm: $(STAMP)
 
 bench-kubernetes: $(STAMP)
 	$(PY) bench/kubernetes.py
+
+bench-web: $(STAMP)
+	$(PY) bench/web.py
 
 bench-scheduler: $(STAMP)
 	$(PY) bench/scheduler.py

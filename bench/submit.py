@@ -3,7 +3,9 @@
 Phases, on server A (SQLite in a fresh data dir unless --database-url, --max-concurrent 1):
   a. health   bare grpc.health.v1.Health/Check calls/s: the transport ceiling;
   b. submit   durable Train calls/s with p50/p99 latency;
-  c. status   GetTrainingStatus calls/s on the ids from (b).
+  c. status   GetTrainingStatus calls/s on the ids from (b);
+  r. rest     durable submits/s over the HTTP API (POST /api/v1/jobs), each of a few
+              clients on one keep-alive connection, in the same rounds as (a) and (b).
 A blocker job (`sleep`) holds the only slot, so every job from (b) stays WAITING and no job
 process competes with the server for CPU while it is measured.
 
@@ -25,13 +27,16 @@ stays like-for-like) sends that admin's token, as the SDK does. `token-tls` also
 self-signed certificate and runs every call over TLS. The token reaches the client processes
 inside the pickled work description, never on a command line.
 
-Usage: .venv/bin/python bench/submit.py [--clients 32] [--requests-per-client 150]
+Usage: .venv/bin/python bench/submit.py [--clients 32] [--rest-clients 4]
+                                        [--requests-per-client 150]
                                         [--auth {none,token,token-tls}] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import math
 import multiprocessing as mp
 import os
@@ -40,6 +45,7 @@ import queue
 import random
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -106,11 +112,20 @@ class Endpoint:
     address: str
     token: str = field(default="", repr=False)
     ca_cert: bytes = field(default=b"", repr=False)  # PEM root of trust; empty: plaintext
+    http_port: int = 0  # the server's HTTP API
 
     @property
     def metadata(self) -> Metadata | None:
         """What every call sends, as the SDK does; None without a token (as before)."""
         return (("authorization", f"Bearer {self.token}"),) if self.token else None
+
+    def http_connection(self) -> http.client.HTTPConnection:
+        """A keep-alive connection to the HTTP API, over TLS where gRPC is."""
+        if self.ca_cert:
+            context = ssl.create_default_context(cadata=self.ca_cert.decode())
+            return http.client.HTTPSConnection("127.0.0.1", self.http_port,
+                                               timeout=CALL_TIMEOUT_S, context=context)
+        return http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=CALL_TIMEOUT_S)
 
     def channel(self) -> grpc.Channel:
         if self.ca_cert:
@@ -180,11 +195,13 @@ def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str,
                      security: Security) -> Iterator[Server]:
     """Run a server in a subprocess; yield it once it serves; always stop it."""
     port_file = workdir / "port"
+    http_port_file = workdir / "http-port"
     log_path = workdir / "server.log"
     data_dir = workdir / "data"
     token = security.token_for(data_dir, database_url)  # before the server opens the store
     cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
-           "--port-file", str(port_file), "--data-dir", str(data_dir),
+           "--port-file", str(port_file), "--http-port-file", str(http_port_file),
+           "--data-dir", str(data_dir),
            "--max-concurrent", str(max_concurrent),
            # Always explicit, so a TRAINYARD_DATABASE_URL in the environment cannot leak in.
            "--database-url", database_url, *security.tls_args]
@@ -193,7 +210,8 @@ def trainyard_server(workdir: Path, *, max_concurrent: int, database_url: str,
                                 stderr=subprocess.STDOUT)
     try:
         port = wait_for_port(proc, port_file, log_path)
-        endpoint = Endpoint(f"127.0.0.1:{port}", token, security.ca_cert)
+        http_port = wait_for_port(proc, http_port_file, log_path)
+        endpoint = Endpoint(f"127.0.0.1:{port}", token, security.ca_cert, http_port)
         if token:
             require_token(endpoint)
         yield Server(endpoint, proc.pid)
@@ -229,7 +247,7 @@ def server_cpu_s(pid: int) -> float | None:
 
 @dataclass(frozen=True)
 class Load:
-    kind: str  # health | submit | status | cancel
+    kind: str  # health | submit | rest | status | cancel
     endpoint: Endpoint
     requests: int  # per client; "cancel" instead does each of its ids once
     cap_s: float  # wall-clock cap per client
@@ -273,8 +291,38 @@ def _caller(load: Load, channel: grpc.Channel, ids: Sequence[str]) -> Callable[[
                        metadata=md)
         return ""
 
-    calls = {"health": check, "submit": train, "status": status, "cancel": cancel}
+    calls = {"health": check, "submit": train, "status": status, "cancel": cancel,
+             "rest": _rest_submit(load.endpoint)}
     return calls[load.kind]
+
+
+class RestRefused(Exception):
+    """The HTTP API answered a submit with something other than 201."""
+
+
+def _rest_submit(endpoint: Endpoint) -> Callable[[int], str]:
+    """POST /api/v1/jobs on one keep-alive connection (a new one after a failure)."""
+    body = json.dumps({"name": "bench-submit", "command": "true"}).encode()
+    headers = {"Content-Type": "application/json"}
+    if endpoint.token:
+        headers["Authorization"] = f"Bearer {endpoint.token}"
+    conn: list[http.client.HTTPConnection] = []
+
+    def submit(_i: int) -> str:
+        if not conn:
+            conn.append(endpoint.http_connection())
+        try:
+            conn[0].request("POST", "/api/v1/jobs", body=body, headers=headers)
+            response = conn[0].getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            conn.pop().close()
+            raise
+        if response.status != 201:
+            raise RestRefused(f"HTTP {response.status}: {data[:200]!r}")
+        return str(json.loads(data)["job_id"])
+
+    return submit
 
 
 def _client(load: Load, ids: Sequence[str], ready: threading.Barrier, go: threading.Event,
@@ -304,6 +352,10 @@ def _client(load: Load, ids: Sequence[str], ready: threading.Barrier, go: thread
             except grpc.RpcError as exc:
                 out.errors += 1
                 out.first_error = out.first_error or f"{exc.code()}: {exc.details()}"
+                continue
+            except (OSError, http.client.HTTPException, RestRefused) as exc:
+                out.errors += 1
+                out.first_error = out.first_error or f"{type(exc).__name__}: {exc}"
                 continue
             out.latencies_s.append(time.monotonic() - t0)
             if job_id:
@@ -549,6 +601,7 @@ class Outcome:
     status: Figures
     latency: Latency
     round_ratios: list[float]
+    rest: Figures  # durable submits over the HTTP API
 
 
 def run(args: argparse.Namespace) -> Outcome:
@@ -565,17 +618,18 @@ def run(args: argparse.Namespace) -> Outcome:
                               security=security) as server:
             latency = measure_submit_to_running(server.endpoint, args.latency_jobs,
                                                 args.phase_seconds)
-        health, submit, status, ratios = load_phases(args, server_a, security)
-    return Outcome(health, submit, status, latency, ratios)
+        health, submit, status, ratios, rest = load_phases(args, server_a, security)
+    return Outcome(health, submit, status, latency, ratios, rest)
 
 
-def load_phases(args: argparse.Namespace, workdir: Path,
-                security: Security) -> tuple[Figures, Figures, Figures, list[float]]:
-    """Phases a-c on one server whose only run slot a blocker job holds."""
+def load_phases(args: argparse.Namespace, workdir: Path, security: Security
+                ) -> tuple[Figures, Figures, Figures, list[float], Figures]:
+    """Phases a-c and r on one server whose only run slot a blocker job holds."""
     def load(kind: str, requests: int, ids: tuple[str, ...] = ()) -> Figures:
         cpu_before = server_cpu_s(server.pid)
+        clients = args.rest_clients if kind == "rest" else args.clients
         figures = run_load(Load(kind, server.endpoint, requests, args.phase_seconds, ids),
-                           args.clients, args.processes)
+                           clients, min(args.processes, clients))
         cpu_after = server_cpu_s(server.pid)
         if cpu_before is None or cpu_after is None or not figures.calls:
             return figures
@@ -590,6 +644,7 @@ def load_phases(args: argparse.Namespace, workdir: Path,
             # Health and submit rounds alternate, so a burst of load from elsewhere on a
             # shared machine hits both sides of the ratio; the median round is reported.
             rounds: list[tuple[Figures, Figures]] = []
+            rests: list[Figures] = []
             for r in range(1, args.rounds + 1):
                 console.log(f"a. health checks, round {r}/{args.rounds}")
                 health = load("health", args.requests_per_client)
@@ -598,15 +653,20 @@ def load_phases(args: argparse.Namespace, workdir: Path,
                 if not submit.job_ids:
                     raise RuntimeError(f"no submit succeeded: {submit.first_error}")
                 rounds.append((health, submit))
+                console.log(f"r. submits over HTTP, {args.rest_clients} keep-alive clients, "
+                            f"round {r}")
+                rests.append(load("rest", args.requests_per_client))
             health, submit = median_round(rounds)
-            all_ids = tuple(j for _, sub in rounds for j in sub.job_ids)
+            rest = sorted(rests, key=lambda f: f.per_s)[(len(rests) - 1) // 2]
+            all_ids = tuple(j for _, sub in rounds for j in sub.job_ids) + tuple(
+                j for f in rests for j in f.job_ids)
             console.log("c. status queries")
             status = load("status", args.requests_per_client, all_ids)
             if args.database_url:
                 # The next server shares this database, and its queue must start empty.
                 console.log("   cancelling the submitted jobs")
                 load("cancel", 0, all_ids)
-    return health, submit, status, [round_ratio(r) for r in rounds]
+    return health, submit, status, [round_ratio(r) for r in rounds], rest
 
 
 def round_ratio(pair: tuple[Figures, Figures]) -> float:
@@ -623,7 +683,8 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
     ratio = s.per_s / h.per_s if h.per_s else 0.0
     recorded_p50 = percentile(lat.recorded_ms, 50)
     figures: dict[str, Any] = {}
-    for name, f in (("health", h), ("submit", s), ("status", st)):
+    for name, f in (("health", h), ("submit", s), ("status", st),
+                    ("rest_submit", outcome.rest)):
         figures[f"{name}_calls_per_s" if name == "health" else f"{name}_per_s"] = num(f.per_s, 1)
         figures[f"{name}_p50_ms"] = num(f.p50_ms)
         figures[f"{name}_p99_ms"] = num(f.p99_ms)
@@ -635,7 +696,7 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
         "commit": commit(),
         "config": {"clients": args.clients, "client_processes": args.processes,
                    "requests_per_client": args.requests_per_client, "rounds": args.rounds,
-                   "latency_jobs": args.latency_jobs,
+                   "latency_jobs": args.latency_jobs, "rest_clients": args.rest_clients,
                    "database": "postgresql" if args.database_url else "sqlite",
                    "auth": args.auth},
         **figures,
@@ -644,9 +705,12 @@ def results_dict(outcome: Outcome, args: argparse.Namespace) -> dict[str, Any]:
         "submit_call_to_running_p50_ms": num(percentile(lat.observed_ms, 50)),
         "submit_call_to_running_p99_ms": num(percentile(lat.observed_ms, 99)),
         "counts": {"health_calls": h.calls, "submits": s.calls, "status_calls": st.calls,
-                   "latency_jobs": lat.jobs,
-                   "errors": h.errors + s.errors + st.errors + lat.failures},
+                   "rest_submits": outcome.rest.calls, "latency_jobs": lat.jobs,
+                   "errors": h.errors + s.errors + st.errors + lat.failures
+                   + outcome.rest.errors},
         "ratios": {"submit_vs_health": num(ratio, 3),
+                   "rest_submit_vs_grpc_submit": num(
+                       outcome.rest.per_s / s.per_s if s.per_s else 0.0, 3),
                    "submit_vs_health_rounds": [num(r, 3) for r in outcome.round_ratios]},
         "goals": {
             "submit_vs_health_at_least": {"target": GOAL_SUBMIT_VS_HEALTH,
@@ -669,7 +733,9 @@ def render(outcome: Outcome, results: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
     for name, f in (("a. health check (ceiling)", outcome.health),
                     ("b. durable submit (Train)", outcome.submit),
-                    ("c. status (GetTrainingStatus)", outcome.status)):
+                    ("c. status (GetTrainingStatus)", outcome.status),
+                    (f"r. durable submit over HTTP ({config['rest_clients']} clients)",
+                     outcome.rest)):
         cpu = "" if f.server_cpu_ms_per_call is None else f"{f.server_cpu_ms_per_call:.3f}"
         table.add_row(name, f"{f.per_s:,.0f}", f"{f.p50_ms:.2f}", f"{f.p99_ms:.2f}", cpu,
                       str(f.calls), str(f.errors))
@@ -683,7 +749,7 @@ def render(outcome: Outcome, results: dict[str, Any]) -> None:
     console.print(f"submits/health checks by round: {rounds} (the median round is shown)")
     console.print(goals_table(results["goals"]))
     for name, f in (("health", outcome.health), ("submit", outcome.submit),
-                    ("status", outcome.status)):
+                    ("status", outcome.status), ("rest submit", outcome.rest)):
         if f.errors:
             console.print(f"[yellow]{name}: {f.errors} errors, first: {f.first_error}[/]")
     if lat.failures:
@@ -708,6 +774,8 @@ def goals_table(goals: dict[str, Any]) -> Table:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--clients", type=int, default=32, help="concurrent clients (threads)")
+    p.add_argument("--rest-clients", type=int, default=4,
+                   help="concurrent HTTP API clients, each on one keep-alive connection")
     p.add_argument("--processes", type=int, default=4,
                    help="client processes the clients are spread over")
     p.add_argument("--requests-per-client", type=int, default=150,
@@ -729,8 +797,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "the database must hold no unfinished jobs (and, for a token mode, "
                         "no users, or an admin's token must be in TRAINYARD_TOKEN)")
     args = p.parse_args(argv)
-    if min(args.clients, args.processes, args.requests_per_client, args.rounds) < 1:
-        p.error("--clients, --processes, --requests-per-client and --rounds must be at least 1")
+    if min(args.clients, args.rest_clients, args.processes, args.requests_per_client,
+           args.rounds) < 1:
+        p.error("--clients, --rest-clients, --processes, --requests-per-client and --rounds "
+                "must be at least 1")
     args.processes = min(args.processes, args.clients)
     if args.json is None:
         args.json = RESULTS if args.auth == "none" else RESULTS_DIR / f"submit-{args.auth}.json"

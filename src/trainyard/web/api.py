@@ -25,7 +25,7 @@ from trainyard.web import streams
 from trainyard.web.errors import error_body
 from trainyard.web.routes import ROUTES, Reply, Route
 from trainyard.web.schemas import enum_names, model_for
-from trainyard.web.session import check_host, credentials
+from trainyard.web.session import check_cross_site, check_host, presented
 from trainyard.web.transcode import (
     HttpCall,
     method_descriptor,
@@ -47,10 +47,13 @@ class Door:
     def caller(self, request: Request, rpc: str) -> tuple[Identity, list[tuple[str, str]]]:
         """The caller of a request for `rpc`, or the refusal (raised, audited)."""
         check_host(request, self.loopback_only)
-        metadata = credentials(request)
+        metadata = presented(request)
+        # Who it is first: a request with no credentials on a server with users is
+        # unauthenticated, whatever else it lacks.
         who = self.callers.caller(rpc, metadata)
         if not isinstance(who, Identity):  # a job token reaches only JobRuntime
             raise Unauthenticated("a job token may only call trainyard.v1.JobRuntime")
+        check_cross_site(request)
         return who, metadata
 
     def handler(self, rpc: str) -> Callable[[Message, HttpCall], Any]:
@@ -208,8 +211,10 @@ def api_router(door: Door) -> APIRouter:
             ok["content"] = ({"application/x-tar": {}} if route.reply is Reply.TAR
                              else {"text/event-stream": {}})
         responses: dict[int | str, dict[str, Any]] = {200: ok, **_ERRORS}
+        # A stream's 200 is its own media type alone, not JSON beside it.
+        kind = ProtoJSON if route.reply is Reply.JSON else StreamingResponse
         router.add_api_route(
             route.url, endpoint, methods=[route.method], name=route.name,
             summary=route.summary, tags=[route.tag], responses=responses,
-            openapi_extra={"parameters": _parameters(route)}, response_class=ProtoJSON)
+            openapi_extra={"parameters": _parameters(route)}, response_class=kind)
     return router

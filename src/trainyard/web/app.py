@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
-from trainyard.web import errors, pages
+from trainyard.web import docs, errors, pages
 from trainyard.web.api import Door, api_router
 
 # The dashboard's pages load only what this server sends: no inline script, no CDN.
@@ -27,10 +27,11 @@ def create_app(door: Door, version: str) -> FastAPI:
     app = FastAPI(title="Trainyard", version=version,
                   description="The Trainyard training service over HTTP: the gRPC API's "
                               "messages as JSON, with the same tokens and permissions.",
-                  docs_url="/docs", redoc_url=None, openapi_url="/openapi.json")
+                  docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     errors.install(app)
     app.include_router(api_router(door))
     app.include_router(pages.router(door))
+    app.include_router(docs.router("/openapi.json", app.title))
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next: object) -> Response:

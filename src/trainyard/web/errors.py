@@ -77,6 +77,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # A body that is not JSON at all is a bad value, not a body of the wrong shape.
+        broken = [e for e in exc.errors() if e.get("type") == "json_invalid"]
+        if broken:
+            why = broken[0].get("ctx", {}).get("error", "")
+            return error_response("INVALID_ARGUMENT", 400, f"body: is not valid JSON"
+                                  f"{': ' + str(why)[:80] if why else ''}")
         problems = [{"field": _where(tuple(e.get("loc", ()))), "problem": str(e.get("msg"))}
                     for e in exc.errors()]
         text = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
