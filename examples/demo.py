@@ -89,7 +89,8 @@ def start_server(demo_dir: Path, docker: bool, extra_args: list[str] | None = No
     # Its own session: Ctrl-C reaches only the demo, which then shuts things down in order.
     with (demo_dir / "server.log").open("wb") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
+            [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+             "--http-port", "0",
              "--port-file", str(demo_dir / "port"), "--data-dir", str(demo_dir),
              "--max-concurrent", str(MAX_CONCURRENT), *(["--docker"] if docker else []),
              *(extra_args or [])],

@@ -24,7 +24,8 @@ class ServerProcess:
 
     def start(self, timeout: float = 30) -> ServerProcess:
         self.port_file.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
+        cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+               "--http-port", "0",
                "--port-file", str(self.port_file), "--data-dir", str(self.data_dir),
                "--max-concurrent", str(self.max_concurrent)]
         if self.database_url:

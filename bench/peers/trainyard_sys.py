@@ -92,7 +92,8 @@ def server(workdir: Path, slots: int) -> Iterator[TrainyardSystem]:
     """A server on a free loopback port, `slots` jobs at once; stopped on the way out."""
     workdir.mkdir(parents=True, exist_ok=True)
     port_file, log = workdir / "port", workdir / "server.log"
-    proc = procs.spawn([sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
+    proc = procs.spawn([sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+                        "--http-port", "0",
                         "--port-file", str(port_file), "--data-dir", str(workdir / "data"),
                         # Explicit, so a TRAINYARD_DATABASE_URL around cannot leak in.
                         "--database-url", "", "--max-concurrent", str(slots)], log)

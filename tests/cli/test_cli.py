@@ -133,7 +133,8 @@ def test_a_second_server_on_the_same_data_dir_is_refused_with_a_sentence(
     server: ServerProcess,
 ) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0", "--data-dir",
+        [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+         "--http-port", "0", "--data-dir",
          str(server.data_dir)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "cannot start the server" in out.stderr and "already" in out.stderr

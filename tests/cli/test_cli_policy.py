@@ -73,7 +73,8 @@ def test_queues_show_the_policy_and_sighup_reloads_it(tmp_path: Path) -> None:
 def test_a_server_with_a_broken_policy_does_not_start(tmp_path: Path) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text("pools:\n  cpu:\n    max_jobs: many\nqueues:\n  a:\n    pools: [cpu]\n")
-    done = subprocess.run([sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0", "--http-port", "0",
+    done = subprocess.run([sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
+                           "--http-port", "0",
                            "--data-dir", str(tmp_path / "d"), "--policy", str(policy)],
                           env={**os.environ, "COLUMNS": "400"}, capture_output=True, text=True,
                           timeout=60)

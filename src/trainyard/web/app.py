@@ -3,6 +3,8 @@ dashboard, and the Prometheus metrics."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,6 +25,24 @@ SECURITY_HEADERS = {
 DOCS_PATHS = ("/docs", "/redoc")
 
 
+def _declare_bearer(app: FastAPI) -> None:
+    """Say in the OpenAPI document that every route takes the gRPC API's bearer token, so
+    the interactive docs offer to send one."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer",
+                           "description": "a Trainyard token, ty_..."}}
+            schema["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(door: Door, version: str) -> FastAPI:
     app = FastAPI(title="Trainyard", version=version,
                   description="The Trainyard training service over HTTP: the gRPC API's "
@@ -32,6 +52,7 @@ def create_app(door: Door, version: str) -> FastAPI:
     app.include_router(api_router(door))
     app.include_router(pages.router(door))
     app.include_router(docs.router("/openapi.json", app.title))
+    _declare_bearer(app)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next: object) -> Response:
