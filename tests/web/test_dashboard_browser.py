@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -104,7 +105,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def browser(site: Site) -> Iterator[WebDriver]:
+    """Started after the server and quit before it stops, so no stream is cut off."""
     if webdriver is None:
         missing("selenium")
     for path in (CHROMIUM, CHROMEDRIVER):
@@ -112,6 +114,7 @@ def browser() -> Iterator[WebDriver]:
             missing(f"{path} (Debian's chromium and chromium-driver)")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1280,1000", "--disable-extensions", "--no-first-run"):
         options.add_argument(flag)
@@ -126,13 +129,20 @@ def browser() -> Iterator[WebDriver]:
 @pytest.fixture
 def page(browser: WebDriver, site: Site, request: pytest.FixtureRequest,
          tmp_path: Path) -> Iterator[WebDriver]:
-    """The browser; a test that fails leaves a screenshot of what it saw."""
+    """The browser; a test that fails leaves a screenshot of what it saw. The page's console
+    must stay free of errors (a script error, a refused inline script or style), answers of
+    4xx aside, which the tests provoke."""
     yield browser
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
         shot = tmp_path / f"{request.node.name}.png"
         browser.save_screenshot(str(shot))
         print(f"screenshot of the failed page: {shot}")
+        return
+    errors = [entry["message"] for entry in browser.get_log("browser")
+              if entry["level"] == "SEVERE"
+              and not re.search(r"the server responded with a status of 4\d\d", entry["message"])]
+    assert errors == []
 
 
 def wait(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
@@ -144,8 +154,11 @@ def wait(driver: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any
 
 
 def shown(driver: WebDriver, css: str) -> WebElement:
-    return wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, css)
-                                        if e.is_displayed()), None), css)
+    def visible(d: WebDriver) -> WebElement | None:
+        return next((e for e in d.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()),
+                    None)
+    element: WebElement = wait(driver, visible, css)
+    return element
 
 
 def click(driver: WebDriver, css: str) -> None:
@@ -207,6 +220,10 @@ def test_sign_in_with_a_token(page: WebDriver, site: Site) -> None:
     assert "trainyard_session" not in page.execute_script("return document.cookie")
 
 
+def heading_is(heading: str) -> Callable[[WebDriver], bool]:
+    return lambda d: text_of(d, ".page h1") == heading
+
+
 def test_each_page_opens(page: WebDriver, site: Site) -> None:
     site.api("POST", "/jobs", {"name": "warm-up", "command": "true", "labels": {"kind": "a"}})
     for hash_, heading, css in (("#/queues", "Queues", "table td"),
@@ -214,7 +231,7 @@ def test_each_page_opens(page: WebDriver, site: Site) -> None:
                                 ("#/runs", "Runs", "#runs"),
                                 ("#/models", "Models", ".page")):
         page.get(site.base + "/" + hash_)
-        wait(page, lambda d, h=heading: text_of(d, ".page h1") == h, f"the {heading} page")
+        wait(page, heading_is(heading), f"the {heading} page")
         shown(page, css)
     page.get(site.base + "/#/queues")
     wait(page, lambda d: "default" in text_of(d, ".page"), "the default queue")
@@ -249,6 +266,7 @@ def test_a_job_submitted_from_the_page_succeeds_live_with_its_chart(
     assert page.find_element(By.CSS_SELECTOR, "svg.chart").get_attribute("data-metric") == "loss"
     wait(page, lambda d: "step 6" in text_of(d, "#log"), "the log's last line")
     assert text_of(page, "#job-name") == "curve-a"
+    assert "null" not in text_of(page, "#job-summary").split()
     timeline = text_of(page, "#timeline")
     for state in ("WAITING", "LAUNCHING", "RUNNING", "SUCCEEDED"):
         assert state in timeline
@@ -280,7 +298,8 @@ def test_a_waiting_job_says_why_and_can_be_cancelled(page: WebDriver, site: Site
     job_id = site.api("POST", "/jobs", {"name": "waiter", "command": "true",
                                         "queue": "single"})["job_id"]
     page.get(site.base + f"/#/jobs/{job_id}")
-    pending = shown(page, "#pending").text
+    pending = wait(page, lambda d: ": " in text_of(d, "#pending") and text_of(d, "#pending"),
+                   "why it waits")
     assert pending.startswith("Position 1 in queue single: "), pending
     reason = site.api("GET", f"/jobs/{job_id}")["pending_reason"]["message"]
     assert pending.endswith(reason)
