@@ -63,6 +63,7 @@ webdriver: Any = None
 try:
     from selenium import webdriver
     from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
+    from selenium.webdriver import Chrome
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -105,20 +106,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture(scope="module")
-def browser(site: Site) -> Iterator[WebDriver]:
+def browser(site: Site) -> Iterator[Chrome]:
     """Started after the server and quit before it stops, so no stream is cut off."""
     if webdriver is None:
         missing("selenium")
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (Path(path).exists() or shutil.which(Path(path).name)):
+    found = {path: path if Path(path).exists() else shutil.which(Path(path).name)
+             for path in (CHROMIUM, CHROMEDRIVER)}
+    for path, where in found.items():
+        if where is None:
             missing(f"{path} (Debian's chromium and chromium-driver)")
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = str(found[CHROMIUM])
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1280,1000", "--disable-extensions", "--no-first-run"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(str(found[CHROMEDRIVER])), options=options)
     driver.set_page_load_timeout(WAIT_S)
     try:
         yield driver
@@ -127,7 +130,7 @@ def browser(site: Site) -> Iterator[WebDriver]:
 
 
 @pytest.fixture
-def page(browser: WebDriver, site: Site, request: pytest.FixtureRequest,
+def page(browser: Chrome, site: Site, request: pytest.FixtureRequest,
          tmp_path: Path) -> Iterator[WebDriver]:
     """The browser; a test that fails leaves a screenshot of what it saw. The page's console
     must stay free of errors (a script error, a refused inline script or style), answers of
@@ -139,8 +142,8 @@ def page(browser: WebDriver, site: Site, request: pytest.FixtureRequest,
         browser.save_screenshot(str(shot))
         print(f"screenshot of the failed page: {shot}")
         return
-    errors = [entry["message"] for entry in browser.get_log("browser")
-              if entry["level"] == "SEVERE"
+    console = browser.get_log("browser")  # type: ignore[no-untyped-call]
+    errors = [entry["message"] for entry in console if entry["level"] == "SEVERE"
               and not re.search(r"the server responded with a status of 4\d\d", entry["message"])]
     assert errors == []
 
@@ -381,3 +384,20 @@ def test_sign_out(page: WebDriver, site: Site) -> None:
     assert "trainyard_session" not in names
     page.get(site.base + "/#/queues")
     shown(page, "#signin #token")
+
+
+def test_a_server_without_users_needs_no_sign_in(page: WebDriver, tmp_path: Path) -> None:
+    srv = TrainyardServer(ServerConfig(data_dir=tmp_path / "data", port=0, http_port=0,
+                                       tracker=FAST))
+    srv.start()
+    try:
+        site = Site(srv, f"http://127.0.0.1:{srv.http_port}", "", {})
+        page.delete_all_cookies()
+        submit_from_form(page, site, "alone", "echo alone")
+        job_id_in_url(page)
+        wait(page, lambda d: text_of(d, "#job-state") == "SUCCEEDED", "the job to succeed")
+        assert page.find_elements(By.ID, "signout") == []
+        assert page.find_elements(By.ID, "signin") == []
+    finally:
+        page.get("about:blank")
+        srv.stop(grace=0)
