@@ -46,7 +46,7 @@ export async function jobsPage(root) {
   };
   append(root, h('h1', {}, 'Jobs'), filters, list, pager, submitForm());
   await draw();
-  every(() => draw().catch(failed), POLL_MS);
+  every(draw, POLL_MS);
 }
 
 export function keyValues(text) {
@@ -107,7 +107,6 @@ export async function jobPage(root, jobId) {
     h('h2', {}, 'Log'), log);
 
   let finished = false;
-  let attemptShown = 0;
   const draw = async () => {
     const job = await get('/jobs/' + enc(jobId));
     const spec = job.spec || {};
@@ -140,18 +139,12 @@ export async function jobPage(root, jobId) {
     fill(timeline, ...(job.transitions || []).map((t) => h('li', {},
       h('time', {}, when(t.time)), ' ', badge(t.to_state), ' ',
       h('span', {class: 'reason'}, t.reason || ''))));
-    if (job.attempt && job.attempt !== attemptShown) {
-      attemptShown = job.attempt;
-    }
-    if (attemptShown) await drawSeries(charts, [runId], false);
+    if (job.attempt) await drawSeries(charts, [runId], false);
+    else fill(charts, h('p', {class: 'muted'}, 'No run yet.'));
   };
   await draw();
   followLog(jobId, log);
-  const timer = setInterval(() => {
-    if (finished) clearInterval(timer);
-    draw().catch(failed);
-  }, POLL_MS);
-  onLeave(() => clearInterval(timer));
+  every(draw, POLL_MS, () => finished);
 }
 
 export function followLog(jobId, into) {

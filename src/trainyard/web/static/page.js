@@ -13,8 +13,16 @@ export function onLeave(stop) {
   leaving.push(stop);
 }
 
-export function every(fn, ms) {
-  const id = setInterval(fn, ms);
+// Redraws every `ms` until the page is left or `done()`; a failed redraw shows its error
+// until one succeeds.
+export function every(draw, ms, done = () => false) {
+  const id = setInterval(() => {
+    if (done()) {
+      clearInterval(id);
+      return;
+    }
+    draw().then(() => notice(''), failed);
+  }, ms);
   onLeave(() => clearInterval(id));
 }
 

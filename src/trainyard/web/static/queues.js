@@ -2,7 +2,7 @@
 
 import {get} from './api.js';
 import {append, fill, h, number, table, when} from './dom.js';
-import {POLL_MS, every, failed} from './page.js';
+import {POLL_MS, every} from './page.js';
 
 export function usage(used, total, unit) {
   const have = total === undefined || total === null ? '∞' : number(total);
@@ -60,6 +60,6 @@ export async function queuesPage(root) {
       h('h2', {}, 'Queues'), queues, h('h2', {}, 'Pools'), pools, h('h2', {}, 'Teams'), teams);
   };
   await draw();
-  every(() => draw().catch(failed), POLL_MS);
+  every(draw, POLL_MS);
 }
 

@@ -74,18 +74,22 @@ export async function runPage(root, runId) {
     run.message ? h('p', {}, run.message) : null),
     h('h2', {}, 'Metrics'), charts);
   await drawSeries(charts, [runId], false);
-  if (!FINAL.has(run.state)) every(() => drawSeries(charts, [runId], false).catch(failed), POLL_MS);
+  let state = run.state;
+  every(async () => {
+    state = (await get('/runs/' + enc(runId))).state;
+    await drawSeries(charts, [runId], false);
+  }, POLL_MS, () => FINAL.has(state) || state === 'PREEMPTED');  // an attempt's end
 }
 
+// One row a key, one column a run; the rows whose values differ carry class "differs".
 export function comparedTable(title, rows, runs, id) {
   if (!rows.length) return null;
-  return [h('h2', {}, title), table(['', ...runs.map((r) => r.run_id)], rows.map((row) => [
-    row.key, ...(row.values || []).map((v) => v.present
-      ? (typeof v.value === 'number' ? number(v.value) : v.value) : '—')]),
-  (i) => rows[i].differs ? 'differs' : null)].map((node, i) => {
-    if (i === 1) node.id = id;
-    return node;
-  });
+  const values = rows.map((row) => [row.key, ...(row.values || []).map((v) => v.present
+    ? (typeof v.value === 'number' ? number(v.value) : v.value) : '—')]);
+  const shown = table(['', ...runs.map((r) => r.run_id + ' ' + (r.name || ''))], values,
+    (i) => rows[i].differs ? 'differs' : null);
+  shown.id = id;
+  return [h('h2', {}, title), shown];
 }
 
 export async function comparePage(root, ids) {
