@@ -33,7 +33,7 @@ from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
 from trainyard.store import faults
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
-from trainyard.store.records import EventRecord, JobRecord, QueuedJob
+from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
 from trainyard.store.runs import record_run
 from trainyard.store.schema import job_events, job_labels, jobs, runs, sweeps
 from trainyard.store.telemetry import JobMove
@@ -345,6 +345,18 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(_LIVE_COUNTS).all()
         return {(JobState(state), queue): count for state, queue, count in rows}
+
+    def active_use(self) -> list[ActiveUse]:
+        """What each active job holds, in submit order, with only the columns that takes."""
+        c = jobs.c
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(c.queue, c.team, c.pool, c.executor, c.cpus, c.memory_mb, c.gpus,
+                       c.workers)
+                .where(c.state.in_([s.value for s in ACTIVE_STATES])).order_by(c.seq)
+            ).all()
+        return [ActiveUse(r.queue, r.team, r.pool or r.executor, total_resources(
+            Resources(r.cpus, r.memory_mb, r.gpus), r.workers)) for r in rows]
 
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""

@@ -138,7 +138,7 @@ class ServerMetrics:
     def install(self, app: FastAPI, door: Door, service: JobService,
                 live_counts: LiveCounts) -> None:
         """Serve /metrics on `app`, count its requests, and read what is live per scrape."""
-        self.registry.register(LiveCollector(live_counts, service, self.queue_label))
+        self.registry.register(LiveCollector(live_counts, service))
         app.middleware("http")(self._count_request)
 
         @app.get("/metrics", include_in_schema=False)
@@ -162,21 +162,20 @@ class LiveCollector(Collector):
     the counts from the jobs index (never the finished jobs), the use and the quotas from
     the queues overview."""
 
-    def __init__(self, live_counts: LiveCounts, service: JobService,
-                 queue_label: Callable[[str], str]) -> None:
+    def __init__(self, live_counts: LiveCounts, service: JobService) -> None:
         self.live_counts = live_counts
         self.service = service
-        self.queue_label = queue_label
 
     def describe(self) -> list[Metric]:
         return []  # made at each scrape; nothing to check against at registration
 
     def collect(self) -> Iterator[Metric]:
         overview = self.service.queues(SCRAPER)
+        known = overview.policy.queues
         counts: dict[tuple[str, str], int] = {
-            (state.value, queue): 0 for state in LIVE_STATES for queue in overview.policy.queues}
+            (state.value, queue): 0 for state in LIVE_STATES for queue in known}
         for (live, queue), count in self.live_counts().items():
-            key = (live.value, self.queue_label(queue))
+            key = (live.value, queue if queue in known else OTHER)
             counts[key] = counts.get(key, 0) + count
         jobs = GaugeMetricFamily("trainyard_jobs", "Jobs not yet ended, by state and queue.",
                                  labels=["state", "queue"])
