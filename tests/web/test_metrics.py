@@ -4,6 +4,8 @@ may scrape, and the policy code left free of prometheus-client."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.web.metricserver import get, metrics_server, run_jobs
 from trainyard.auth.policy import Identity
 from trainyard.tracker.telemetry import preemption_cause
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
 
 
 def scrape(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -63,6 +67,19 @@ def test_a_scrape_after_a_few_jobs_holds_every_series(tmp_path: Path, database_u
     for job_id in (ran.succeeded, ran.failed, ran.running):
         assert job_id not in text
     assert "/no/such/page" not in text
+    # Every series the example dashboard asks for is one the server serves.
+    served = set(re.findall(r"^# HELP (\w+)", text, re.MULTILINE))
+    assert set(dashboard_series()) <= served, set(dashboard_series()) - served
+
+
+def dashboard_series() -> list[str]:
+    """The series the example Grafana dashboard's queries name, by family."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    names = [name for panel in dashboard["panels"] for target in panel["targets"]
+             for name in re.findall(r"trainyard_\w+", target["expr"])]
+    names += [name for variable in dashboard["templating"]["list"]
+              for name in re.findall(r"trainyard_\w+", str(variable.get("definition", "")))]
+    return [re.sub(r"_(bucket|count|sum)$", "", name) for name in names]
 
 
 def test_each_server_counts_in_its_own_registry(tmp_path: Path) -> None:
