@@ -304,3 +304,36 @@ def test_jobs_stored_before_kinds_existed_take_their_images_kind(database_url: s
                                                             ("img", "docker")]
     finally:
         database.close()
+
+
+def test_live_counts_read_the_state_index_and_never_the_finished_jobs(db: Database) -> None:
+    store = JobStore(db)
+    done = store.create(SPEC, owner="ann", team="", now=1.0)[0]
+    store.transition(done, JobState.WAITING, JobState.CANCELLED, reason="x", now=2.0)
+    waiting = [store.create(replace(SPEC, queue=q), owner="ann", team="", now=3.0)[0]
+               for q in ("a", "a", "b")]
+    store.transition(waiting[0], JobState.WAITING, JobState.LAUNCHING, reason="x", now=4.0)
+    assert store.live_counts() == {(JobState.LAUNCHING, "a"): 1, (JobState.WAITING, "a"): 1,
+                                   (JobState.WAITING, "b"): 1}
+    # Many finished jobs, as a long-lived store holds: the plan still reads only the index.
+    with db.write() as conn:
+        conn.execute(insert(jobs), [
+            {"id": f"old{i}", "name": "old", "command": "true", "hyperparameters": {},
+             "labels": {}, "cpus": 1.0, "memory_mb": 1, "gpus": 0, "queue": "a",
+             "priority": 0, "state": JobState.SUCCEEDED.value, "submitted_at": 0.0,
+             "updated_at": 0.0} for i in range(20_000)])
+    from trainyard.store.jobs import _LIVE_COUNTS
+
+    with db.read() as conn:
+        if db.is_sqlite:
+            conn.exec_driver_sql("ANALYZE")
+            sql = str(_LIVE_COUNTS.compile(conn, compile_kwargs={"literal_binds": True}))
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}"))
+            assert "COVERING INDEX ix_jobs_state_queue_seq" in plan, plan
+        else:
+            conn.exec_driver_sql("ANALYZE jobs")
+            sql = str(_LIVE_COUNTS.compile(conn, compile_kwargs={"literal_binds": True}))
+            plan = " ".join(str(r[0]) for r in conn.exec_driver_sql(f"EXPLAIN {sql}"))
+            assert "ix_jobs_state_queue_seq" in plan and "Seq Scan" not in plan, plan
+    assert store.live_counts()[(JobState.WAITING, "a")] == 1

@@ -62,10 +62,12 @@ from trainyard.store.runs import RunStore
 from trainyard.store.runtime_streams import RuntimeStreamStore
 from trainyard.store.usage import UsageStore
 from trainyard.tracker import Tracker
+from trainyard.tracker.telemetry import NO_TELEMETRY
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
     from trainyard.executors.docker import DockerConfig
     from trainyard.web.http_server import HttpServer  # loaded only by a server with HTTP
+    from trainyard.web.metrics import ServerMetrics
 
 __all__ = ["ServerConfig", "TrainyardServer", "docker_pool_defaults", "host_gpu_ids"]
 
@@ -128,6 +130,7 @@ class TrainyardServer:
             policy=self.policy)
         # What remote jobs push: the tracker learns of their ends from it too.
         self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace)
+        self.metrics = self._metrics()
         self.tracker = Tracker(
             jobs=self.jobs, metrics=metrics, datasets=dataset_store,
             artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
@@ -135,6 +138,7 @@ class TrainyardServer:
             policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
             workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
             half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
+            telemetry=self.metrics or NO_TELEMETRY,
         )
         if self.kubernetes_clusters is not None:  # a TrainJob runs once its runtime calls
             self.kubernetes_clusters.executor.hear_runtime(
@@ -160,8 +164,22 @@ class TrainyardServer:
         from trainyard.web.http_server import HttpServer
 
         door = Door(servicers.callers, servicers.by_service(), is_loopback(self.config.host))
-        return HttpServer(create_app(door, __version__), tls_cert=self.config.tls_cert,
+        app = create_app(door, __version__)
+        if self.metrics is not None:
+            self.metrics.install(app, door, self.services.jobs, self.jobs.live_counts)
+        return HttpServer(app, tls_cert=self.config.tls_cert,
                           tls_key=self.config.tls_key, grace_s=self.config.tracker.cancel_grace)
+
+    def _metrics(self) -> ServerMetrics | None:
+        """The Prometheus series /metrics serves, fed by the store's and the tracker's
+        telemetry; none for a server without HTTP."""
+        if self.config.http_port is None:
+            return None
+        from trainyard.web.metrics import ServerMetrics
+
+        metrics = ServerMetrics(lambda: self.policy.effective().policy.queues)
+        self.db.telemetry = metrics
+        return metrics
 
     def _backends(self, config: ServerConfig, docker: DockerConfig | None,
                   slurm: dict[str, SlurmPool], kubernetes: dict[str, KubernetesPool],

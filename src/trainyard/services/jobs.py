@@ -15,7 +15,7 @@ from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
 from trainyard.domain.position import QueuePlace, explained
 from trainyard.domain.spec import JobSpec, Resources, check_text
-from trainyard.domain.states import ACTIVE_STATES, JobState
+from trainyard.domain.states import JobState
 from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler.usage import Held, PoolUse, pool_use, team_use
 from trainyard.services.guard import Guard
@@ -227,12 +227,11 @@ class JobService:
         """The policy in force with what waits and runs in it, for `trainyard queues`."""
         self.guard.require(identity, Access.READ, "GetQueues")
         view = self.policy.effective()
-        active = self.jobs.in_states(ACTIVE_STATES)
+        active = self.jobs.active_use()
         running: dict[str, int] = {}
-        for job in active:
-            running[job.spec.queue] = running.get(job.spec.queue, 0) + 1
-        held = [Held(job.team, job.pool or job.executor, job.spec.total_resources)
-                for job in active]
+        for use in active:
+            running[use.queue] = running.get(use.queue, 0) + 1
+        held = [Held(use.team, use.pool, use.resources) for use in active]
         return QueuesOverview(view.policy, view.source, view.loaded_at,
                               self.jobs.waiting_by_queue(), running, len(active),
                               pool_use(held), team_use(held))

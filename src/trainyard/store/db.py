@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -17,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from trainyard.store.feed import ChangeFeed
 from trainyard.store.group_commit import GroupCommitter
+from trainyard.store.telemetry import NO_STORE_TELEMETRY, StoreTelemetry
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 TRACKER_LOCK_KEY = 7210402
@@ -47,12 +49,19 @@ class Database:
         self.feed = ChangeFeed()
         self.group = GroupCommitter(self.write)
         self._lease: Any = None  # what holds claim_exclusive's lock
+        # Told each commit's time and each job's move; the server's metrics replace it.
+        self.telemetry: StoreTelemetry = NO_STORE_TELEMETRY
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
-        """A transaction that commits on success and rolls back on any error."""
-        with self._write_lock, self.engine.begin() as conn:
-            yield conn
+        """A transaction that commits on success and rolls back on any error. The
+        telemetry hears how long a committed one took, from its start (not the wait for
+        SQLite's writer lock) to its commit; group commits come through here too."""
+        with self._write_lock:
+            began = time.perf_counter()
+            with self.engine.begin() as conn:
+                yield conn
+            self.telemetry.committed(time.perf_counter() - began)
 
     @contextlib.contextmanager
     def read(self, conn: Connection | None = None) -> Iterator[Connection]:

@@ -33,9 +33,10 @@ from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
 from trainyard.store import faults
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
-from trainyard.store.records import EventRecord, JobRecord, QueuedJob
+from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
 from trainyard.store.runs import record_run
 from trainyard.store.schema import job_events, job_labels, jobs, runs, sweeps
+from trainyard.store.telemetry import JobMove
 
 log = logging.getLogger(__name__)
 MAX_JOB_ID = 32  # the width of jobs.id
@@ -45,6 +46,11 @@ _INSERT_JOB = insert(jobs)
 _INSERT_LABEL = insert(job_labels)
 _INSERT_EVENT = insert(job_events)
 _SELECT_JOB = select(jobs).where(jobs.c.id == bindparam("b_id"))
+_SELECT_TIMES = select(jobs.c.queue, jobs.c.submitted_at, jobs.c.updated_at).where(
+    jobs.c.id == bindparam("b_id"))
+_LIVE_COUNTS = select(jobs.c.state, jobs.c.queue, func.count()).where(
+    jobs.c.state.in_([s.value for s in (JobState.WAITING, *ACTIVE_STATES, JobState.PREEMPTED)])
+).group_by(jobs.c.state, jobs.c.queue)
 _SELECT_EVENTS = (
     select(job_events)
     .where(job_events.c.job_id == bindparam("b_id"), job_events.c.id > bindparam("b_after"))
@@ -85,10 +91,13 @@ class JobFilter:
 
 
 def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, reason: str,
-          now: float, fields: Mapping[str, Any]) -> None:
+          now: float, fields: Mapping[str, Any]) -> JobMove:
     """One edge inside the caller's transaction: check it, compare-and-set, append the
-    event, keep the run in step."""
+    event, keep the run in step. Returns the move for the telemetry, to hear once committed."""
     check_transition(expected, target)
+    # Read before the update: a waiting row's updated_at is when it began to wait (only
+    # moves touch it while it waits).
+    before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
     result = conn.execute(
         update(jobs)
         .where(jobs.c.id == job_id, jobs.c.state == expected.value)
@@ -104,6 +113,8 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
     record_run(conn, job_id, expected, target, now, fields)
     if expected in ACTIVE_STATES and target not in ACTIVE_STATES:
         delete_for_job(conn, job_id)  # the attempt ended, and its job token with it
+    assert before is not None  # the update found the row
+    return JobMove(before.queue, expected, target, now, before.submitted_at, before.updated_at)
 
 
 def _spec_columns(spec: JobSpec) -> dict[str, Any]:
@@ -201,8 +212,9 @@ class JobStore:
         """
         now = time.time() if now is None else now
         with self.db.write() as conn:
-            _move(conn, job_id, expected, target, reason, now, fields)
+            move = _move(conn, job_id, expected, target, reason, now, fields)
         self.db.feed.notify()
+        self.db.telemetry.job_moved(move)
 
     def mark_running(self, job_id: str, *, reason: str, now: float) -> None:
         """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now."""
@@ -228,13 +240,17 @@ class JobStore:
                             **stopped)
             faults.crash_at(faults.REQUEUE_IN_TWO_WRITES)
         code, message = pending
+        moves: list[JobMove] = []
         with self.db.write() as conn:
             if stops:
-                _move(conn, job_id, expected, JobState.PREEMPTED, preempted, now, stopped)
+                moves.append(_move(conn, job_id, expected, JobState.PREEMPTED, preempted, now,
+                                   stopped))
                 faults.crash_at(faults.INSIDE_REQUEUE)
-            _move(conn, job_id, JobState.PREEMPTED, JobState.WAITING, requeued, now,
-                  {"pending_code": code, "pending_message": message})
+            moves.append(_move(conn, job_id, JobState.PREEMPTED, JobState.WAITING, requeued,
+                               now, {"pending_code": code, "pending_message": message}))
         self.db.feed.notify()
+        for move in moves:
+            self.db.telemetry.job_moved(move)
 
     def set_image_id(self, job_id: str, attempt: int, image_id: str) -> None:
         """The image id (sha256:...) an attempt's container was created from."""
@@ -321,6 +337,26 @@ class JobStore:
             rows = conn.execute(select(c.queue, func.count()).where(
                 c.state == JobState.WAITING.value).group_by(c.queue)).all()
         return {queue: count for queue, count in rows}
+
+    def live_counts(self) -> dict[tuple[JobState, str], int]:
+        """(state, queue) -> how many jobs are in it, for the states a job passes through
+        before it ends. Read from the (state, queue, seq) index alone: finished jobs, the
+        table's history, are never visited."""
+        with self.db.read() as conn:
+            rows = conn.execute(_LIVE_COUNTS).all()
+        return {(JobState(state), queue): count for state, queue, count in rows}
+
+    def active_use(self) -> list[ActiveUse]:
+        """What each active job holds, in submit order, with only the columns that takes."""
+        c = jobs.c
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(c.queue, c.team, c.pool, c.executor, c.cpus, c.memory_mb, c.gpus,
+                       c.workers)
+                .where(c.state.in_([s.value for s in ACTIVE_STATES])).order_by(c.seq)
+            ).all()
+        return [ActiveUse(r.queue, r.team, r.pool or r.executor, total_resources(
+            Resources(r.cpus, r.memory_mb, r.gpus), r.workers)) for r in rows]
 
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""

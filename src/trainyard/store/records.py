@@ -106,6 +106,16 @@ class QueuedJob:
     held_s: float = 0.0  # seconds it ran in attempts that ended
 
 
+@dataclass(frozen=True)
+class ActiveUse:
+    """What an active job holds, and where: the columns the queues overview adds up."""
+
+    queue: str
+    team: str
+    pool: str  # the pool its attempt was placed in, else its executor's
+    resources: Resources  # the whole job's: every worker's together
+
+
 def split_ids(joined: str) -> tuple[str, ...]:
     return tuple(joined.split(",")) if joined else ()
 

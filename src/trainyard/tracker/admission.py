@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -20,6 +21,7 @@ from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord, join_ids
 from trainyard.tracker.fair_share import FairShareUsage
 from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry, preemption_cause
 from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
@@ -29,8 +31,10 @@ class Admission:
     def __init__(self, *, jobs: JobStore, waiting: WaitingJobs, policy: Callable[[], Policy],
                  pools: Mapping[str, PoolCapacity], executors_by_kind: Mapping[str, Executor],
                  launcher: Launcher, fair_share: FairShareUsage,
-                 clock: Callable[[], float], reconcile_soon: Callable[[], None]) -> None:
+                 clock: Callable[[], float], reconcile_soon: Callable[[], None],
+                 telemetry: TrackerTelemetry = NO_TELEMETRY) -> None:
         self.jobs = jobs
+        self.telemetry = telemetry
         self.waiting = waiting
         self.policy = policy  # the tracker's, which may be swapped
         self.pools = pools
@@ -45,12 +49,20 @@ class Admission:
     def run(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
+        began = time.perf_counter()
         running = self.jobs.in_states(ACTIVE_STATES)
         snapshot = self._scheduler_input(running, self.clock())
         if snapshot is None:
             self._reasons.clear()
             self._saturated = None
+            self.telemetry.admission_pass(time.perf_counter() - began, 0)
             return len(running)
+        try:
+            return self._decide(snapshot, running)
+        finally:
+            self.telemetry.admission_pass(time.perf_counter() - began, len(snapshot.pending))
+
+    def _decide(self, snapshot: Snapshot, running: Sequence[JobRecord]) -> int:
         decisions = self.policy().schedule(snapshot)
         self._saturated = decisions.saturated
         self.fair_share.carry(decisions)
@@ -59,6 +71,7 @@ class Admission:
             if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True,
                                        message=why):
                 log.info("preempting %s: %s", victim, why)
+                self.telemetry.preemption(preemption_cause(why))
                 self._reconcile_soon()
         launched = 0
         for job_id in decisions.admit:

@@ -15,6 +15,7 @@ from trainyard.executors.registry import executor_for
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord
 from trainyard.tracker.launch_request import LaunchRequests
+from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,10 @@ log = logging.getLogger(__name__)
 class Launcher:
     def __init__(self, *, jobs: JobStore, executors_by_kind: Mapping[str, Executor],
                  requests: LaunchRequests, clock: Callable[[], float], workers: int,
-                 on_settled: Callable[[], None]) -> None:
+                 on_settled: Callable[[], None],
+                 telemetry: TrackerTelemetry = NO_TELEMETRY) -> None:
         self.jobs = jobs
+        self.telemetry = telemetry
         self.executors_by_kind = executors_by_kind
         self.requests = requests
         self.clock = clock
@@ -66,12 +69,15 @@ class Launcher:
             image_id = executor.launch(self.requests.build(job, remote=executor.remote))
         except EngineAway as exc:  # nothing was created: a later poll finds nothing, relaunch
             log.warning("job %s waits for its engine to launch it: %s", job.id, exc)
+            self.telemetry.launch(job.kind, failed=True)
             return False
         except (LaunchError, OSError, TrainyardError) as exc:
+            self.telemetry.launch(job.kind, failed=True)
             message = f"launch failed: {exc}"
             self.jobs.transition(job.id, JobState.LAUNCHING, JobState.FAILED, reason=message,
                                  message=message, now=self.clock())
             return False
+        self.telemetry.launch(job.kind, failed=False)
         if image_id:  # the run records what ran: the image's id, not its movable tag
             self.jobs.set_image_id(job.id, job.attempt, image_id)
         if executor.started_by_launch:  # else its engine's start is seen by a poll

@@ -26,6 +26,7 @@ from trainyard.tracker.follow import Follower, ReportedExit
 from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.recovery import Recovery
+from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry
 from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class Tracker:
         config: TrackerConfig, clock: Callable[[], float] = time.time,
         usage: UsageStore | None = None, half_life: Callable[[], float] | None = None,
         reported_exit: ReportedExit | None = None,
+        telemetry: TrackerTelemetry = NO_TELEMETRY,
     ) -> None:
         self.jobs = jobs
         self.metrics = metrics
@@ -71,7 +73,8 @@ class Tracker:
             jobs=jobs, executors_by_kind=executors_by_kind,
             requests=LaunchRequests(workspace, datasets, JobTokenStore(jobs.db), self.now),
             clock=self.now,
-            workers=config.launch_workers, on_settled=self._reconcile_now)
+            workers=config.launch_workers, on_settled=self._reconcile_now,
+            telemetry=telemetry)
         self.fair_share = FairShareUsage(
             usage, clock=self.now, save_interval=config.usage_save_interval,
             # The policy's half-life as it is now: a reloaded policy may change it.
@@ -85,7 +88,7 @@ class Tracker:
             jobs=jobs, waiting=self.waiting, policy=lambda: self.policy, pools=pools,
             executors_by_kind=executors_by_kind, launcher=self.launcher,
             fair_share=self.fair_share, clock=self.now,
-            reconcile_soon=self._reconcile_soon)
+            reconcile_soon=self._reconcile_soon, telemetry=telemetry)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
         for executor in executors_by_kind.values():

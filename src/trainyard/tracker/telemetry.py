@@ -1,0 +1,41 @@
+"""What the tracker tells an observer as it works: each admission pass's time and backlog,
+each launch and whether it failed, each preemption asked and why. The default observer does
+nothing; the server's metrics (web/metrics.py) are one that counts."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+# Why a running job is stopped: borrowed quota going back to its owner, or a job of its
+# group that has run less taking its place (scheduler.preemption).
+PreemptionCause = Literal["reclaim", "demotion"]
+
+
+def preemption_cause(why: str) -> PreemptionCause:
+    """The cause of a preemption, from the sentence the scheduler gives the victim."""
+    return "reclaim" if "borrowed capacity" in why else "demotion"
+
+
+class TrackerTelemetry(Protocol):
+    def admission_pass(self, seconds: float, backlog: int) -> None:
+        """An admission pass took this long, with this many jobs waiting at its start."""
+
+    def launch(self, executor: str, failed: bool) -> None:
+        """An executor was asked to create a job's process; `failed`: it could not."""
+
+    def preemption(self, cause: PreemptionCause) -> None:
+        """A running job was asked to stop for another."""
+
+
+class NoTelemetry:
+    def admission_pass(self, seconds: float, backlog: int) -> None:
+        pass
+
+    def launch(self, executor: str, failed: bool) -> None:
+        pass
+
+    def preemption(self, cause: PreemptionCause) -> None:
+        pass
+
+
+NO_TELEMETRY: TrackerTelemetry = NoTelemetry()
