@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import add, allocate_gpus, shortfall
@@ -62,6 +63,18 @@ def service_group(job: PendingJob | RunningJob) -> str:
 
 def _group_title(job: PendingJob) -> str:
     return f"team {job.team!r}" if job.team else f"queue {job.queue!r}"
+
+
+# The words that make a preemption's sentence a reclaim's; cause_of reads them back.
+RECLAIM_WORDS = "to return borrowed capacity"
+
+
+PreemptionCause = Literal["reclaim", "demotion"]
+
+
+def cause_of(why: str) -> PreemptionCause:
+    """'reclaim' or 'demotion': which of the two reasons to stop a job gave this sentence."""
+    return "reclaim" if RECLAIM_WORDS in why else "demotion"
 
 
 class Preemption:
@@ -142,7 +155,7 @@ class Preemption:
             if shortfall(pool.capacity, job.resources, used, base_jobs - len(chosen)) \
                     is None and allocate_gpus(pool.capacity, free_ids,
                                               job.resources.gpus) is not None:
-                why = (f"preempted to return borrowed capacity in pool {room.name!r} to team "
+                why = (f"preempted {RECLAIM_WORDS} in pool {room.name!r} to team "
                        f"{job.team!r}; it resumes from its checkpoint")
                 for victim in chosen:
                     preempt[victim.job_id] = why

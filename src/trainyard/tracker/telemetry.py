@@ -4,16 +4,14 @@ nothing; the server's metrics (web/metrics.py) are one that counts."""
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
+
+from trainyard.scheduler.preemption import PreemptionCause, cause_of
 
 # Why a running job is stopped: borrowed quota going back to its owner, or a job of its
-# group that has run less taking its place (scheduler.preemption).
-PreemptionCause = Literal["reclaim", "demotion"]
-
-
-def preemption_cause(why: str) -> PreemptionCause:
-    """The cause of a preemption, from the sentence the scheduler gives the victim."""
-    return "reclaim" if "borrowed capacity" in why else "demotion"
+# group that has run less taking its place; read from the scheduler's sentence by the
+# scheduler's own rule.
+preemption_cause = cause_of
 
 
 class TrackerTelemetry(Protocol):
