@@ -81,6 +81,10 @@ BAD_VALUE = {  # 400: the shape is right, a value is not
     "a job id in the body and another in the path": Bad(
         "POST", "/jobs/{done}/cancel", {"job_id": "other"}, field="job_id"),
     "invalid JSON": Bad("POST", "/jobs", raw=b'{"name": "j",', field="body"),
+    "a log offset past any file": Bad("GET", "/jobs/{done}/logs?offset=9223372036854775807",
+                                      field="offset"),
+    "a body route's field in the query": Bad("POST", "/jobs?name=q&command=true",
+                                             field="name"),
     "a body that is not JSON at all": Bad("POST", "/jobs", raw=b"name=j", field="body"),
 }
 REFUSED = {  # 401, 403, 404, 405, 409 and their codes
@@ -104,6 +108,8 @@ REFUSED = {  # 401, 403, 404, 405, 409 and their codes
     "a method the route does not take": (Bad("DELETE", "/jobs"), 405, "METHOD_NOT_ALLOWED"),
     "cancelling a finished job": (Bad("POST", "/jobs/{done}/cancel"), 409,
                                   "FAILED_PRECONDITION"),
+    "a body over 4 MiB": (Bad("POST", "/jobs", raw=b" " * (4 * 1024 * 1024 + 1)), 413,
+                          "PAYLOAD_TOO_LARGE"),
 }
 CASES = ([(name, bad, 422, "INVALID_ARGUMENT") for name, bad in WRONG_SHAPE.items()]
          + [(name, bad, 400, "INVALID_ARGUMENT") for name, bad in BAD_VALUE.items()]

@@ -167,8 +167,9 @@ class TrainyardServer:
         app = create_app(door, __version__)
         if self.metrics is not None:
             self.metrics.install(app, door, self.services.jobs, self.jobs.live_counts)
-        return HttpServer(app, tls_cert=self.config.tls_cert,
-                          tls_key=self.config.tls_key, grace_s=self.config.tracker.cancel_grace)
+        # Streams end at their next look once told; what is left past this is cut.
+        return HttpServer(app, tls_cert=self.config.tls_cert, tls_key=self.config.tls_key,
+                          grace_s=2.0, before_stop=door.stopping.set)
 
     def _metrics(self) -> ServerMetrics | None:
         """The Prometheus series /metrics serves, fed by the store's and the tracker's
@@ -284,7 +285,11 @@ class TrainyardServer:
         self.tracker.start()
         self.grpc.start()
         if self.http is not None:
-            self.http.start()
+            try:
+                self.http.start()
+            except RuntimeError:  # uvicorn refused its TLS pair, say: nothing left running
+                self.stop(grace=0)
+                raise
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port

@@ -31,6 +31,7 @@ _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch"
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
 LOG_CHUNK = 64 * 1024
+MAX_LOG_OFFSET = 1 << 53  # past any log; a file cannot seek near 2**63
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ class JobService:
         self.guard.require(identity, Access.READ, "StreamLogs")
         if offset < 0:
             raise InvalidArgument("offset", "must not be negative")
+        if offset > MAX_LOG_OFFSET:
+            raise InvalidArgument("offset", f"must be at most {MAX_LOG_OFFSET}")
         job = self._visible(identity, self.jobs.get(job_id), "StreamLogs")
         path = self.workspace.attempt(job_id, max(job.attempt, 1)).log_path
         while is_active():

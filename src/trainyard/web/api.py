@@ -8,7 +8,7 @@ import inspect
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Body, Request
@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 from trainyard.api.auth import AuthInterceptor, run_as, stream_as_caller
 from trainyard.auth.policy import Identity
 from trainyard.client.messages import plain
-from trainyard.domain.errors import Unauthenticated
+from trainyard.domain.errors import InvalidArgument, Unauthenticated
 from trainyard.web import streams
 from trainyard.web.errors import error_body
 from trainyard.web.routes import ROUTES, Reply, Route
@@ -43,6 +43,12 @@ class Door:
     callers: AuthInterceptor
     servicers: dict[str, Any]
     loopback_only: bool
+    # Set as the server stops: open streams end at their next look instead of holding the
+    # shutdown for its whole grace.
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def streaming(self, active: threading.Event) -> Callable[[], bool]:
+        return lambda: active.is_set() and not self.stopping.is_set()
 
     def caller(self, request: Request, rpc: str) -> tuple[Identity, list[tuple[str, str]]]:
         """The caller of a request for `rpc`, or the refusal (raised, audited)."""
@@ -74,8 +80,12 @@ def _nest(route: Route, fields: dict[str, Any]) -> dict[str, Any]:
 
 def _request(route: Route, request: Request, body: Any) -> Message:
     descriptor = _fields_of(route)
-    if body is not None:
-        given = body.model_dump(mode="json", exclude_none=True)
+    if route.takes_body:
+        if request.query_params:  # its fields come in the body, as OpenAPI says
+            name = next(iter(request.query_params))
+            raise InvalidArgument(name[:40], "goes in the JSON body of this route, not the "
+                                  "query")
+        given = body.model_dump(mode="json", exclude_none=True) if body is not None else {}
         fields = given.get(route.within, {}) if route.within else given
     else:
         fields = query_fields(descriptor, request.query_params.multi_items())
@@ -94,10 +104,17 @@ def _unary(door: Door, route: Route) -> Callable[..., Any]:
         message = _request(route, request, body)
         call = door.handler(route.rpc)
         reply = run_as(identity, lambda: call(message, HttpCall(metadata)))
-        return ProtoJSON(plain(reply), status_code=201 if route.name == "Train"
-                         and not reply.existing else 200)
+        return ProtoJSON(plain(reply), status_code=201 if _created(route, reply) else 200)
 
     return endpoint
+
+
+# The routes that make jobs: 201 Created, unless a retried request found its earlier job.
+_CREATING = frozenset({"Train", "ReproduceRun", "SubmitSweep"})
+
+
+def _created(route: Route, reply: Message) -> bool:
+    return route.name in _CREATING and not getattr(reply, "existing", False)
 
 
 def _last_event_id(request: Request) -> int:
@@ -115,7 +132,8 @@ def _streaming(door: Door, route: Route) -> Callable[..., Any]:
         active = threading.Event()
         active.set()
         call = door.handler(route.rpc)
-        responses = stream_as_caller(identity, call(message, HttpCall(metadata, active.is_set)))
+        responses = stream_as_caller(identity,
+                                     call(message, HttpCall(metadata, door.streaming(active))))
         pump = streams.Pump(responses, active)
         first = await pump.started()
         if route.reply is Reply.TAR:

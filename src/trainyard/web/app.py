@@ -6,11 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from trainyard.web import docs, errors, pages
 from trainyard.web.api import Door, api_router
+from trainyard.web.errors import error_body
 
 # The dashboard's pages load only what this server sends: no inline script, no CDN.
 SECURITY_HEADERS = {
@@ -43,6 +47,46 @@ def _declare_bearer(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+# As gRPC's default message limit: a body is read (and parsed) before its token is checked,
+# so its size is bounded before anything else.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+TOO_LARGE = f"the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB"
+
+
+class BodyTooLarge(HTTPException):
+    def __init__(self) -> None:
+        super().__init__(413, TOO_LARGE)
+
+
+class BodyLimit:
+    """Refuses a body over MAX_BODY_BYTES: at once by its Content-Length, or as it streams."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            refusal = JSONResponse(error_body("PAYLOAD_TOO_LARGE", 413, TOO_LARGE), 413)
+            await refusal(scope, receive, send)
+            return
+        seen = 0
+
+        async def bounded() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > MAX_BODY_BYTES:
+                    raise BodyTooLarge
+            return message
+
+        await self.app(scope, bounded, send)
+
+
 def create_app(door: Door, version: str) -> FastAPI:
     app = FastAPI(title="Trainyard", version=version,
                   description="The Trainyard training service over HTTP: the gRPC API's "
@@ -53,6 +97,7 @@ def create_app(door: Door, version: str) -> FastAPI:
     app.include_router(pages.router(door))
     app.include_router(docs.router("/openapi.json", app.title))
     _declare_bearer(app)
+    app.add_middleware(BodyLimit)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next: object) -> Response:

@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -19,8 +20,10 @@ START_TIMEOUT_S = 10.0
 
 class HttpServer:
     def __init__(self, app: FastAPI, *, tls_cert: Path | None = None,
-                 tls_key: Path | None = None, grace_s: float = 5.0) -> None:
+                 tls_key: Path | None = None, grace_s: float = 5.0,
+                 before_stop: Callable[[], None] = lambda: None) -> None:
         self.app = app
+        self.before_stop = before_stop  # tells open streams to end
         self.tls_cert = tls_cert
         self.tls_key = tls_key
         self.grace_s = grace_s
@@ -78,6 +81,7 @@ class HttpServer:
         log.info("serving HTTP on %s://%s", self.scheme, sock.getsockname()[:2])
 
     def stop(self) -> None:
+        self.before_stop()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

@@ -65,7 +65,7 @@ def _check_cross_site(request: Request, session: str | None) -> None:
         raise PermissionDenied(CSRF_REFUSED.format(why=f"the request came from {origin[:80]}"))
     sent = request.headers.get(CSRF_HEADER, "")
     expected = csrf_for(session) if session else request.cookies.get(CSRF_COOKIE, "")
-    if not sent or not expected or not hmac.compare_digest(sent, expected):
+    if not sent or not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise PermissionDenied(CSRF_REFUSED.format(why="its X-CSRF-Token is missing or wrong"))
 
 
