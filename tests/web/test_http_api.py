@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from urllib.parse import quote
 
 import pytest
@@ -177,6 +179,19 @@ def test_sweeps_and_queues(world: HttpWorld) -> None:
     assert [p["name"] for p in queues["pools"]] == ["local"]
     assert {t["name"] for t in queues["teams"]} == {"red", "blue"}
     assert rest.get("/api/v1/whoami").json()["user"] == "mia"
+
+
+def test_queues_show_each_queues_fair_share_standing(world: HttpWorld) -> None:
+    """The usage the tracker saved, and that over the queue's weight (lowest goes next)."""
+    saved_at = time.time()
+    world.server.usage.save({"red-q": 7200.0}, saved_at)
+    queues = world.rest().get("/api/v1/queues").json()
+    red = next(q for q in queues["queues"] if q["name"] == "red-q")
+    assert red["fair_share_usage"] == 7200.0
+    assert red["fair_share"] == pytest.approx(7200.0 / red["weight"])
+    others = [q for q in queues["queues"] if q["name"] != "red-q"]
+    assert others and all(q["fair_share"] == 0.0 for q in others)
+    assert abs(datetime.fromisoformat(queues["fair_share_as_of"]).timestamp() - saved_at) < 1
 
 
 def test_runs_list_filter_show_compare_and_reproduce(world: HttpWorld) -> None:

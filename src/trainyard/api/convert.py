@@ -196,11 +196,15 @@ def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
     none = Resources(0.0, 0, 0)
     out = pb.QueuesOverview(max_running=policy.max_running, running=view.total_running,
                             source=view.source, loaded_at=timestamp(view.loaded_at))
+    if view.usage_at is not None:
+        out.fair_share_as_of.CopyFrom(timestamp(view.usage_at))
     for q in sorted(policy.queues.values(), key=lambda q: (-q.priority, q.name)):
         out.queues.add(name=q.name, priority=q.priority, max_running=q.max_running or 0,
                        pools=list(q.pools), weight=q.weight, users=sorted(q.users),
                        teams=sorted(q.teams), waiting=view.waiting.get(q.name, 0),
-                       running=view.running.get(q.name, 0))
+                       running=view.running.get(q.name, 0),
+                       fair_share_usage=view.usage.get(q.name, 0.0),
+                       fair_share=view.standing.get(q.name, 0.0))
     for pool in policy.pools.values():
         cap = pool.capacity
         use = view.pools.get(pool.name)

@@ -128,6 +128,7 @@ class TrainyardServer:
         self.access = AccessService(
             access_store, Authenticator(access_store, loopback_only=is_loopback(config.host)),
             policy=self.policy)
+        self.usage = UsageStore(self.db)  # fair share's, which the tracker keeps
         # What remote jobs push: the tracker learns of their ends from it too.
         self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace)
         self.metrics = self._metrics()
@@ -136,7 +137,7 @@ class TrainyardServer:
             artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
             executors_by_kind=self.executors, pools=self.pools,
             policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
-            workspace=self.workspace, config=tracker_config, usage=UsageStore(self.db),
+            workspace=self.workspace, config=tracker_config, usage=self.usage,
             half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
             telemetry=self.metrics or NO_TELEMETRY,
         )
@@ -234,7 +235,8 @@ class TrainyardServer:
         check = SubmitCheck(self.policy, registry, guard)
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
                           guard, on_submit=self.tracker.wake,
-                          on_cancel=self.tracker.job_cancelled)
+                          on_cancel=self.tracker.job_cancelled,
+                          fair_share_usage=self.usage.load)
         run_store = RunStore(self.db)
         runs = RunService(self.jobs, run_store, model_store, self.workspace, guard, jobs)
         return Services(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Access, Identity
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
@@ -17,6 +17,7 @@ from trainyard.domain.position import QueuePlace, explained
 from trainyard.domain.spec import JobSpec, Resources, check_text
 from trainyard.domain.states import JobState
 from trainyard.metadata.workspace import Workspace
+from trainyard.scheduler.fair_share import share
 from trainyard.scheduler.usage import Held, PoolUse, pool_use, team_use
 from trainyard.services.guard import Guard
 from trainyard.services.policy import PolicyService
@@ -63,10 +64,19 @@ class QueuesOverview:
     total_running: int
     pools: dict[str, PoolUse]  # what active jobs hold of each pool
     teams: dict[tuple[str, str], Resources]  # (team, pool) -> what the team's jobs hold
+    # Fair share by queue: decayed usage as the tracker last saved it (None: never), and
+    # where that leaves each queue (usage over weight, the scheduler's own rule).
+    usage: dict[str, float] = field(default_factory=dict)
+    usage_at: float | None = None
+    standing: dict[str, float] = field(default_factory=dict)
 
 
 def _ignore() -> None:
     return None
+
+
+def _no_usage() -> tuple[dict[str, float], float | None]:
+    return {}, None
 
 
 @dataclass
@@ -81,6 +91,8 @@ class JobService:
     # Signals to the tracker: new work to admit; a job cancelled (it may need stopping).
     on_submit: Callable[[], None] = _ignore
     on_cancel: Callable[[], None] = _ignore
+    # The fair-share usage the tracker saves, and when (store/usage.py UsageStore.load).
+    fair_share_usage: Callable[[], tuple[dict[str, float], float | None]] = _no_usage
 
     def train(self, identity: Identity, spec: JobSpec, *, client_request_id: str = "",
               pipeline: str = "", pipeline_max_parallel: int = 0,
@@ -235,6 +247,9 @@ class JobService:
         for use in active:
             running[use.queue] = running.get(use.queue, 0) + 1
         held = [Held(use.team, use.pool, use.resources) for use in active]
+        usage, usage_at = self.fair_share_usage()
+        standing = {q.name: share(usage, q.name, q.weight)
+                    for q in view.policy.queues.values() if q.weight > 0}
         return QueuesOverview(view.policy, view.source, view.loaded_at,
                               self.jobs.waiting_by_queue(), running, len(active),
-                              pool_use(held), team_use(held))
+                              pool_use(held), team_use(held), usage, usage_at, standing)

@@ -495,7 +495,7 @@ class GetQueuesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class QueueOverview(_message.Message):
-    __slots__ = ("name", "priority", "max_running", "pools", "weight", "users", "teams", "waiting", "running")
+    __slots__ = ("name", "priority", "max_running", "pools", "weight", "users", "teams", "waiting", "running", "fair_share_usage", "fair_share")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -505,6 +505,8 @@ class QueueOverview(_message.Message):
     TEAMS_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
+    FAIR_SHARE_USAGE_FIELD_NUMBER: _ClassVar[int]
+    FAIR_SHARE_FIELD_NUMBER: _ClassVar[int]
     name: str
     priority: int
     max_running: int
@@ -514,7 +516,9 @@ class QueueOverview(_message.Message):
     teams: _containers.RepeatedScalarFieldContainer[str]
     waiting: int
     running: int
-    def __init__(self, name: _Optional[str] = ..., priority: _Optional[int] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[str]] = ..., weight: _Optional[float] = ..., users: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., waiting: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+    fair_share_usage: float
+    fair_share: float
+    def __init__(self, name: _Optional[str] = ..., priority: _Optional[int] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[str]] = ..., weight: _Optional[float] = ..., users: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., waiting: _Optional[int] = ..., running: _Optional[int] = ..., fair_share_usage: _Optional[float] = ..., fair_share: _Optional[float] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ("cpus", "memory_mb", "gpus")
@@ -569,7 +573,7 @@ class TeamOverview(_message.Message):
     def __init__(self, name: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ..., quotas: _Optional[_Iterable[_Union[TeamQuotaUsage, _Mapping]]] = ...) -> None: ...
 
 class QueuesOverview(_message.Message):
-    __slots__ = ("queues", "pools", "teams", "max_running", "running", "source", "loaded_at")
+    __slots__ = ("queues", "pools", "teams", "max_running", "running", "source", "loaded_at", "fair_share_as_of")
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     TEAMS_FIELD_NUMBER: _ClassVar[int]
@@ -577,6 +581,7 @@ class QueuesOverview(_message.Message):
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     LOADED_AT_FIELD_NUMBER: _ClassVar[int]
+    FAIR_SHARE_AS_OF_FIELD_NUMBER: _ClassVar[int]
     queues: _containers.RepeatedCompositeFieldContainer[QueueOverview]
     pools: _containers.RepeatedCompositeFieldContainer[PoolOverview]
     teams: _containers.RepeatedCompositeFieldContainer[TeamOverview]
@@ -584,7 +589,8 @@ class QueuesOverview(_message.Message):
     running: int
     source: str
     loaded_at: _timestamp_pb2.Timestamp
-    def __init__(self, queues: _Optional[_Iterable[_Union[QueueOverview, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolOverview, _Mapping]]] = ..., teams: _Optional[_Iterable[_Union[TeamOverview, _Mapping]]] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., source: _Optional[str] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    fair_share_as_of: _timestamp_pb2.Timestamp
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueOverview, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolOverview, _Mapping]]] = ..., teams: _Optional[_Iterable[_Union[TeamOverview, _Mapping]]] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., source: _Optional[str] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fair_share_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WhoAmIRequest(_message.Message):
     __slots__ = ()

@@ -25,8 +25,10 @@ export async function queuesPage(root) {
   const draw = async () => {
     const data = await get('/queues');
     const queues = table(['queue', 'waiting', 'running', 'limit', 'priority', 'fair-share weight',
-      'pools', 'who may submit'], (data.queues || []).map((q) => [q.name, q.waiting || 0,
+      'used (GPU·h, decayed)', 'standing (used / weight)', 'pools', 'who may submit'],
+    (data.queues || []).map((q) => [q.name, q.waiting || 0,
       q.running || 0, q.max_running || '—', q.priority || 0, number(q.weight || 0),
+      number((q.fair_share_usage || 0) / 3600), number((q.fair_share || 0) / 3600),
       (q.pools || []).join(', '),
       [...(q.users || []), ...(q.teams || []).map((t) => 'team ' + t)].join(', ') || 'everyone']));
     const pools = table(['pool', 'executor', 'jobs', 'CPUs', 'memory', 'GPUs'],
@@ -56,7 +58,9 @@ export async function queuesPage(root) {
     fill(body,
       h('p', {class: 'muted'}, (data.running || 0) + ' running of at most ' +
         (data.max_running || '∞') + ' · policy ' + (data.source || 'built-in') + ', loaded ' +
-        when(data.loaded_at)),
+        when(data.loaded_at) + ' · fair share as of ' +
+        (data.fair_share_as_of ? when(data.fair_share_as_of) : 'no saved usage yet') +
+        '; of queues of equal priority, the lowest standing goes next'),
       h('h2', {}, 'Queues'), queues, h('h2', {}, 'Pools'), pools, h('h2', {}, 'Teams'), teams);
   };
   await draw();
