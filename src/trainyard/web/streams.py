@@ -19,7 +19,6 @@ from typing import Any
 from google.protobuf.message import Message
 
 from trainyard.client.messages import plain
-from trainyard.domain.errors import TrainyardError
 from trainyard.web.errors import HTTP_BY_CODE, error_body
 from trainyard.web.transcode import Aborted
 
@@ -110,7 +109,7 @@ async def sse(pump: Pump, event_of: EventOf) -> AsyncIterator[bytes]:
             if kind:
                 yield _event(kind, data, event_id)
         yield _event("end", {})
-    except (Aborted, TrainyardError, Exception) as exc:  # after the headers: an event
+    except Exception as exc:  # after the headers: an event (the servicer aborts)
         yield _error_event(exc)
 
 

@@ -6,7 +6,7 @@ only changes the envelope."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
@@ -186,16 +186,3 @@ def request_message(rpc: str, fields: Mapping[str, Any]) -> Message:
     except json_format.ParseError as exc:
         raise InvalidArgument("body", str(exc)) from None
     return message
-
-
-def servicer_call(servicer: Any, rpc: str) -> Callable[[Message, HttpCall], Any]:
-    """The servicer's handler of an RPC."""
-    return getattr(servicer, method_descriptor(rpc).name)  # type: ignore[no-any-return]
-
-
-def first_and_rest(responses: Iterator[Any]) -> tuple[list[Any], Iterator[Any]]:
-    """A stream's first response (none if it ended at once) and the rest, so that its
-    errors before the first response can still choose the HTTP status."""
-    for first in responses:
-        return [first], responses
-    return [], iter(())
