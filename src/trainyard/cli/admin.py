@@ -3,7 +3,7 @@ admin's token; `bootstrap` and `gen-cert` work offline."""
 
 from __future__ import annotations
 
-import re
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for, duration
 from trainyard.cli.output import Output, console, errors, print_json
 
 admin_app = typer.Typer(help="Users, teams, API tokens and queue access (an admin's token), "
@@ -28,20 +28,10 @@ admin_app.add_typer(teams_app, name="teams")
 admin_app.add_typer(tokens_app, name="tokens")
 admin_app.add_typer(queues_app, name="queues")
 
-DURATION_RE = re.compile(r"^([0-9]{1,6})([smhdw])$")
-UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_duration(text: str) -> int:
-    """'90m', '12h', '30d', '2w' in seconds; a BadParameter naming the option otherwise."""
-    match = DURATION_RE.match(text.strip())
-    if match is None:
-        raise typer.BadParameter("expected a number and a unit, e.g. 90m, 12h, 30d or 2w",
-                                 param_hint="--expires-in")
-    seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise typer.BadParameter("must be longer than zero", param_hint="--expires-in")
-    return seconds
+    """'90m', '12h', '30d', '2w' in whole seconds; a BadParameter naming the option
+    otherwise."""
+    return math.ceil(duration(text, "--expires-in"))
 
 
 def _show(value: Any, output: Output, text: str) -> None:

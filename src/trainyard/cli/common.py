@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from trainyard.cli.output import Output, errors
 from trainyard.client import Client, TrainyardError
+from trainyard.domain.quantities import DURATION_HINT, duration_seconds
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
@@ -39,3 +40,14 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
             raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
         out[key] = value
     return out
+
+
+def duration(text: str, option: str) -> float:
+    """A duration option ("90s", "2h", "1d", or seconds) in seconds, above zero; a bad one
+    is refused naming the option."""
+    seconds = duration_seconds(text.strip())
+    if seconds is None:
+        raise typer.BadParameter(f"{text!r} is not {DURATION_HINT}", param_hint=option)
+    if seconds <= 0:
+        raise typer.BadParameter("must be longer than zero", param_hint=option)
+    return seconds

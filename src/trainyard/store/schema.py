@@ -305,3 +305,18 @@ runtime_streams = Table(
     Column("committed_offset", BigInteger, nullable=False),
     Column("seqs", JSON, nullable=False),
 )
+
+# --- leadership ----------------------------------------------------------------------------
+
+# Which server runs the tracker (PostgreSQL; SQLite keeps its file lock). `token` grows by
+# one at each change of holder and fences the tracker's writes; times are the database's
+# clock, in epoch seconds, so servers' clocks never have to agree.
+leader_lease = Table(
+    "leader_lease",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(256), nullable=False),
+    Column("token", BigInteger, nullable=False),
+    Column("acquired_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)

@@ -3,18 +3,14 @@ errors, numbers with their bounds, durations, and optional values that may not b
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticKnownError
 from pydantic_core.core_schema import ErrorType
 
+from trainyard.domain.quantities import duration_seconds
 from trainyard.services.policy_file.problems import problem
-
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])")
-_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def not_null(error: ErrorType) -> BeforeValidator:
@@ -33,10 +29,9 @@ def seconds(positive: bool) -> BeforeValidator:
     def parse(value: object) -> object:
         if not isinstance(value, str):
             return value
-        if not _DURATION.fullmatch(value):
+        seconds = duration_seconds(value, bare_number=False)
+        if seconds is None:
             raise problem("not_a_duration")
-        seconds = sum(float(amount) * _UNIT_S[unit]
-                      for amount, unit in _DURATION_PART.findall(value))
         if positive and seconds == 0:
             raise problem("zero_duration")
         return seconds
