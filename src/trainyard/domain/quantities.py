@@ -46,7 +46,7 @@ def size_mib(text: str) -> int | None:
     size_bytes = amount * 1024 ** _POWER[unit]
     if not math.isfinite(size_bytes):
         return None
-    return math.ceil(size_bytes / MIB - 1e-9)
+    return int(math.ceil(size_bytes / MIB - 1e-9))
 
 
 def describe_duration(seconds: float) -> str:
