@@ -1,14 +1,12 @@
 """`trainyard submit --workers`, and how `status` shows a multi-worker job."""
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli.commands import trainyard
 from tests.serverproc import ServerProcess
 
 
@@ -17,12 +15,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path_factory.mktemp("cli-workers") / "data").start()
     yield proc
     proc.stop()
-
-
-def trainyard(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "TRAINYARD_SERVER": server.address}
-    return subprocess.run([sys.executable, "-m", "trainyard.cli.main", *args], env=env,
-                          capture_output=True, text=True, timeout=60)
 
 
 def test_submit_with_workers_runs_each_rank_and_status_shows_them(server: ServerProcess,

@@ -1,9 +1,11 @@
 """settle(): what an executor's observation makes of an active job, one row per case."""
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
+from trainyard.domain.retry import RetryState
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
 from trainyard.executors.base import Observation, Phase
 from trainyard.tracker.settle import UNCHANGED, Settlement, settle
@@ -35,9 +37,11 @@ CASES = {
     "never created, cancel asked: it never starts":
         (L, NOT_FOUND, True, False,
          Settlement(CANCELLED, "cancelled by request before it started")),
-    "gone while running": (R, NOT_FOUND, False, False, Settlement(FAILED, "lost")),
+    "gone while running, no attempt left": (R, NOT_FOUND, False, False, Settlement(
+        FAILED, "lost; the job allows one attempt")),
     "lost, with why": (R, Observation(Phase.LOST, message="container removed"), False, False,
-                       Settlement(FAILED, "lost: container removed")),
+                       Settlement(FAILED, "lost: container removed; the job allows one "
+                                          "attempt")),
     "lost before it ran": (L, LOST, False, False, Settlement(FAILED, "lost")),
     "lost before it ran, cancel asked": (L, LOST, True, False,
                                          Settlement(CANCELLED, "cancelled by request")),
@@ -95,26 +99,81 @@ def test_every_settlement_is_an_edge_of_the_machine() -> None:
 
 
 NODE_FAILED = Observation(Phase.LOST, message="node n2 failed", retry=True)
+CUT_SHORT = Observation(Phase.EXITED, exit_code=137, retry=True,
+                        message="killed; the Docker engine stopped or restarted while it ran")
+THREE = RetryState(max_attempts=3)
 
-# state, lost attempts before, cancel requested -> settlement, for an attempt lost through no
-# fault of the job (attempt 2)
+# state, observation, retry state, cancel requested -> settlement, for attempt 2
 LOST_CASES = {
-    "first loss: requeued": (R, 0, False, Settlement(
-        PREEMPTED, "attempt 2 was lost: node n2 failed; requeued", lost=True)),
-    "second loss: requeued": (R, 1, False, Settlement(
-        PREEMPTED, "attempt 2 was lost: node n2 failed; requeued", lost=True)),
-    "third loss: failed": (R, 2, False, Settlement(
-        FAILED, "lost: node n2 failed; 3 attempts were lost, the most a job may lose")),
-    "lost after a cancel: cancelled": (R, 0, True, Settlement(CANCELLED,
-                                                              "cancelled by request")),
-    "lost before it ran: failed as before": (L, 0, False, Settlement(
+    "first loss: retried": (R, NODE_FAILED, THREE, False, Settlement(
+        PREEMPTED, "attempt 2 was lost: node n2 failed", retry=True)),
+    "second loss: retried": (R, NODE_FAILED, replace(THREE, retried=1), False, Settlement(
+        PREEMPTED, "attempt 2 was lost: node n2 failed", retry=True)),
+    "third loss: failed": (R, NODE_FAILED, replace(THREE, retried=2), False, Settlement(
+        FAILED, "lost: node n2 failed; 3 attempts lost or failed, the most it allows")),
+    "a vanished container is lost too": (R, NOT_FOUND, THREE, False, Settlement(
+        PREEMPTED, "attempt 2 was lost: lost", retry=True)),
+    "cut short by its engine: lost": (R, CUT_SHORT, THREE, False, Settlement(
+        PREEMPTED, "attempt 2 was lost: killed; the Docker engine stopped or restarted while "
+                   "it ran", 137, exited=True, retry=True)),
+    "lost after a cancel: cancelled": (R, NODE_FAILED, THREE, True, Settlement(
+        CANCELLED, "cancelled by request")),
+    "lost before it ran: failed as before": (L, NODE_FAILED, THREE, False, Settlement(
         FAILED, "lost: node n2 failed")),
 }
 
 
 @pytest.mark.parametrize("case", LOST_CASES.values(), ids=LOST_CASES.keys())
-def test_a_lost_attempt_is_requeued_at_most_twice(case: tuple[JobState, int, bool, Settlement]
-                                                  ) -> None:
-    state, lost_before, cancel, expected = case
-    assert settle(state, NODE_FAILED, cancel, False, attempt=2,
-                  lost_before=lost_before) == expected
+def test_a_lost_attempt_is_retried_while_attempts_remain(
+        case: tuple[JobState, Observation, RetryState, bool, Settlement]) -> None:
+    state, observation, retry, cancel, expected = case
+    assert settle(state, observation, cancel, False, attempt=2, retry=retry) == expected
+
+
+ON_FAILURE = RetryState(max_attempts=3, on_failure=True)
+# observation, retry state -> settlement, for a failed attempt
+FAILURE_CASES = {
+    "failure not retried by default": (exited(3), THREE, Settlement(
+        FAILED, "exited with code 3", 3, exited=True)),
+    "retry on failure": (exited(3), ON_FAILURE, Settlement(
+        FAILED, "exited with code 3", 3, exited=True, retry=True)),
+    "a listed exit code": (exited(75), RetryState(3, exit_codes=(75,)), Settlement(
+        FAILED, "exited with code 75", 75, exited=True, retry=True)),
+    "an unlisted exit code": (exited(3), RetryState(3, exit_codes=(75,)), Settlement(
+        FAILED, "exited with code 3", 3, exited=True)),
+    "the last attempt": (exited(3), replace(ON_FAILURE, retried=2), Settlement(
+        FAILED, "exited with code 3; 3 attempts lost or failed, the most it allows", 3,
+        exited=True)),
+    "success is never retried": (exited(0), ON_FAILURE, Settlement(
+        SUCCEEDED, "exited with code 0", 0, exited=True)),
+}
+
+
+@pytest.mark.parametrize("case", FAILURE_CASES.values(), ids=FAILURE_CASES.keys())
+def test_a_failed_attempt_is_retried_only_when_the_job_asks(
+        case: tuple[Observation, RetryState, Settlement]) -> None:
+    observation, retry, expected = case
+    assert settle(R, observation, False, False, retry=retry) == expected
+
+
+# observation, cancel, preempt -> settlement, for an attempt past its 2 h limit
+TIME_LIMIT_CASES = {
+    "stopped at its limit: failed, not retried": (exited(143), False, False, Settlement(
+        FAILED, f"time limit of 2 h reached; {TERM}", 143, exited=True)),
+    "lost while stopped at its limit": (NODE_FAILED, False, False, Settlement(
+        FAILED, "time limit of 2 h reached; lost: node n2 failed")),
+    "succeeded just at its limit": (exited(0), False, False, Settlement(
+        SUCCEEDED, "exited with code 0", 0, exited=True)),
+    "a cancel wins": (exited(143), True, False, Settlement(
+        CANCELLED, f"cancelled by request; {TERM}", 143, exited=True)),
+    "the limit wins over a preemption": (exited(143), False, True, Settlement(
+        FAILED, f"time limit of 2 h reached; {TERM}", 143, exited=True)),
+}
+
+
+@pytest.mark.parametrize("case", TIME_LIMIT_CASES.values(), ids=TIME_LIMIT_CASES.keys())
+def test_an_attempt_past_its_time_limit_fails(case: tuple[Observation, bool, bool, Settlement]
+                                              ) -> None:
+    observation, cancel, preempt, expected = case
+    assert settle(R, observation, cancel, preempt, retry=ON_FAILURE,
+                  time_limit_s=7200) == expected

@@ -72,6 +72,11 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
         git_commit=req.git_commit,
         model_name=req.model_name,
         framework=req.framework,
+        max_attempts=req.max_attempts,
+        retry_on_failure=req.retry_on_failure,
+        retry_exit_codes=tuple(req.retry_exit_codes),
+        time_limit_s=req.time_limit_seconds,
+        pending_timeout_s=req.pending_timeout_seconds,
     )
 
 
@@ -83,6 +88,9 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
                                gpus=spec.resources.gpus),
         queue=spec.queue, priority=spec.priority, labels=spec.labels, workers=spec.workers,
         git_commit=spec.git_commit, model_name=spec.model_name, framework=spec.framework,
+        max_attempts=spec.max_attempts, retry_on_failure=spec.retry_on_failure,
+        retry_exit_codes=list(spec.retry_exit_codes), time_limit_seconds=spec.time_limit_s,
+        pending_timeout_seconds=spec.pending_timeout_s,
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
@@ -123,8 +131,10 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         submitted_at=timestamp(job.submitted_at), attempt=job.attempt,
         malformed_metric_lines=job.malformed_metric_lines,
         cancel_requested=job.cancel_requested, owner=job.owner, executor=job.executor,
-        gpu_ids=list(job.gpu_ids), sweep_id=job.sweep_id,
+        gpu_ids=list(job.gpu_ids), sweep_id=job.sweep_id, retries=job.retries,
     )
+    if job.state is JobState.WAITING and job.retry_after is not None:
+        msg.retry_after.CopyFrom(timestamp(job.retry_after))
     if job.state is JobState.WAITING and job.pending_code:
         msg.pending_reason.CopyFrom(pb.PendingReason(code=job.pending_code,
                                                      message=status.pending_message))

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for, pairs
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for, duration, pairs
 from trainyard.cli.output import (
     Output,
     console,
@@ -53,6 +53,20 @@ def submit(
         help="Your pipeline this job joins (made on its first job).")] = "",
     pipeline_max_parallel: Annotated[int, typer.Option(
         help="The pipeline's running limit from now on; 0 keeps its limit.")] = 0,
+    max_attempts: Annotated[int, typer.Option(
+        min=0, max=100, help="Attempts it may use: a lost one (its node failed, its engine "
+        "restarted, its container vanished) is retried up to this [default: the queue's, "
+        "else 3].")] = 0,
+    retry_on_failure: Annotated[bool, typer.Option(
+        "--retry-on-failure", help="Retry a failed attempt (non-zero exit) too.")] = False,
+    retry_exit_code: Annotated[list[int] | None, typer.Option(
+        min=1, max=255, help="Retry a failed attempt that exits with this code "
+        "(repeatable).")] = None,
+    time_limit: Annotated[str, typer.Option(
+        help="Each attempt's running time, e.g. 2h: then TERM, KILL after the grace, and "
+             "the job fails [default: the queue's, else none].")] = "",
+    pending_timeout: Annotated[str, typer.Option(
+        help="Cancel it if still waiting to start after this long, e.g. 1d.")] = "",
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show live state and "
                                          "progress until the job ends.")] = False,
     server: ServerOpt = None,
@@ -68,6 +82,11 @@ def submit(
         priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
         git_commit=git_commit, model_name=model_name, framework=framework,
+        max_attempts=max_attempts, retry_on_failure=retry_on_failure,
+        retry_exit_codes=tuple(retry_exit_code or ()),
+        time_limit_s=duration(time_limit, "--time-limit") if time_limit else 0.0,
+        pending_timeout_s=duration(pending_timeout, "--pending-timeout") if pending_timeout
+        else 0.0,
     )
     with client_for(server) as client:
         submitted = client.train(spec)

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainyard.client import Dataset, JobStatus, JobSummary
+from trainyard.domain.quantities import describe_duration
 
 if TYPE_CHECKING:  # the Docker SDK is imported only by the commands that need it
     from trainyard.services.images import ImageInfo
@@ -35,6 +36,21 @@ def print_json(value: Any) -> None:
 
 def styled_state(state: str) -> str:
     return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
+
+
+def _attempts(st: JobStatus) -> str:
+    """How many attempts it may use and which it retries, e.g. "at most 3 (lost ones and
+    failed ones retried); 1 retried"."""
+    spec = st.spec
+    retried = ["lost ones"]
+    if spec.get("retry_on_failure"):
+        retried.append("failed ones")
+    elif spec.get("retry_exit_codes"):
+        codes = ", ".join(str(c) for c in spec["retry_exit_codes"])
+        retried.append(f"those exiting with {codes}")
+    most = spec.get("max_attempts") or 1
+    said = f"at most {most}" + (f" ({' and '.join(retried)} retried)" if most > 1 else "")
+    return said + (f"; {st.retries} retried" if st.retries else "")
 
 
 def render_status(st: JobStatus) -> None:
@@ -65,6 +81,12 @@ def render_status(st: JobStatus) -> None:
     if st.executor:
         gpus = f", GPUs {','.join(st.gpu_ids)}" if st.gpu_ids else ""
         table.add_row("runs on", f"{escape(st.executor)}, attempt {st.attempt}{gpus}")
+    table.add_row("attempts", _attempts(st))
+    limits = [f"{what} {describe_duration(spec[key])}" for what, key in (
+        ("runs at most", "time_limit_seconds"), ("waits at most", "pending_timeout_seconds"))
+        if spec.get(key)]
+    if limits:
+        table.add_row("limits", ", ".join(limits))
     if spec["dataset"]:
         table.add_row("dataset", escape(f"{spec['dataset']['name']}:"
                                         f"{spec['dataset']['version'][:12]}"))

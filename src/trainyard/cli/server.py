@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from trainyard.cli.common import duration
 from trainyard.cli.output import errors
 
 if TYPE_CHECKING:
@@ -29,6 +30,11 @@ def server(
         envvar="TRAINYARD_DATABASE_URL",
         help="postgresql://... to use PostgreSQL instead of SQLite.")] = "",
     max_concurrent: Annotated[int, typer.Option(help="Jobs that may run at once.")] = 4,
+    retry_backoff: Annotated[str, typer.Option(
+        help="The wait before a job's first retry, doubled at each next one (drawn between "
+             "half of it and all of it).")] = "10s",
+    retry_backoff_max: Annotated[str, typer.Option(
+        help="The longest wait before a retry.")] = "10m",
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
                                                         "serving.")] = None,
     http_port: Annotated[int, typer.Option(
@@ -65,11 +71,14 @@ def server(
         "it [default: FIFO with one open queue].")] = None,
 ) -> None:
     """Run the training service (gRPC, and HTTP at --http-port) until interrupted."""
+    from trainyard.domain.retry import Backoff
     from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.tracker import TrackerConfig
 
     if max_concurrent < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
+    backoff = Backoff(duration(retry_backoff, "--retry-backoff"),
+                      duration(retry_backoff_max, "--retry-backoff-max"))
     docker_config = _docker_pool(docker_cpus, docker_memory, docker_max_containers,
                                  docker_gpu_ids, docker_user) if docker else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
@@ -84,7 +93,8 @@ def server(
         raise typer.BadParameter("must be between 0 and 65535", param_hint="--http-port")
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
                           http_port=http_port if http else None,
-                          tracker=TrackerConfig(max_concurrent=max_concurrent),
+                          tracker=TrackerConfig(max_concurrent=max_concurrent,
+                                                retry_backoff=backoff),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
                           share_team_jobs=share_team_jobs, policy_file=policy)
     try:

@@ -97,6 +97,8 @@ class JobStatus:
     executor: str = ""
     gpu_ids: tuple[str, ...] = ()
     sweep_id: str = ""
+    retries: int = 0  # attempts lost or failed and retried
+    retry_after: str | None = None  # while it backs off: when its next attempt may start
 
     @property
     def is_final(self) -> bool:
@@ -127,6 +129,10 @@ class JobStatus:
                 "queue": spec.queue, "priority": spec.priority, "labels": dict(spec.labels),
                 "workers": spec.workers or 1, "git_commit": spec.git_commit,
                 "model_name": spec.model_name, "framework": spec.framework,
+                "max_attempts": spec.max_attempts, "retry_on_failure": spec.retry_on_failure,
+                "retry_exit_codes": list(spec.retry_exit_codes),
+                "time_limit_seconds": spec.time_limit_seconds,
+                "pending_timeout_seconds": spec.pending_timeout_seconds,
             },
             metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
             model=({"model_name": s.model.model_name, "version": s.model.version,
@@ -135,7 +141,8 @@ class JobStatus:
                    if s.HasField("model") else None),
             malformed_metric_lines=s.malformed_metric_lines,
             cancel_requested=s.cancel_requested, executor=s.executor,
-            gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id,
+            gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
+            retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,13 @@ class TrainSpec:
     git_commit: str = ""  # the code's version, recorded on each run
     model_name: str = ""  # the model its files become a version of; empty: the name
     framework: str = ""  # "pytorch", "tensorflow" or "none": its workers' variables; "": both
+    # Attempts it may use: lost ones are retried up to this, failed ones with
+    # retry_on_failure or their exit code listed; 0: the queue's default (3 without one).
+    max_attempts: int = 0
+    retry_on_failure: bool = False
+    retry_exit_codes: Sequence[int] = ()
+    time_limit_s: float = 0.0  # each attempt's running time; 0: the queue's default, or none
+    pending_timeout_s: float = 0.0  # cancelled if still waiting to start then; 0: never
 
     def to_pb(self) -> pb.TrainRequest:
         req = pb.TrainRequest(
@@ -55,6 +62,9 @@ class TrainSpec:
             client_request_id=self.client_request_id, workers=self.workers,
             pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
             git_commit=self.git_commit, model_name=self.model_name, framework=self.framework,
+            max_attempts=self.max_attempts, retry_on_failure=self.retry_on_failure,
+            retry_exit_codes=list(self.retry_exit_codes), time_limit_seconds=self.time_limit_s,
+            pending_timeout_seconds=self.pending_timeout_s,
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")

@@ -5,12 +5,14 @@ scheduler decides by it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
 from trainyard.domain.kinds import JobKind, kind_in
 from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool, never_fits
+from trainyard.domain.quantities import describe_duration
+from trainyard.domain.retry import DEFAULT_MAX_ATTEMPTS
 from trainyard.domain.spec import JobSpec
 
 
@@ -37,6 +39,11 @@ class Queue:
     weight: float = 1.0  # share among queues of equal priority
     # Whether its jobs may be preempted to return borrowed quota; None: when priority <= 0.
     preemptible: bool | None = None
+    # What its jobs get when they do not say (domain.retry): attempts, and each attempt's
+    # time limit; and the longest time limit it allows (a job without one gets it).
+    max_attempts: int | None = None
+    time_limit_s: float | None = None
+    max_time_limit_s: float | None = None
 
     @property
     def access(self) -> QueueAccess:
@@ -172,3 +179,21 @@ def _kubernetes_pools_for(queue: Queue, pools: list[Pool], spec: JobSpec) -> lis
                               f"resource for framework {spec.framework!r}: they create "
                               f"{', '.join(kinds)}")
     return fitting
+
+
+def with_queue_defaults(spec: JobSpec, queue: Queue | None) -> JobSpec:
+    """The spec with what its queue gives a job that does not say: attempts (else
+    DEFAULT_MAX_ATTEMPTS) and a time limit, held to the queue's longest. Stored so, a job
+    keeps them when the policy changes."""
+    max_attempts = spec.max_attempts or (queue and queue.max_attempts) or DEFAULT_MAX_ATTEMPTS
+    limit = spec.time_limit_s or (queue and queue.time_limit_s) or 0.0
+    longest = queue.max_time_limit_s if queue is not None else None
+    if queue is not None and longest is not None:
+        if spec.time_limit_s > longest:
+            raise InvalidArgument("time_limit", f"{describe_duration(spec.time_limit_s)} is "
+                                  f"longer than queue {queue.name!r} allows (at most "
+                                  f"{describe_duration(longest)})")
+        limit = limit or longest
+    if (max_attempts, limit) == (spec.max_attempts, spec.time_limit_s):
+        return spec
+    return replace(spec, max_attempts=max_attempts, time_limit_s=limit)

@@ -23,6 +23,8 @@ class ReasonCode(StrEnum):
     SWEEP_LIMIT = "SWEEP_LIMIT"  # its sweep or pipeline runs as many trials as it may
     # Set by the tracker on a job put back in the queue after it was preempted.
     PREEMPTED = "PREEMPTED"
+    # Set by the tracker on a job waiting out the back-off before its next attempt.
+    BACKOFF = "BACKOFF"
 
 
 # Reasons for which how many jobs are ahead is the news.

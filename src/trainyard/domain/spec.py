@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.contract import reserved_reason
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.retry import MAX_ATTEMPTS_LIMIT, MAX_DURATION_S, MAX_RETRY_EXIT_CODES
 
 # \Z, not $: a name must not end in a newline ($ matches before one).
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -57,6 +58,15 @@ class JobSpec:
     model_name: str = ""
     # Whose worker variables each worker of a group gets (FRAMEWORKS); empty: both sets.
     framework: str = ""
+    # The attempts it may use (domain.retry): lost ones are retried up to this, failed ones
+    # only with retry_on_failure or their exit code listed. 0: its queue's default.
+    max_attempts: int = 0
+    retry_on_failure: bool = False
+    retry_exit_codes: tuple[int, ...] = ()
+    # Each attempt's running time, then TERM and KILL; 0: none (or its queue's default).
+    time_limit_s: float = 0.0
+    # How long it may wait to start before it is cancelled; 0: as long as it takes.
+    pending_timeout_s: float = 0.0
 
     @property
     def total_resources(self) -> Resources:
@@ -141,6 +151,25 @@ def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
         _validate_dataset_ref(spec.dataset)
     _validate_hyperparameters(spec.hyperparameters, limits)
     _validate_labels(spec.labels, limits)
+    _validate_retries(spec)
+
+
+def _validate_retries(spec: JobSpec) -> None:
+    if type(spec.max_attempts) is not int or not 0 <= spec.max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidArgument("max_attempts", f"must be a whole number from 1 to "
+                              f"{MAX_ATTEMPTS_LIMIT} (0: the queue's default), got "
+                              f"{spec.max_attempts!r}")
+    if len(spec.retry_exit_codes) > MAX_RETRY_EXIT_CODES:
+        raise InvalidArgument("retry_exit_codes", f"at most {MAX_RETRY_EXIT_CODES} allowed")
+    for code in spec.retry_exit_codes:
+        if type(code) is not int or not 1 <= code <= 255:
+            raise InvalidArgument("retry_exit_codes", f"{code!r} is not an exit code that "
+                                  "fails a job (1 to 255)")
+    for name, value in (("time_limit", spec.time_limit_s),
+                        ("pending_timeout", spec.pending_timeout_s)):
+        if not (value == 0 or 1 <= value <= MAX_DURATION_S):  # also NaN
+            raise InvalidArgument(name, f"must be a duration from 1 s to 10 years (0: none), "
+                                  f"got {value!r} s")
 
 
 def _validate_program(spec: JobSpec, limits: SpecLimits) -> None:

@@ -129,8 +129,9 @@ class Observation:
     phase: Phase
     exit_code: int | None = None
     message: str = ""  # for EXITED, replaces the plain "exited with code N" when set
-    # LOST through no fault of the job (its node failed, its engine preempted it): the
-    # attempt should be requeued, not failed.
+    # Ended through no fault of the job: an EXITED one its engine cut short (it restarted
+    # under it), like a LOST one (its node failed, its engine preempted it, its container
+    # vanished), is retried as a lost attempt, not failed. Every LOST attempt that ran is.
     retry: bool = False
 
 

@@ -274,7 +274,8 @@ class DockerExecutor:
                                message=f"{describe_exit(code)}: {state['Error']}")
         if code != 0 and self._events.interrupted(handle):
             return Observation(Phase.EXITED, exit_code=code, message=f"{describe_exit(code)}; "
-                               "the Docker engine stopped or restarted while it ran")
+                               "the Docker engine stopped or restarted while it ran",
+                               retry=True)
         return Observation(Phase.EXITED, exit_code=code)
 
     def _engine_away(self, exc: BaseException) -> Observation:

@@ -106,7 +106,8 @@ class JobService:
         accepted = self.check.accept(spec, identity)
         group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
-        job_id, existing = self.jobs.create(spec, owner=identity.user, team=accepted.team,
+        job_id, existing = self.jobs.create(accepted.spec, owner=identity.user,
+                                            team=accepted.team,
                                             kind=accepted.kind,
                                             client_request_id=client_request_id or None,
                                             sweep_id=group, reproduced_from=reproduced_from)
@@ -195,11 +196,14 @@ class JobService:
         last_id = 0
         while is_active():
             version = feed.version
-            for event in self.jobs.events(job_id, after_id=last_id):
+            events = self.jobs.events(job_id, after_id=last_id)
+            for event in events:
                 last_id = event.id
                 yield event
-                if event.to_state.is_final():
-                    return
+            # A retried attempt's FAILED is committed with the move back to WAITING, so a
+            # final state is the end only when no event follows it.
+            if events and events[-1].to_state.is_final():
+                return
             feed.wait(version, poll_seconds)
 
     def logs(self, identity: Identity, job_id: str, *, follow: bool, offset: int,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Identity
 from trainyard.domain.kinds import kind_for
-from trainyard.domain.policy import check_submission, job_kind
+from trainyard.domain.policy import check_submission, job_kind, with_queue_defaults
 from trainyard.domain.pools import check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
 from trainyard.metadata.datasets import DatasetRegistry
@@ -23,6 +23,7 @@ class Accepted:
 
     team: str
     kind: str
+    spec: JobSpec  # with its queue's defaults (attempts, time limit) filled in
 
 
 @dataclass(frozen=True)
@@ -50,4 +51,4 @@ class SubmitCheck:
                                lambda: view.policy.check_takes(spec.queue, user))
         if spec.dataset is not None:
             self.datasets.resolve(spec.dataset.name, spec.dataset.version)
-        return Accepted(team, kind)
+        return Accepted(team, kind, with_queue_defaults(spec, view.policy.queues.get(spec.queue)))

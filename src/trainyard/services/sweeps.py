@@ -42,8 +42,8 @@ class SweepService:
         accepted = [self.check.accept(spec, identity) for spec in specs]
         sweep_id = f"sw{new_job_id()}"[:32]
         self.jobs.add_sweep(sweep_id, template.name, identity.user, max_parallel, time.time())
-        job_ids = [self.jobs.create(spec, owner=identity.user, team=each.team, kind=each.kind,
-                                    sweep_id=sweep_id)[0]
-                   for spec, each in zip(specs, accepted, strict=True)]
+        job_ids = [self.jobs.create(each.spec, owner=identity.user, team=each.team,
+                                    kind=each.kind, sweep_id=sweep_id)[0]
+                   for each in accepted]
         self.on_submit()
         return sweep_id, job_ids

@@ -117,6 +117,12 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
     return JobMove(before.queue, expected, target, now, before.submitted_at, before.updated_at)
 
 
+def pending_deadline(submitted_at: float, timeout_s: float, attempt: int) -> float | None:
+    """When a waiting job is cancelled for waiting too long: its pending timeout counts from
+    submit, until it first starts (a job requeued after it ran keeps its place)."""
+    return submitted_at + timeout_s if timeout_s and attempt == 0 else None
+
+
 def _spec_columns(spec: JobSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -135,6 +141,11 @@ def _spec_columns(spec: JobSpec) -> dict[str, Any]:
         "git_commit": spec.git_commit,
         "model_name": spec.model_name,
         "framework": spec.framework,
+        "max_attempts": spec.max_attempts,
+        "retry_on_failure": spec.retry_on_failure,
+        "retry_exit_codes": list(spec.retry_exit_codes),
+        "time_limit_s": spec.time_limit_s,
+        "pending_timeout_s": spec.pending_timeout_s,
     }
 
 
@@ -167,6 +178,7 @@ class JobStore:
             "preempt_requested": False, "started_at": None, "sweep_id": sweep_id,
             "metrics_offset": 0,
             "malformed_metric_lines": 0, "reproduced_from": reproduced_from,
+            "retries": 0, "retry_after": None,
             "submitted_at": now, "updated_at": now,
             "kind": kind_for(spec.image) if kind is None else kind, **_spec_columns(spec),
         }
@@ -234,20 +246,38 @@ class JobStore:
         Raises StaleState, writing nothing, when the row is no longer in `expected`."""
         now = time.time() if now is None else now
         stopped = {"message": preempted, "preempt_requested": False}
-        stops = expected is not JobState.PREEMPTED
-        if stops and faults.armed(faults.REQUEUE_IN_TWO_WRITES):
+        if expected is not JobState.PREEMPTED and faults.armed(faults.REQUEUE_IN_TWO_WRITES):
             self.transition(job_id, expected, JobState.PREEMPTED, reason=preempted, now=now,
                             **stopped)
             faults.crash_at(faults.REQUEUE_IN_TWO_WRITES)
+        self._wait_again(job_id, expected, JobState.PREEMPTED, preempted, stopped, requeued,
+                         pending, {}, now)
+
+    def retry(
+        self, job_id: str, *, ended: JobState, outcome: str, exit_code: int | None,
+        requeued: str, pending: tuple[str, str], retry_after: float, now: float,
+    ) -> None:
+        """An attempt that was lost (`ended` PREEMPTED) or failed (FAILED) ends with
+        `outcome` as its run's message, and the job waits for its next attempt until
+        `retry_after`, one more of its attempts counted: both moves in one transaction, as
+        a requeue's. Raises StaleState, writing nothing, when the job no longer runs."""
+        stopped = {"message": outcome, "exit_code": exit_code, "preempt_requested": False}
+        self._wait_again(job_id, JobState.RUNNING, ended, outcome, stopped, requeued, pending,
+                         {"retry_after": retry_after, "retries": jobs.c.retries + 1}, now)
+
+    def _wait_again(self, job_id: str, expected: JobState, via: JobState, ended: str,
+                    ended_fields: Mapping[str, Any], requeued: str, pending: tuple[str, str],
+                    waiting_fields: Mapping[str, Any], now: float) -> None:
+        """`expected` -> `via` (skipped when the job is in `via` already) -> WAITING."""
         code, message = pending
         moves: list[JobMove] = []
         with self.db.write() as conn:
-            if stops:
-                moves.append(_move(conn, job_id, expected, JobState.PREEMPTED, preempted, now,
-                                   stopped))
+            if expected is not via:
+                moves.append(_move(conn, job_id, expected, via, ended, now, ended_fields))
                 faults.crash_at(faults.INSIDE_REQUEUE)
-            moves.append(_move(conn, job_id, JobState.PREEMPTED, JobState.WAITING, requeued,
-                               now, {"pending_code": code, "pending_message": message}))
+            moves.append(_move(conn, job_id, via, JobState.WAITING, requeued, now,
+                               {"pending_code": code, "pending_message": message,
+                                **waiting_fields}))
         self.db.feed.notify()
         for move in moves:
             self.db.telemetry.job_moved(move)
@@ -373,14 +403,16 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
-                       c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s)
+                       c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s,
+                       c.retry_after, c.pending_timeout_s, c.attempt)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
             ).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
                           r.kind, r.owner, r.team, r.submitted_at, r.sweep_id,
-                          r.held_s)
+                          r.held_s, r.retry_after, pending_deadline(
+                              r.submitted_at, r.pending_timeout_s, r.attempt))
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

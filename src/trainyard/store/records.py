@@ -38,6 +38,8 @@ class JobRecord:
     client_request_id: str | None
     reproduced_from: str = ""  # the run this job was submitted to reproduce
     held_s: float = 0.0  # seconds it ran in attempts that ended
+    retries: int = 0  # attempts lost or failed and retried
+    retry_after: float | None = None  # while it backs off: when it may start again
 
     @classmethod
     def from_row(cls, row: Any) -> JobRecord:
@@ -59,6 +61,11 @@ class JobRecord:
             git_commit=m["git_commit"],
             model_name=m["model_name"],
             framework=m["framework"],
+            max_attempts=m["max_attempts"],
+            retry_on_failure=bool(m["retry_on_failure"]),
+            retry_exit_codes=tuple(m["retry_exit_codes"] or ()),
+            time_limit_s=m["time_limit_s"],
+            pending_timeout_s=m["pending_timeout_s"],
         )
         return cls(
             id=m["id"],
@@ -88,6 +95,8 @@ class JobRecord:
             client_request_id=m["client_request_id"],
             reproduced_from=m["reproduced_from"],
             held_s=m.get("held_s") or 0.0,
+            retries=m["retries"],
+            retry_after=m["retry_after"],
         )
 
 
@@ -104,6 +113,10 @@ class QueuedJob:
     submitted_at: float
     sweep_id: str
     held_s: float = 0.0  # seconds it ran in attempts that ended
+    # When it may start (None: now): a job backing off before a retry waits until then.
+    retry_after: float | None = None
+    # When it is cancelled if it has not started (None: never): its pending timeout.
+    pending_deadline: float | None = None
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,17 @@ jobs = Table(
     Column("git_commit", String(64), nullable=False, default="", server_default=""),
     Column("model_name", String(128), nullable=False, default="", server_default=""),
     Column("reproduced_from", String(48), nullable=False, default="", server_default=""),
+    # Retries and time limits (domain.retry), as the spec gave them with its queue's
+    # defaults; 0 is "none" (max_attempts 0, on jobs stored before them: the default).
+    Column("max_attempts", Integer, nullable=False, default=0, server_default="0"),
+    Column("retry_on_failure", Boolean, nullable=False, default=False,
+           server_default=sa_false()),
+    Column("retry_exit_codes", JSON, nullable=False, default=list, server_default="[]"),
+    Column("time_limit_s", Float, nullable=False, default=0.0, server_default="0"),
+    Column("pending_timeout_s", Float, nullable=False, default=0.0, server_default="0"),
+    # Its attempts lost or failed and retried; while it backs off, when it may start again.
+    Column("retries", Integer, nullable=False, default=0, server_default="0"),
+    Column("retry_after", Float, nullable=True),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),

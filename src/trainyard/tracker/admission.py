@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from trainyard.domain.errors import StaleState
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.retry import pending_timeout_reached
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import Executor
 from trainyard.executors.registry import executor_for
@@ -50,6 +51,7 @@ class Admission:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
         number of active jobs afterwards."""
         began = time.perf_counter()
+        self._cancel_expired()
         running = self.jobs.in_states(ACTIVE_STATES)
         snapshot = self._scheduler_input(running, self.clock())
         if snapshot is None:
@@ -107,7 +109,7 @@ class Admission:
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
                 now=self.clock(), attempt=attempt, executor=job.kind, pool=pool, handle=handle,
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
-                metrics_offset=0, message="", exit_code=None,
+                metrics_offset=0, message="", exit_code=None, retry_after=None,
                 started_at=None,  # a new attempt has not run yet; RUNNING sets it
             )
         except StaleState:
@@ -116,6 +118,19 @@ class Admission:
             job, state=JobState.LAUNCHING, attempt=attempt, executor=job.kind, pool=pool,
             handle=handle, gpu_ids=gpu_ids, metrics_offset=0))
         return True
+
+    def _cancel_expired(self) -> None:
+        """Jobs that waited past their pending timeout without starting are cancelled."""
+        for job_id, timeout in self.waiting.expired():
+            self.waiting.remove(job_id)
+            why = pending_timeout_reached(timeout)
+            try:
+                self.jobs.transition(job_id, JobState.WAITING, JobState.CANCELLED, reason=why,
+                                     now=self.clock(), message=why, pending_code="",
+                                     pending_message="")
+            except StaleState:
+                continue  # it left the queue meanwhile
+            log.info("job %s: %s", job_id, why)
 
     def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
         """What the policy decides on: the active jobs, the usage decayed to now, the

@@ -19,7 +19,8 @@ from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord
 from trainyard.tracker.launcher import Launcher
-from trainyard.tracker.settle import LOST_MARK, Settlement, settle
+from trainyard.tracker.retries import Retries
+from trainyard.tracker.settle import Settlement, settle
 from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,10 @@ class Follower:
                  workspace: Workspace, executors_by_kind: Mapping[str, Executor],
                  launcher: Launcher, waiting: WaitingJobs, cancel_grace: float,
                  clock: Callable[[], float], reconcile_soon: Callable[[], None],
-                 reported_exit: ReportedExit | None = None) -> None:
+                 reported_exit: ReportedExit | None = None,
+                 retries: Retries | None = None) -> None:
         self.reported_exit = reported_exit
+        self.retries = retries or Retries(jobs)
         self.jobs = jobs
         self.metrics = metrics
         self.artifacts = artifacts
@@ -88,7 +91,8 @@ class Follower:
         if self.launcher.in_flight(job.id):
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
-        stop = job.cancel_requested or job.preempt_requested
+        stop = job.cancel_requested or job.preempt_requested or \
+            self.retries.over_time(job, self.clock()) > 0
         if stop and job.handle not in self._signalled and \
                 executor.cancel(job.handle, self.cancel_grace):
             self._signalled.add(job.handle)
@@ -160,9 +164,9 @@ class Follower:
               recovering: bool = False) -> None:
         """Write what the observation makes of the job (recovering: at start-up, of what
         happened while the service was down)."""
-        lost_before = self._lost_attempts(job) if observation.retry else 0
         outcome = settle(job.state, observation, job.cancel_requested, job.preempt_requested,
-                         attempt=job.attempt, lost_before=lost_before)
+                         attempt=job.attempt, retry=self.retries.state(job),
+                         time_limit_s=self.retries.over_time(job, self.clock()))
         if outcome.relaunch:
             # Recorded LAUNCHING, never created (the service stopped first, or the engine was
             # away): nothing ran, so starting it now cannot run it twice.
@@ -178,12 +182,6 @@ class Follower:
         elif outcome.target is not None:
             self._finish(job, outcome, recovering)
 
-    def _lost_attempts(self, job: JobRecord) -> int:
-        """Its earlier attempts that were lost through no fault of its own (their requeue
-        events say so)."""
-        return sum(1 for event in self.jobs.events(job.id)
-                   if event.to_state is JobState.PREEMPTED and LOST_MARK in event.reason)
-
     def _finish(self, job: JobRecord, outcome: Settlement, recovering: bool) -> None:
         assert outcome.target is not None
         state = job.state
@@ -193,9 +191,12 @@ class Follower:
             state = JobState.RUNNING
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
-        if outcome.target is JobState.PREEMPTED:
-            why = outcome.message if outcome.lost else \
-                f"{job.message or PREEMPTED_WHY} ({outcome.message})"
+        if outcome.retry:
+            self.retries.retry(job, outcome, now=self.clock())
+            self.waiting.invalidate()  # an old submit order, back in the queue
+            self._reconcile_soon()
+        elif outcome.target is JobState.PREEMPTED:
+            why = f"{job.message or PREEMPTED_WHY} ({outcome.message})"
             requeue(self.jobs, job.id, now=self.clock(), preempted=why)
             self.waiting.invalidate()  # an old submit order, back in the queue
             self._reconcile_soon()

@@ -47,7 +47,7 @@ class LaunchRequests:
                              resources=job.spec.resources, gpu_ids=job.gpu_ids, files=files,
                              workers=job.spec.workers, framework=job.spec.framework,
                              job_token=self.mint(job) if remote else "", pool=job.pool,
-                             team=job.team)
+                             team=job.team, time_limit_s=engine_time_limit(job))
 
     def mint(self, job: JobRecord) -> str:
         """A new token for the job's current attempt, replacing one minted for it before."""
@@ -68,3 +68,14 @@ class LaunchRequests:
         if record is None:
             raise LaunchError(f"dataset {ref.name}:{ref.version} is no longer registered")
         return record.path
+
+
+# An engine with a limit of its own (Slurm's --time, Kubernetes' activeDeadlineSeconds) is
+# given the job's, this much later: the tracker stops the attempt at its limit and says so,
+# and the engine's limit only backs it up.
+ENGINE_LIMIT_SLACK_S = 60.0
+
+
+def engine_time_limit(job: JobRecord) -> float | None:
+    limit = job.spec.time_limit_s
+    return limit + ENGINE_LIMIT_SLACK_S if limit else None

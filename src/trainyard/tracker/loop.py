@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.retry import Backoff
 from trainyard.domain.states import ACTIVE_STATES
 from trainyard.executors.base import Executor
 from trainyard.metadata.artifacts import ArtifactCollector
@@ -26,6 +27,7 @@ from trainyard.tracker.follow import Follower, ReportedExit
 from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.recovery import Recovery
+from trainyard.tracker.retries import Retries
 from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry
 from trainyard.tracker.waiting import WaitingJobs
 
@@ -45,6 +47,7 @@ class TrackerConfig:
     launch_workers: int = 8
     fair_share_half_life: float = 3600.0  # past usage between queues counts half after this
     usage_save_interval: float = 30.0  # how often fair-share usage is written to the store
+    retry_backoff: Backoff = Backoff()  # the wait before a lost or failed attempt's retry
 
 
 class Tracker:
@@ -68,7 +71,8 @@ class Tracker:
         self._thread: threading.Thread | None = None
         self._reconcile_due = True
         self._submitted = False  # a submit arrived since the loop last looked
-        self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval)
+        self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval,
+                                   wall_clock=self.now)
         self.launcher = Launcher(
             jobs=jobs, executors_by_kind=executors_by_kind,
             requests=LaunchRequests(workspace, datasets, JobTokenStore(jobs.db), self.now),
@@ -83,7 +87,8 @@ class Tracker:
             jobs=jobs, metrics=metrics, artifacts=artifacts, workspace=workspace,
             executors_by_kind=executors_by_kind, launcher=self.launcher, waiting=self.waiting,
             cancel_grace=config.cancel_grace, clock=self.now,
-            reconcile_soon=self._reconcile_soon, reported_exit=reported_exit)
+            reconcile_soon=self._reconcile_soon, reported_exit=reported_exit,
+            retries=Retries(jobs, config.retry_backoff))
         self.admission = Admission(
             jobs=jobs, waiting=self.waiting, policy=lambda: self.policy, pools=pools,
             executors_by_kind=executors_by_kind, launcher=self.launcher,

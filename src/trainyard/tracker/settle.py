@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainyard.domain.retry import NO_RETRY, RetryState, time_limit_reached
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Observation, Phase, describe_exit
 
-MAX_LOST_ATTEMPTS = 3  # attempts lost through no fault of the job before it fails
-LOST_MARK = " was lost: "  # in the requeue event's reason, so lost attempts can be counted
+LOST_MARK = " was lost: "  # in the requeue event's reason of a lost attempt
 
 
 @dataclass(frozen=True)
@@ -25,16 +25,20 @@ class Settlement:
     ran: bool = False  # LAUNCHING, yet its process ran: record RUNNING before `target`
     exited: bool = False  # its process exited (not lost): it ends with the exit status
     relaunch: bool = False  # recorded LAUNCHING, never created: start it now (it never ran)
-    lost: bool = False  # PREEMPTED because the attempt was lost (its node failed): requeue
+    # The attempt counts against the job's attempts, and the job runs again after a
+    # back-off: lost (target PREEMPTED), or failed in a way it retries (target FAILED).
+    retry: bool = False
 
 
 UNCHANGED = Settlement()
 
 
 def settle(state: JobState, observation: Observation, cancel_requested: bool,
-           preempt_requested: bool, *, attempt: int = 1, lost_before: int = 0) -> Settlement:
-    """The next state of a LAUNCHING or RUNNING job that the executor observed.
-    `lost_before`: how many of its earlier attempts were lost (Observation.retry)."""
+           preempt_requested: bool, *, attempt: int = 1, retry: RetryState = NO_RETRY,
+           time_limit_s: float = 0.0) -> Settlement:
+    """The next state of a LAUNCHING or RUNNING job that the executor observed. `retry`: the
+    job's retry rule and attempts so far; `time_limit_s`: the limit its attempt has run past
+    (0: none), so that it was stopped for it."""
     phase = observation.phase
     if phase in (Phase.STARTING, Phase.UNKNOWN):
         return UNCHANGED  # ask again later
@@ -55,13 +59,16 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
     else:
         outcome = describe_lost(observation.message)
     succeeded = exited and code == 0
-    if observation.retry and phase in (Phase.LOST, Phase.NOT_FOUND) and running and \
-            not cancel_requested:
-        if lost_before + 1 < MAX_LOST_ATTEMPTS:  # not the job's fault: it runs again
-            message = f"attempt {attempt}{LOST_MARK}{observation.message or 'lost'}; requeued"
-            return Settlement(JobState.PREEMPTED, message, lost=True)
-        outcome += f"; {MAX_LOST_ATTEMPTS} attempts were lost, the most a job may lose"
-    if preempt_requested and not cancel_requested and not succeeded and running:
+    # Lost through no fault of the job: gone while it ran, or cut short by its engine.
+    lost = running and not succeeded and (not exited or observation.retry)
+    stopped = cancel_requested or time_limit_s > 0
+    if lost and not stopped and not preempt_requested:
+        if retry.allows_another():
+            message = f"attempt {attempt}{LOST_MARK}{observation.message or 'lost'}"
+            return Settlement(JobState.PREEMPTED, message, code, ran=ran, exited=exited,
+                              retry=True)
+        outcome += f"; {_spent(retry)}"
+    if preempt_requested and not stopped and not succeeded and running:
         target, message = JobState.PREEMPTED, outcome
     elif cancel_requested:
         target, message = JobState.CANCELLED, "cancelled by request"
@@ -69,9 +76,22 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
             message += f"; {outcome}"
     elif succeeded:
         target, message = JobState.SUCCEEDED, outcome
+    elif time_limit_s > 0 and running:
+        target, message = JobState.FAILED, f"{time_limit_reached(time_limit_s)}; {outcome}"
     else:
         target, message = JobState.FAILED, outcome
+        if running and not lost and retry.retries_failure(code):
+            if retry.allows_another():
+                return Settlement(target, message, code, ran=ran, exited=exited, retry=True)
+            message += f"; {_spent(retry)}"
     return Settlement(target, message, code, ran=ran, exited=exited)
+
+
+def _spent(retry: RetryState) -> str:
+    """Why a job that would be retried is not: it used every attempt it may."""
+    if retry.max_attempts == 1:
+        return "the job allows one attempt"
+    return f"{retry.counted} attempts lost or failed, the most it allows"
 
 
 def describe_lost(detail: str) -> str:

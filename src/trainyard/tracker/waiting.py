@@ -5,6 +5,9 @@ backlog; instead each pass reads only rows submitted since the last one, and the
 list is re-read after a cancellation and on a period, which also catches rows another
 server committed out of sequence order. The jobs are kept in a Backlog, each queue's in the
 order it admits them, so a pass need not group and sort them again.
+
+A job backing off before a retry is held out of the Backlog until its time comes, so the
+policy never sees it; jobs with a pending timeout are remembered with their deadline.
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ from trainyard.store.records import QueuedJob
 
 class WaitingJobs:
     def __init__(self, jobs: JobStore, *, full_read_every: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self._jobs = jobs
         self._full_read_every = full_read_every
         self._clock = clock
+        self._wall_clock = wall_clock  # the store's times: retry_after, deadlines
         self._backlog = Backlog()
+        self._held: dict[str, PendingJob] = {}  # backing off: job id -> job
+        self._retry_after: dict[str, float] = {}  # of the held ones
+        self._deadlines: dict[str, tuple[float, float]] = {}  # id -> (deadline, timeout)
         self._sweeps: Counter[str] = Counter()  # sweep id -> its jobs in the backlog
         self._max_seq = 0
         self._read_at = float("-inf")
@@ -45,6 +53,9 @@ class WaitingJobs:
         self._stale = True
 
     def remove(self, job_id: str) -> None:
+        self._held.pop(job_id, None)
+        self._retry_after.pop(job_id, None)
+        self._deadlines.pop(job_id, None)
         job = self._backlog.remove(job_id)
         if job is not None and job.sweep:
             self._sweeps[job.sweep] -= 1
@@ -66,9 +77,29 @@ class WaitingJobs:
             self._read_at = self._clock()
             self._backlog = Backlog()
             self._sweeps = Counter()
+            self._held, self._retry_after, self._deadlines = {}, {}, {}
             self._max_seq = 0
             self._add(self._jobs.queued())
+        self._release_due()
         return self._backlog
+
+    def expired(self) -> list[tuple[str, float]]:
+        """The waiting jobs past their pending timeout: (job id, the timeout)."""
+        now = self._wall_clock()
+        return [(job_id, timeout) for job_id, (deadline, timeout) in self._deadlines.items()
+                if deadline <= now]
+
+    def _release_due(self) -> None:
+        """Jobs whose back-off is over join the Backlog."""
+        if not self._retry_after:
+            return
+        now = self._wall_clock()
+        for job_id in [j for j, at in self._retry_after.items() if at <= now]:
+            del self._retry_after[job_id]
+            job = self._held.pop(job_id)
+            self._backlog.add(job)
+            if job.sweep:
+                self._sweeps[job.sweep] += 1
 
     def read_new(self) -> list[PendingJob] | None:
         """Only the jobs submitted since the last read; None when a full read is due."""
@@ -87,9 +118,16 @@ class WaitingJobs:
                              attained=held_service(row.resources, row.held_s)
                              if self._by_service else 0.0)
             self.remove(row.id)
+            self._max_seq = max(self._max_seq, row.seq)
+            if row.pending_deadline is not None:
+                self._deadlines[row.id] = (row.pending_deadline,
+                                           row.pending_deadline - row.submitted_at)
+            if row.retry_after is not None and row.retry_after > self._wall_clock():
+                self._held[row.id] = job
+                self._retry_after[row.id] = row.retry_after
+                continue
             self._backlog.add(job)
             if job.sweep:
                 self._sweeps[job.sweep] += 1
-            self._max_seq = max(self._max_seq, row.seq)
             added.append(job)
         return added

@@ -795,7 +795,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -826,6 +826,11 @@ class TrainRequest(_message.Message):
     GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
     MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_EXIT_CODES_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -842,7 +847,12 @@ class TrainRequest(_message.Message):
     git_commit: str
     model_name: str
     framework: str
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ...) -> None: ...
+    max_attempts: int
+    retry_on_failure: bool
+    retry_exit_codes: _containers.RepeatedScalarFieldContainer[int]
+    time_limit_seconds: float
+    pending_timeout_seconds: float
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")
@@ -853,7 +863,7 @@ class TrainResponse(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -881,6 +891,11 @@ class JobSpec(_message.Message):
     GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
     MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     FRAMEWORK_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_EXIT_CODES_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -894,7 +909,12 @@ class JobSpec(_message.Message):
     git_commit: str
     model_name: str
     framework: str
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ...) -> None: ...
+    max_attempts: int
+    retry_on_failure: bool
+    retry_exit_codes: _containers.RepeatedScalarFieldContainer[int]
+    time_limit_seconds: float
+    pending_timeout_seconds: float
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class PendingReason(_message.Message):
     __slots__ = ("code", "message")
@@ -949,7 +969,7 @@ class ModelArtifact(_message.Message):
     def __init__(self, model_name: _Optional[str] = ..., version: _Optional[int] = ..., content_hash: _Optional[str] = ..., uri: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ..., run_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., aliases: _Optional[_Iterable[str]] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -976,6 +996,8 @@ class TrainingStatus(_message.Message):
     EXECUTOR_FIELD_NUMBER: _ClassVar[int]
     GPU_IDS_FIELD_NUMBER: _ClassVar[int]
     SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -995,7 +1017,9 @@ class TrainingStatus(_message.Message):
     executor: str
     gpu_ids: _containers.RepeatedScalarFieldContainer[str]
     sweep_id: str
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ...) -> None: ...
+    retries: int
+    retry_after: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)

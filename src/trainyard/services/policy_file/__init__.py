@@ -40,6 +40,13 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
     weight = 1.0                  # number > 0, share among equal priorities; default 1
     preemptible = true            # its jobs may be preempted to give borrowed quota back;
                                   # default: true when priority <= 0
+    max_attempts = 3              # attempts a job gets when it does not say, 1 to 100;
+                                  # default 3 (lost ones are retried; failed ones when the
+                                  # job asks)
+    time_limit = "12h"            # each attempt's running time when the job does not say;
+                                  # absent: none
+    max_time_limit = "2d"         # the longest a job may ask for (and what one that asks
+                                  # for none gets); absent: no maximum
 
     [teams.<name>]
     members = ["ann", "bob"]

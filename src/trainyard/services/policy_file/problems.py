@@ -48,6 +48,8 @@ SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem`
     "not_a_duration": 'must be a duration like "90s", "10m", "1h30m" or "2d", or a number of '
                       "seconds, got {shown}",
     "zero_duration": "must be longer than 0, got {shown}",
+    "time_limit_over_max": "must not be longer than the queue's max_time_limit, got {shown} "
+                           "seconds",
     "slurm_only": 'only a pool of executor "slurm" takes this key',
     "kubernetes_only": 'only a pool of executor "kubernetes" takes this key',
     "exists_no_value": 'must be empty with operator "Exists", got {shown}',

@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
 from trainyard.domain.kinds import KINDS, JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import KUEUE_GPU_IDS, PoolCapacity, SlurmPool
+from trainyard.domain.retry import MAX_ATTEMPTS_LIMIT, MAX_DURATION_S
 from trainyard.domain.spec import NAME_RE
 from trainyard.services.policy_file.capacity import quota_problems
 from trainyard.services.policy_file.fields import (
@@ -315,12 +316,27 @@ class QueueModel(Table):
     teams: Annotated[tuple[str, ...], _names("team")] = ()
     weight: PositiveNumber = 1.0
     preemptible: Annotated[bool | None, not_null("bool_type")] = None
+    max_attempts: Annotated[int | None, Field(ge=1, le=MAX_ATTEMPTS_LIMIT),
+                            not_null("int_type")] = None
+    time_limit: Annotated[float | None, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False),
+                          seconds(positive=True), not_null("float_type")] = None
+    max_time_limit: Annotated[float | None, Field(gt=0, le=MAX_DURATION_S,
+                                                  allow_inf_nan=False),
+                              seconds(positive=True), not_null("float_type")] = None
+
+    @model_validator(mode="after")
+    def _limit_within_longest(self) -> Self:
+        if self.time_limit is not None and self.max_time_limit is not None and \
+                self.time_limit > self.max_time_limit:
+            raise_all([problem_at(("time_limit",), "time_limit_over_max", self.time_limit)])
+        return self
 
     def queue(self, name: str) -> Queue:
         return Queue(name, pools=self.pools, priority=self.priority,
                      max_running=self.max_running, users=frozenset(self.users),
                      teams=frozenset(self.teams), weight=self.weight,
-                     preemptible=self.preemptible)
+                     preemptible=self.preemptible, max_attempts=self.max_attempts,
+                     time_limit_s=self.time_limit, max_time_limit_s=self.max_time_limit)
 
 
 Duration = Annotated[NonNegativeNumber, seconds(positive=False)]
