@@ -11,11 +11,13 @@ from typing import Any
 
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import TrainyardError
+from trainyard.domain.retry import Backoff
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.tracker import TrackerConfig
 
-FAST = TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0)
+FAST = TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0,
+                     retry_backoff=Backoff(base_s=0.5, cap_s=2.0))
 ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)
 
 

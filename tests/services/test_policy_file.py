@@ -93,7 +93,9 @@ def test_the_examples_declare_the_same_policy_in_both_formats() -> None:
     assert list(from_toml.queues) == ["default", "gpu", "urgent"]
     assert from_toml.queues["default"] == Queue("default", ("cpu",))
     assert from_toml.queues["gpu"] == Queue("gpu", ("gpu",), priority=10, max_running=4,
-                                            teams=frozenset({"vision", "nlp"}), weight=2.0)
+                                            teams=frozenset({"vision", "nlp"}), weight=2.0,
+                                            max_attempts=3, time_limit_s=12 * 3600,
+                                            max_time_limit_s=2 * 86400)
     assert from_toml.queues["urgent"].pools == ("gpu", "cpu")
     assert from_toml.queues["urgent"].users == frozenset({"ann"})
     assert from_toml.teams["vision"] == Team("vision", frozenset({"ann", "bob"}), {
@@ -137,6 +139,15 @@ def test_service_levels_can_be_turned_off(fmt: str) -> None:
     ("toml", "max_running = 4", 'max_running = 4\nservice_levels = "yes"',
      'line 2: service_levels: must be true or false, got "yes"'),
     ("yaml", "cpus: 4", "cpus: -1", "line 5: pools.cpu.cpus: must be greater than 0, got -1"),
+    # retries and time limits
+    ("yaml", "priority: 0", "priority: 0\n    max_attempts: 0",
+     "line 16: queues.default.max_attempts: must be at least 1, got 0"),
+    ("toml", "priority = 0", 'priority = 0\ntime_limit = "soon"',
+     'line 17: queues.default.time_limit: must be a duration like "90s", "10m", "1h30m" or '
+     '"2d", or a number of seconds, got "soon"'),
+    ("yaml", "priority: 0", "priority: 0\n    time_limit: 3h\n    max_time_limit: 2h",
+     "line 16: queues.default.time_limit: must not be longer than the queue's "
+     "max_time_limit, got 10800.0 seconds"),
     # an unknown key
     ("toml", "max_jobs = 2\n\n[pools.gpu]", "max_jobs = 2\ncores = 4\n\n[pools.gpu]",
      "line 8: pools.cpu.cores: unknown key (expected one of: executor, cpus, memory_mb, "

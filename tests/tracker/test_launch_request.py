@@ -17,7 +17,11 @@ from trainyard.server.assembly import TrainyardServer
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
 from trainyard.store.schema import dataset_versions
-from trainyard.tracker.launch_request import THREAD_VARIABLES, LaunchRequests
+from trainyard.tracker.launch_request import (
+    ENGINE_LIMIT_SLACK_S,
+    THREAD_VARIABLES,
+    LaunchRequests,
+)
 
 
 def test_contract_environment(stack: TrainyardServer, tmp_path: Path,
@@ -122,3 +126,13 @@ def test_a_remote_launch_carries_a_fresh_job_token_stored_before_it(
     with pytest.raises(Unauthenticated):
         JobGrants(JobTokenStore(stack.db)).verify(remote.job_token)
     assert JobGrants(JobTokenStore(stack.db)).verify(again.job_token).job_id == job.id
+
+
+def test_an_engine_with_a_limit_of_its_own_gets_the_jobs_later_than_the_tracker(
+        stack: TrainyardServer) -> None:
+    requests = LaunchRequests(stack.workspace, stack.tracker.launcher.requests.datasets)
+    limited = requests.build(launching(stack, JobSpec(name="l", command="true",
+                                                      time_limit_s=7200)))
+    assert limited.time_limit_s == 7200 + ENGINE_LIMIT_SLACK_S
+    unlimited = requests.build(launching(stack, JobSpec(name="u", command="true")))
+    assert unlimited.time_limit_s is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.liveserver import live_server, wait_for, wait_until
+from tests.liveserver import live_server, make_server, wait_for, wait_until
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.retry import Backoff
@@ -199,3 +199,24 @@ def test_a_queue_gives_its_defaults_and_holds_its_longest_time_limit(
         other = srv.service.train(LOCAL, JobSpec(name="d", command="true", queue="open"))[0]
         spec = srv.jobs.get(other).spec
         assert (spec.max_attempts, spec.time_limit_s) == (3, 0)
+
+
+def test_a_back_off_outlives_a_restart_and_the_retry_runs_once(tmp_path: Path,
+                                                               database_url: str) -> None:
+    slow = Backoff(base_s=4, cap_s=4)
+    first = make_server(tmp_path, database_url, retry_backoff=slow)
+    first.start()
+    try:
+        job_id = submit(first, '[ "$n" -ge 2 ]', max_attempts=2, retry_on_failure=True)
+        wait_until(lambda: first.jobs.get(job_id).pending_code == "BACKOFF", what="back-off")
+        retry_after = first.jobs.get(job_id).retry_after
+    finally:
+        first.stop(grace=0)  # it stops while the job waits out its back-off
+    assert retry_after is not None
+    with live_server(tmp_path, database_url, retry_backoff=slow) as second:
+        finish(second, job_id)
+        job = second.jobs.get(job_id)
+        assert job.state is JobState.SUCCEEDED and job.attempt == 2
+        assert executions(second, job_id) == 2
+        _, retried = runs(second, job_id)
+        assert retried.launched_at >= retry_after

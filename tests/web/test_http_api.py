@@ -75,6 +75,26 @@ def test_status_has_every_transition(world: HttpWorld) -> None:
     assert status["transitions"][0]["from_state"] is None
 
 
+def test_submit_takes_retries_and_limits_and_refuses_bad_ones(world: HttpWorld) -> None:
+    rest = world.rest()
+    job_id = world.submit(name="limited", command="sleep 30", max_attempts=2,
+                          retry_exit_codes=[75], time_limit_seconds=3600,
+                          pending_timeout_seconds=60)
+    spec = rest.get(f"/api/v1/jobs/{job_id}").json()["spec"]
+    assert (spec["max_attempts"], spec["retry_exit_codes"], spec["time_limit_seconds"],
+            spec["pending_timeout_seconds"]) == (2, [75], 3600, 60)
+    rest.post(f"/api/v1/jobs/{job_id}/cancel", {})
+    before = job_count(world.server)
+    for field, value, named in (("time_limit_seconds", -1, "time_limit"),
+                                ("max_attempts", 101, "max_attempts"),
+                                ("retry_exit_codes", [0], "retry_exit_codes")):
+        reply = rest.post("/api/v1/jobs", {"name": "bad", "command": "true",
+                                           "queue": "red-q", field: value})
+        assert reply.status == 400, (field, reply.body)
+        assert reply.json()["error"]["message"].startswith(f"{named}: "), reply.body
+    assert job_count(world.server) == before
+
+
 def test_list_filters_and_pages(world: HttpWorld) -> None:
     rest = world.rest()
     ids = [world.submit(name=f"listed-{i}", labels={"suite": "paging", "n": str(i)})

@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.liveserver import wait_for
 from tests.web.metricserver import get, metrics_server, run_jobs
-from trainyard.auth.policy import Identity
+from trainyard.auth.policy import LOCAL, Identity
+from trainyard.domain.retry import Backoff
+from trainyard.domain.spec import JobSpec
+from trainyard.domain.states import JobState
 from trainyard.tracker.telemetry import preemption_cause
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
@@ -120,3 +124,19 @@ def test_the_store_tracker_and_scheduler_load_no_prometheus_client() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_retried_attempt_counts_as_a_retry_not_as_a_failed_job(tmp_path: Path,
+                                                                 database_url: str) -> None:
+    with metrics_server(tmp_path, database_url) as srv:
+        srv.tracker.follower.retries.backoff = Backoff(base_s=0.1, cap_s=0.2)
+        job_id = srv.service.train(LOCAL, JobSpec(
+            name="flaky", queue="train", max_attempts=2, retry_on_failure=True,
+            command='echo x >> "$CHECKPOINT_PATH/n"; [ "$(wc -l < "$CHECKPOINT_PATH/n")" -ge 2 ]'
+        ))[0]
+        wait_for(srv, job_id, {JobState.SUCCEEDED})
+        samples = scrape(get(srv, "/metrics")[2])
+    assert value(samples, "trainyard_job_retries_total", queue="train") == 1
+    assert value(samples, "trainyard_jobs_finished_total", state="SUCCEEDED", queue="train") == 1
+    assert ("trainyard_jobs_finished_total", (("queue", "train"), ("state", "FAILED"))) \
+        not in samples

@@ -6,7 +6,7 @@ import logging
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import (
@@ -251,7 +251,7 @@ class JobStore:
                             **stopped)
             faults.crash_at(faults.REQUEUE_IN_TWO_WRITES)
         self._wait_again(job_id, expected, JobState.PREEMPTED, preempted, stopped, requeued,
-                         pending, {}, now)
+                         pending, {}, now, retry=False)
 
     def retry(
         self, job_id: str, *, ended: JobState, outcome: str, exit_code: int | None,
@@ -263,21 +263,23 @@ class JobStore:
         a requeue's. Raises StaleState, writing nothing, when the job no longer runs."""
         stopped = {"message": outcome, "exit_code": exit_code, "preempt_requested": False}
         self._wait_again(job_id, JobState.RUNNING, ended, outcome, stopped, requeued, pending,
-                         {"retry_after": retry_after, "retries": jobs.c.retries + 1}, now)
+                         {"retry_after": retry_after, "retries": jobs.c.retries + 1}, now,
+                         retry=True)
 
     def _wait_again(self, job_id: str, expected: JobState, via: JobState, ended: str,
                     ended_fields: Mapping[str, Any], requeued: str, pending: tuple[str, str],
-                    waiting_fields: Mapping[str, Any], now: float) -> None:
+                    waiting_fields: Mapping[str, Any], now: float, *, retry: bool) -> None:
         """`expected` -> `via` (skipped when the job is in `via` already) -> WAITING."""
         code, message = pending
         moves: list[JobMove] = []
         with self.db.write() as conn:
             if expected is not via:
-                moves.append(_move(conn, job_id, expected, via, ended, now, ended_fields))
+                moves.append(replace(_move(conn, job_id, expected, via, ended, now,
+                                           ended_fields), passing=retry))
                 faults.crash_at(faults.INSIDE_REQUEUE)
-            moves.append(_move(conn, job_id, via, JobState.WAITING, requeued, now,
-                               {"pending_code": code, "pending_message": message,
-                                **waiting_fields}))
+            moves.append(replace(_move(conn, job_id, via, JobState.WAITING, requeued, now,
+                                       {"pending_code": code, "pending_message": message,
+                                        **waiting_fields}), retry=retry))
         self.db.feed.notify()
         for move in moves:
             self.db.telemetry.job_moved(move)

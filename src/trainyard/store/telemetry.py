@@ -21,6 +21,10 @@ class JobMove:
     submitted_at: float
     # When it entered `source`: its last move before this one (or its submit).
     entered_at: float
+    # Of a retried attempt: the state it ended in, passed through in the same transaction
+    # (a FAILED that is not final), and its move back to WAITING.
+    passing: bool = False
+    retry: bool = False
 
 
 class StoreTelemetry(Protocol):

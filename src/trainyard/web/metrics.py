@@ -69,6 +69,9 @@ class ServerMetrics:
         r = self.registry
         self.finished = Counter("trainyard_jobs_finished", "Jobs that reached a final state.",
                                 ["state", "queue"], registry=r)
+        self.retries = Counter("trainyard_job_retries", "Attempts lost or failed that were "
+                               "retried (the job waits for its next attempt).", ["queue"],
+                               registry=r)
         self.wait = Histogram(
             "trainyard_job_wait_seconds", "From when a job last began to wait (its submit or "
             "its requeue) until it was admitted (WAITING -> LAUNCHING).", ["queue"],
@@ -109,7 +112,9 @@ class ServerMetrics:
 
     def job_moved(self, move: JobMove) -> None:
         queue = self.queue_label(move.queue)
-        if move.target.is_final():
+        if move.retry:
+            self.retries.labels(queue).inc()
+        elif move.target.is_final() and not move.passing:
             self.finished.labels(move.target.value, queue).inc()
         elif move.source is JobState.WAITING and move.target is JobState.LAUNCHING:
             self.wait.labels(queue).observe(max(0.0, move.at - move.entered_at))
