@@ -26,6 +26,7 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.docker import LABEL_INSTANCE, LABEL_JOB
+from trainyard.store.runs import RunStore
 
 __all__ = ["engine"]
 
@@ -84,19 +85,33 @@ def test_sigkill_of_the_service_loses_no_container(engine: Engine, tmp_path: Pat
 def test_an_engine_restart_leaves_no_job_stuck(engine: Engine, tmp_path: Path) -> None:
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     with running(docker_server(tmp_path, base_url=proxy.url)) as srv:
-        job_id, _ = srv.service.train(LOCAL, JobSpec(name="victim", image=TRAINER_IMAGE,
-                                                     command="sleep 300"))
-        job = wait_state(srv, job_id, {JobState.RUNNING})
+        once, _ = srv.service.train(LOCAL, JobSpec(name="victim", image=TRAINER_IMAGE,
+                                                   command="sleep 300", max_attempts=1))
+        again, _ = srv.service.train(LOCAL, JobSpec(name="retried", image=TRAINER_IMAGE,
+                                                    command="sleep 300"))
+        jobs = [wait_state(srv, job_id, {JobState.RUNNING}) for job_id in (once, again)]
         proxy.cut()
         # What an engine restart does to containers it does not keep alive.
-        engine.client.api.kill(job.handle, signal="SIGKILL")
+        for job in jobs:
+            engine.client.api.kill(job.handle, signal="SIGKILL")
         time.sleep(1.0)
-        assert srv.jobs.get(job_id).state is JobState.RUNNING  # unknown is not failed
+        assert srv.jobs.get(once).state is JobState.RUNNING  # unknown is not failed
         proxy.start()
-        job = final(srv, job_id, timeout=30)
+        job = final(srv, once, timeout=30)
         assert job.state is JobState.FAILED and job.exit_code == 137
         assert "the Docker engine stopped or restarted while it ran" in job.message
+        assert job.message.endswith("; the job allows one attempt")
         assert_removed(engine, job.handle)
+        # A job of the default attempts lost it through no fault of its own: it runs again.
+        deadline = time.monotonic() + 60
+        while (retried := srv.jobs.get(again)).attempt < 2 or \
+                retried.state is not JobState.RUNNING:
+            assert time.monotonic() < deadline, retried
+            time.sleep(0.1)
+        assert retried.retries == 1
+        first = RunStore(srv.db).get(again, 1)
+        assert first is not None and first.state is JobState.PREEMPTED
+        assert "the Docker engine stopped or restarted while it ran" in first.message
 
 
 def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,
@@ -104,7 +119,7 @@ def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     with running(docker_server(tmp_path, base_url=proxy.url, engine_grace=2.0)) as srv:
         job_id, _ = srv.service.train(LOCAL, JobSpec(name="stranded", image=TRAINER_IMAGE,
-                                                     command="sleep 300"))
+                                                     command="sleep 300", max_attempts=1))
         job = wait_state(srv, job_id, {JobState.RUNNING})
         proxy.cut()
         job = final(srv, job_id, timeout=30)
