@@ -30,12 +30,11 @@ INT64_MAX = 2**63 - 1
     (pb.TrainRequest, {"resources": {"cpus": 10**400}}, "resources.cpus", "finite"),
     (pb.TrainRequest, {"resources": {"cpus": "2"}}, "resources.cpus", "a number"),
     (pb.TrainRequest, {"resources": 3}, "resources", "must be a Resources"),
-    (pb.TrainRequest, {"name": "a\x00b"}, "name", "NUL"),
     (pb.TrainRequest, {"name": "\ud800"}, "name", "lone surrogate"),
     (pb.TrainRequest, {"name": 7}, "name", "must be text"),
     (pb.TrainRequest, {"command": "x" * (MAX_STRING_BYTES + 1)}, "command", "at most"),
-    (pb.TrainRequest, {"labels": {"k": "\ud83d"}}, "labels['k']", "lone surrogate"),
-    (pb.TrainRequest, {"labels": {"k\x00": "v"}}, "labels key", "NUL"),
+    (pb.TrainRequest, {"labels": {"k": "\ud83d"}}, "labels.k", "lone surrogate"),
+    (pb.TrainRequest, {"labels": {"k\udfff": "v"}}, "labels key", "lone surrogate"),
     (pb.TrainRequest, {"labels": ["k"]}, "labels", "mapping"),
     (pb.ListJobsRequest, {"states": "RUNNING"}, "states", "a list"),
     (pb.ListJobsRequest, {"states": [999]}, "states", "not a JobState"),
@@ -60,7 +59,7 @@ def test_a_value_that_does_not_fit_is_refused_naming_its_field(
 @pytest.mark.parametrize(("message", "fields"), [
     (pb.TrainRequest, {"priority": INT32_MAX, "resources": {"memory_mb": INT64_MAX}}),
     (pb.TrainRequest, {"priority": -(2**31), "name": "é ‮ 🙂 \u200b e\u0301"}),
-    (pb.TrainRequest, {"command": "x" * MAX_STRING_BYTES, "labels": {"": ""}}),
+    (pb.TrainRequest, {"command": "x" * MAX_STRING_BYTES, "labels": {"": "\x00"}}),
     (pb.StreamLogsRequest, {"offset": INT64_MAX, "follow": True}),
     (pb.SweepRequest, {"template": pb.TrainRequest(name="t"), "seed": -(2**63)}),
 ])
@@ -93,5 +92,5 @@ def test_the_client_refuses_before_it_sends() -> None:
             client.list_runs(metrics=[("acc", ">=", float("inf"))])
         with pytest.raises(InvalidValue, match="version"):
             client.set_model_alias("m", "prod", 2**31)
-        with pytest.raises(InvalidValue, match="job_id: must not contain NUL"):
-            client.status("j\x00")
+        with pytest.raises(InvalidValue, match="job_id: is not valid Unicode"):
+            client.status("j\udc80")

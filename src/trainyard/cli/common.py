@@ -38,12 +38,15 @@ ARGUMENTS = {"name": "NAME", "user": "USER", "team": "TEAM", "id": "ID", "queue"
 
 def option_for(field: str, params: Mapping[str, str] | None = None) -> str:
     """The parameter a request field comes from: "resources.memory_mb" is "--memory",
-    "labels['x']" is "--label", "job_id" is JOB_ID; `params` holds a command's own names
+    "labels.x" is "--label", "job_id" is JOB_ID; `params` holds a command's own names
     (field to parameter)."""
-    path = field.partition(" ")[0].partition("[")[0]
-    name = path.rpartition(".")[2]
+    path = field.partition(" ")[0]
     named = {**OPTION_FOR_FIELD, **(params or {})}
-    return named.get(path) or named.get(name, f"--{name.replace('_', '-')}")
+    parts = path.split(".")
+    for candidate in (path, *parts):  # a map's entry ("labels.k") is its map's option
+        if candidate in named:
+            return named[candidate]
+    return f"--{parts[-1].replace('_', '-')}"
 
 
 @contextlib.contextmanager

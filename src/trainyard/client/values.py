@@ -1,9 +1,9 @@
 """Every request the SDK sends is built here, its values checked against the proto's own
 field types first: a number out of its field's range, a float that is not finite, a string
-with a NUL byte or a lone surrogate, a value of the wrong type, a string past what one
-request carries. Each is refused with `InvalidValue` naming the field, before anything is
-sent, where protobuf would raise a bare ValueError or TypeError (or the server a vaguer
-refusal)."""
+with a lone surrogate, a value of the wrong type, a string past what one request carries.
+Each is refused with `InvalidValue` naming the field, before anything is sent, where
+protobuf would raise a bare ValueError or TypeError. What the server checks itself (a NUL
+byte in a name, a name too long) is left to it: it names the field too."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _check_map(fd: FieldDescriptor, value: Any, where: str) -> None:
     value_fd = fd.message_type.fields_by_name["value"]
     for key, item in value.items():
         _check_one(key_fd, key, f"{where} key")
-        _check_one(value_fd, item, f"{where}[{_shown(key)}]")
+        _check_one(value_fd, item, f"{where}.{str(key)[:40]}")
 
 
 def _check_one(fd: FieldDescriptor, value: Any, where: str) -> None:
@@ -111,8 +111,6 @@ def _check_float(value: Any, where: str, single: bool) -> None:
 def _check_text(value: Any, where: str) -> None:
     if not isinstance(value, str):
         raise InvalidValue(where, f"must be text, not {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidValue(where, "must not contain NUL bytes")
     try:
         size = len(value.encode())
     except UnicodeEncodeError:
