@@ -10,6 +10,7 @@ import typer.main
 from trainyard.cli.main import app
 from trainyard.client import Resources, TrainSpec
 from trainyard.domain import spec as domain
+from trainyard.quantities import size_mib
 
 # The SDK's own fields, which the domain's JobSpec does not hold.
 SDK_ONLY = {"client_request_id", "pipeline", "pipeline_max_parallel"}
@@ -55,4 +56,5 @@ def test_the_cli_submits_with_the_same_defaults() -> None:
                 "model_name": server["model_name"]}
     for name in ("submit", "sweep"):
         params = {p.name: p.default for p in command.commands[name].params}  # type: ignore[attr-defined]
+        params["memory"] = size_mib(params["memory"])  # --memory takes a size as typed
         assert {k: params[k] for k in expected} == expected, name

@@ -157,7 +157,7 @@ def test_service_levels_can_be_turned_off(fmt: str) -> None:
      "line 19: teams.vision.lead: unknown key (expected one of: members, quota)"),
     ("toml", "max_running = 4", "max_running = 4\n[queue.default]",
      "line 2: queue: unknown key (expected one of: max_running, fair_share_half_life, "
-     "reserve_after, min_runtime, service_levels, pools, queues, teams)"),
+     "reserve_after, min_runtime, service_levels, limits, pools, queues, teams)"),
     # an unknown pool in a queue
     ("toml", 'pools = ["cpu"]', 'pools = ["cpu", "gpux"]',
      'line 15: queues.default.pools[1]: no pool named "gpux" is declared (pools: cpu, gpu)'),

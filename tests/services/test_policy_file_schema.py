@@ -126,7 +126,7 @@ def test_yaml_keys_that_are_not_strings() -> None:
         f"line 3: pools.1: 1 is not a valid name: {NAME_RULE}",
         f"line 7: teams.a.members[0]: a mapping is not a valid name: {NAME_RULE}",
         "line 8: 2: unknown key (expected one of: max_running, fair_share_half_life, "
-        "reserve_after, min_runtime, service_levels, pools, queues, teams)",
+        "reserve_after, min_runtime, service_levels, limits, pools, queues, teams)",
     ]
     valid = text.replace("  1: {max_jobs: 0}\n", "").replace("[{x: 1}]", "[ann]")
     assert parse_policy(valid.replace("2: x\n", ""), "yaml").pools["cpu"].capacity.gpu_ids == (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -16,6 +17,7 @@ from trainyard.domain.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ResourceExhausted,
     StaleState,
     TrainyardError,
     Unauthenticated,
@@ -31,7 +33,11 @@ STATUS_BY_ERROR: tuple[tuple[type[TrainyardError], grpc.StatusCode], ...] = (
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
 )
+# The seconds a refused caller should wait, where a rate refused it: trailing metadata of
+# the status, and HTTP's Retry-After.
+RETRY_AFTER = "retry-after"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,6 +49,13 @@ def status_for(exc: TrainyardError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+def abort(context: grpc.ServicerContext, exc: TrainyardError) -> None:
+    """End the call with the status of `exc`, telling when to retry where that is known."""
+    if isinstance(exc, ResourceExhausted) and exc.retry_after is not None:
+        context.set_trailing_metadata(((RETRY_AFTER, str(math.ceil(exc.retry_after))),))
+    context.abort(status_for(exc), str(exc))
+
+
 def grpc_errors(method: F) -> F:
     """Turn domain errors into status codes, and anything unexpected into INTERNAL."""
 
@@ -51,7 +64,7 @@ def grpc_errors(method: F) -> F:
         try:
             return method(self, request, context)
         except TrainyardError as exc:
-            context.abort(status_for(exc), str(exc))
+            abort(context, exc)
         except Exception:
             log.exception("unexpected error in %s", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
@@ -61,7 +74,7 @@ def grpc_errors(method: F) -> F:
         try:
             yield from method(self, request, context)
         except TrainyardError as exc:
-            context.abort(status_for(exc), str(exc))
+            abort(context, exc)
         except Exception:
             log.exception("unexpected error in %s", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for, duration
+from trainyard.cli.common import ARGUMENTS, OutputOpt, ServerOpt, client_for, duration
 from trainyard.cli.output import Output, console, errors, print_json
 
 admin_app = typer.Typer(help="Users, teams, API tokens and queue access (an admin's token), "
@@ -123,14 +123,14 @@ def users_create(name: str,
                      False,
                  server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     """Create a user (a member unless --admin)."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         user = client.create_user(name, admin=admin)
     _show(user, output, f"created {'admin' if admin else 'member'} {name}")
 
 
 @users_app.command("list")
 def users_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_users()
     _listing(found, output, ["USER", "ROLE", "TEAMS"], lambda u: [
         u["name"], "admin" if u["admin"] else "member", ", ".join(u["teams"])])
@@ -139,7 +139,7 @@ def users_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> Non
 @teams_app.command("create")
 def teams_create(name: str, server: ServerOpt = None,
                  output: OutputOpt = Output.text) -> None:
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         team = client.create_team(name)
     _show(team, output, f"created team {name}")
 
@@ -147,14 +147,14 @@ def teams_create(name: str, server: ServerOpt = None,
 @teams_app.command("add-member")
 def teams_add_member(team: str, user: str, server: ServerOpt = None,
                      output: OutputOpt = Output.text) -> None:
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         updated = client.add_team_member(team, user)
     _show(updated, output, f"team {team}: {', '.join(updated['members'])}")
 
 
 @teams_app.command("list")
 def teams_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_teams()
     _listing(found, output, ["TEAM", "MEMBERS"],
              lambda t: [t["name"], ", ".join(t["members"])])
@@ -173,7 +173,7 @@ def tokens_create(
 ) -> None:
     """Issue a token for USER and print it (shown once; only its hash is stored)."""
     seconds = parse_duration(expires_in) if expires_in is not None else 0
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         created = client.create_token(user, expires_in_seconds=seconds, read_only=read_only)
     if output is Output.json:
         print_json(created)
@@ -189,7 +189,7 @@ def tokens_create(
 @tokens_app.command("list")
 def tokens_list(user: Annotated[str, typer.Argument(help="Only this user's tokens.")] = "",
                 server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_tokens(user)
     _listing(found, output, ["ID", "USER", "SCOPE", "EXPIRES", "REVOKED"], lambda t: [
         t["id"], t["user"], "read-only" if t["read_only"] else "read-write",
@@ -200,7 +200,7 @@ def tokens_list(user: Annotated[str, typer.Argument(help="Only this user's token
 def tokens_revoke(token_id: Annotated[str, typer.Argument(metavar="ID")],
                   server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     """Revoke a token by the id `tokens list` shows; it stops working at once."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         info = client.revoke_token(token_id)
     _show(info, output, f"revoked token {token_id} of {info['user']}")
 
@@ -217,7 +217,7 @@ def queues_set(
     server: ServerOpt = None, output: OutputOpt = Output.text,
 ) -> None:
     """Restrict QUEUE to these users and teams; with neither, open it to everyone."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         acl = client.set_queue_access(queue, users=user or [], teams=team or [])
     who = ", ".join([*acl["users"], *(f"team {t}" for t in acl["teams"])]) or "everyone"
     _show(acl, output, f"queue {queue} takes jobs from {who}")
@@ -226,7 +226,7 @@ def queues_set(
 @queues_app.command("list")
 def queues_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     """Queues with restricted access; any other queue is open to every user."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_queue_access()
     _listing(found, output, ["QUEUE", "USERS", "TEAMS"],
              lambda q: [q["queue"], ", ".join(q["users"]), ", ".join(q["teams"])])
@@ -236,7 +236,7 @@ def queues_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> No
 def audit(limit: Annotated[int, typer.Option(help="How many events, newest first.")] = 50,
           server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     """Administrative actions and refused requests."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         events = client.list_audit(limit)
     _listing(events, output, ["TIME", "ACTOR", "ACTION", "TARGET", "OUTCOME", "DETAIL"],
              lambda e: [e["time"][:19], e["actor"], e["action"], e["target"],

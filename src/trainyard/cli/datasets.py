@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.common import ARGUMENTS, OutputOpt, ServerOpt, client_for
 from trainyard.cli.models import datasets_delete, datasets_lineage
 from trainyard.cli.output import Output, console, print_json, render_datasets
 
@@ -23,7 +23,7 @@ def datasets_register(
     output: OutputOpt = Output.text,
 ) -> None:
     """Store a directory as an immutable, content-addressed version; print its hash."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         ds = client.register_dataset(name, str(path))
     if output is Output.json:
         print_json({"name": ds.name, "version": ds.version, "size_bytes": ds.size_bytes,
@@ -39,7 +39,7 @@ def datasets_list(
 ) -> None:
     """List registered dataset versions with their size, files, creation time and the runs
     that used them."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_datasets(name)
     if output is Output.json:
         print_json({"datasets": [d.__dict__ for d in found]})

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for, duration, pairs
+from trainyard.cli.common import OutputOpt, ServerOpt, client_for, duration, pairs, size
 from trainyard.cli.output import (
     Output,
     console,
@@ -38,7 +38,8 @@ def submit(
         "--param", "-p", help="Hyperparameter KEY=VALUE (repeatable).")] = None,
     label: Annotated[list[str] | None, typer.Option(help="Label KEY=VALUE (repeatable).")] = None,
     cpus: Annotated[float, typer.Option(help="CPU cores.")] = Resources.cpus,
-    memory: Annotated[int, typer.Option(help="Memory in MiB.")] = Resources.memory_mb,
+    memory: Annotated[str, typer.Option(
+        help='Memory: "512M", "4G", "4Gi", or a number of MiB.')] = str(Resources.memory_mb),
     gpus: Annotated[int, typer.Option(help="GPUs.")] = 0,
     workers: Annotated[int, typer.Option(
         min=1, help="Workers started together, each with --cpus, --memory and --gpus, "
@@ -78,8 +79,8 @@ def submit(
     spec = TrainSpec(
         name=name, command=command, image=image, dataset=dataset,
         hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
-        resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
-        priority=priority, client_request_id=request_id, workers=workers,
+        resources=Resources(cpus=cpus, memory_mb=size(memory, "--memory"), gpus=gpus),
+        queue=queue, priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
         git_commit=git_commit, model_name=model_name, framework=framework,
         max_attempts=max_attempts, retry_on_failure=retry_on_failure,
@@ -144,8 +145,9 @@ def sweep(
     max_parallel: Annotated[int, typer.Option(help="Trials that may run at once (0: no limit "
                                                    "of its own).")] = 0,
     cpus: Annotated[float, typer.Option(help="CPU cores per trial.")] = Resources.cpus,
-    memory: Annotated[int, typer.Option(help="Memory in MiB per trial.")] =
-        Resources.memory_mb,
+    memory: Annotated[str, typer.Option(
+        help='Memory per trial: "512M", "4G", "4Gi", or a number of MiB.')] =
+        str(Resources.memory_mb),
     gpus: Annotated[int, typer.Option(help="GPUs per trial.")] = 0,
     workers: Annotated[int, typer.Option(min=1, help="Workers per trial, each with --cpus, "
                                                      "--memory and --gpus.")] = 1,
@@ -166,9 +168,11 @@ def sweep(
     template = TrainSpec(
         name=name, command=command, image=image, dataset=dataset,
         hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
-        resources=Resources(cpus=cpus, memory_mb=memory, gpus=gpus), queue=queue,
-        priority=priority, workers=workers, git_commit=git_commit, model_name=model_name)
-    with client_for(server) as client:
+        resources=Resources(cpus=cpus, memory_mb=size(memory, "--memory"), gpus=gpus),
+        queue=queue, priority=priority, workers=workers, git_commit=git_commit,
+        model_name=model_name)
+    with client_for(server, {"parameters.values": "--choice" if choice else "--grid"}
+                    ) as client:
         sweep_id, job_ids = client.sweep(template, grid=split, choices=choices,
                                          ranges=_ranges(range_ or []), trials=trials,
                                          seed=seed, max_parallel=max_parallel)

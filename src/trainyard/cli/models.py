@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trainyard.cli.common import OutputOpt, ServerOpt, client_for
+from trainyard.cli.common import ARGUMENTS, OutputOpt, ServerOpt, client_for
 from trainyard.cli.output import Output, console, print_json
 from trainyard.cli.runs import code_text, short
 
@@ -35,7 +35,7 @@ def aliases_text(aliases: list[str]) -> str:
 @models_app.command("list")
 def models_list(server: ServerOpt = None, output: OutputOpt = Output.text) -> None:
     """Every model: how many versions, the latest, and its aliases."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.list_models()
     if output is Output.json:
         print_json({"models": found})
@@ -56,7 +56,7 @@ def models_show(
 ) -> None:
     """A model's versions, each with its run, content hash and aliases, and the history of
     its aliases."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.get_model(name)
     if output is Output.json:
         print_json(found)
@@ -85,7 +85,7 @@ def models_alias(
     output: OutputOpt = Output.text,
 ) -> None:
     """Point an alias at a version (atomic; every move is kept in the model's history)."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.set_model_alias(name, alias, version)
     if output is Output.json:
         print_json(found)
@@ -105,7 +105,7 @@ def models_download(
 ) -> None:
     """Download a version's files. Every file's sha256 and the version's content hash are
     checked before the files are put in place; on a mismatch nothing is left in DIR."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.download_model(model, dest)
     if output is Output.json:
         print_json(found)
@@ -148,7 +148,7 @@ def render_lineage(found: dict[str, Any]) -> None:
 def models_lineage(model: RefArg, server: ServerOpt = None,
                    output: OutputOpt = Output.text) -> None:
     """From a model version to the run that made it, its dataset version and its code."""
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.model_lineage(model)
     if output is Output.json:
         print_json(found)
@@ -166,7 +166,7 @@ def datasets_lineage(
 ) -> None:
     """From a dataset version to every model trained on it, and the runs that used it."""
     name, version = dataset_ref(dataset)
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.dataset_lineage(name, version)
     if output is Output.json:
         print_json(found)
@@ -194,7 +194,7 @@ def datasets_delete(
     """Delete a dataset version and its files (admins). Refused, with the runs, while runs
     use it."""
     name, version = dataset_ref(dataset)
-    with client_for(server) as client:
+    with client_for(server, ARGUMENTS) as client:
         found = client.delete_dataset(name, version)
     if output is Output.json:
         print_json({"name": found["name"], "version": found["version"], "deleted": True})

@@ -89,7 +89,7 @@ def runs_list(
         if s not in STATES:
             raise typer.BadParameter(f"{s} is not one of {', '.join(STATES)}",
                                      param_hint="--state")
-    with client_for(server) as client:
+    with client_for(server, {"job_id": "--job"}) as client:
         found, token = client.list_runs(
             job_id=job, dataset=dataset, algorithm=algorithm, image=image,
             labels=pairs(label or [], "--label"), states=found_states,

@@ -4,6 +4,7 @@ side is imported inside the command, so that client commands never load it."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import signal
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from trainyard.cli.common import duration
+from trainyard.cli.common import duration, size
 from trainyard.cli.output import errors
 
 if TYPE_CHECKING:
@@ -49,8 +50,9 @@ def server(
         "local Docker engine.")] = False,
     docker_cpus: Annotated[float, typer.Option(
         help="CPUs of the Docker pool [default: this host's].")] = 0.0,
-    docker_memory: Annotated[int, typer.Option(
-        help="Memory of the Docker pool in MiB [default: this host's].")] = 0,
+    docker_memory: Annotated[str, typer.Option(
+        help='Memory of the Docker pool: "64G", "512Gi", or a number of MiB [default: this '
+        "host's].")] = "0",
     docker_max_containers: Annotated[int, typer.Option(
         help="Containers that may run at once.")] = 8,
     docker_gpu_ids: Annotated[str, typer.Option(
@@ -79,7 +81,8 @@ def server(
         raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
     backoff = Backoff(duration(retry_backoff, "--retry-backoff"),
                       duration(retry_backoff_max, "--retry-backoff-max"))
-    docker_config = _docker_pool(docker_cpus, docker_memory, docker_max_containers,
+    docker_config = _docker_pool(docker_cpus, size(docker_memory, "--docker-memory"),
+                                 docker_max_containers,
                                  docker_gpu_ids, docker_user) if docker else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
@@ -89,8 +92,9 @@ def server(
     for option, path in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
         if path is not None and not path.is_file():
             raise typer.BadParameter(f"{path} is not a readable file", param_hint=option)
-    if not 0 <= http_port <= 65535:
-        raise typer.BadParameter("must be between 0 and 65535", param_hint="--http-port")
+    for option, number in (("--port", port), ("--http-port", http_port)):
+        if not 0 <= number <= 65535:
+            raise typer.BadParameter("must be between 0 and 65535", param_hint=option)
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
                           http_port=http_port if http else None,
                           tracker=TrackerConfig(max_concurrent=max_concurrent,
@@ -143,8 +147,8 @@ def _docker_pool(cpus: float, memory: int, max_containers: int, gpu_ids: str,
     from trainyard.server.config import docker_pool_defaults
 
     pool = docker_pool_defaults(instance="")
-    if cpus < 0 or cpus != cpus:
-        raise typer.BadParameter("must be positive", param_hint="--docker-cpus")
+    if not 0 <= cpus < math.inf:
+        raise typer.BadParameter("must be a positive number", param_hint="--docker-cpus")
     if memory < 0:
         raise typer.BadParameter("must be positive", param_hint="--docker-memory")
     if max_containers < 1:

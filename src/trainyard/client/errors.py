@@ -14,6 +14,16 @@ class TrainyardError(Exception):
         self.message = message
 
 
+class InvalidValue(TrainyardError):
+    """A value the SDK refused before sending it: `field` names the request field
+    ("priority", "resources.memory_mb"), `problem` says what is wrong with it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__("INVALID_ARGUMENT", f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
 def translate(exc: grpc.RpcError) -> TrainyardError:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)

@@ -23,6 +23,7 @@ from trainyard.client.messages import (
     state_name,
 )
 from trainyard.client.spec import TrainSpec, model_ref, states_to_pb
+from trainyard.client.values import build
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -92,7 +93,8 @@ class Client:
 
     def status(self, job_id: str) -> JobStatus:
         return JobStatus.from_pb(
-            self._call(self._stub.GetTrainingStatus, pb.GetTrainingStatusRequest(job_id=job_id))
+            self._call(self._stub.GetTrainingStatus,
+                       build(pb.GetTrainingStatusRequest, job_id=job_id))
         )
 
     def list_jobs(self, *, states: list[str] | None = None, queue: str = "",
@@ -102,33 +104,34 @@ class Client:
             state_values = [pb.JobState.Value(s.upper()) for s in states or []]
         except ValueError as exc:
             raise TrainyardError("INVALID_ARGUMENT", f"states: {exc}") from None
-        resp = self._call(self._stub.ListJobs, pb.ListJobsRequest(
+        resp = self._call(self._stub.ListJobs, build(pb.ListJobsRequest,
             states=state_values, queue=queue, labels=dict(labels or {}),
             page_size=page_size, page_token=page_token))
         return [JobSummary.from_pb(j) for j in resp.jobs], resp.next_page_token
 
     def cancel(self, job_id: str) -> str:
-        resp = self._call(self._stub.CancelJob, pb.CancelJobRequest(job_id=job_id))
+        resp = self._call(self._stub.CancelJob, build(pb.CancelJobRequest, job_id=job_id))
         return state_name(resp.state)
 
     def watch(self, job_id: str) -> Iterator[Transition]:
-        for event in self._stream(self._stub.WatchJob, pb.WatchJobRequest(job_id=job_id)):
+        for event in self._stream(self._stub.WatchJob, build(pb.WatchJobRequest, job_id=job_id)):
             yield Transition.from_pb(event.transition)
 
     def logs(self, job_id: str, *, follow: bool = False, offset: int = 0) -> Iterator[bytes]:
-        request = pb.StreamLogsRequest(job_id=job_id, follow=follow, offset=offset)
+        request = build(pb.StreamLogsRequest, job_id=job_id, follow=follow, offset=offset)
         for chunk in self._stream(self._stub.StreamLogs, request):
             yield chunk.data
 
     def register_dataset(self, name: str, path: str) -> Dataset:
         """The server copies and hashes the directory before it answers: a large one takes
         a while, so this call waits up to REGISTER_TIMEOUT rather than the usual timeout."""
-        request = pb.RegisterDatasetRequest(name=name, path=os.path.abspath(path) if path else "")
+        request = build(pb.RegisterDatasetRequest, name=name,
+                        path=os.path.abspath(path) if path else "")
         return Dataset.from_pb(self._call(self._stub.RegisterDataset, request,
                                           timeout=max(self.timeout, REGISTER_TIMEOUT)))
 
     def list_datasets(self, name: str = "") -> list[Dataset]:
-        resp = self._call(self._stub.ListDatasets, pb.ListDatasetsRequest(name=name))
+        resp = self._call(self._stub.ListDatasets, build(pb.ListDatasetsRequest, name=name))
         return [Dataset.from_pb(d) for d in resp.datasets]
 
     def sweep(self, template: TrainSpec, *, grid: Mapping[str, list[str]] | None = None,
@@ -137,23 +140,24 @@ class Client:
               max_parallel: int = 0) -> tuple[str, list[str]]:
         """A grid (`grid`) or, with `trials`, a random search over `ranges` (low, high, log)
         and `choices`. Returns the sweep id and its jobs' ids."""
-        request = pb.SweepRequest(template=template.to_pb(), trials=trials, seed=seed,
-                                  max_parallel=max_parallel,
-                                  search="random" if trials else "grid")
-        for name, values in {**(grid or {}), **(choices or {})}.items():
-            request.parameters.add(name=name, values=list(values))
-        for name, (low, high, log) in (ranges or {}).items():
-            request.parameters.add(name=name, min=low, max=high, log=log)
+        parameters: list[dict[str, Any]] = [
+            {"name": name, "values": list(values)}
+            for name, values in {**(grid or {}), **(choices or {})}.items()]
+        parameters += [{"name": name, "min": low, "max": high, "log": log}
+                       for name, (low, high, log) in (ranges or {}).items()]
+        request = build(pb.SweepRequest, template=template.to_pb(), trials=trials, seed=seed,
+                        max_parallel=max_parallel, search="random" if trials else "grid",
+                        parameters=parameters)
         reply = self._call(self._stub.SubmitSweep, request)
         return reply.sweep_id, list(reply.job_ids)
 
     def queues(self) -> dict[str, Any]:
         """The policy in force with each queue's waiting and running jobs, each pool's use and
         each team's use against its quota."""
-        return as_dict(self._call(self._stub.GetQueues, pb.GetQueuesRequest()))
+        return as_dict(self._call(self._stub.GetQueues, build(pb.GetQueuesRequest)))
 
     def whoami(self) -> dict[str, Any]:
-        return as_dict(self._call(self._stub.WhoAmI, pb.WhoAmIRequest()))
+        return as_dict(self._call(self._stub.WhoAmI, build(pb.WhoAmIRequest)))
 
     # --- runs, models and lineage (plain data, as `--output json` prints it) ---------------
 
@@ -166,10 +170,10 @@ class Client:
         """Runs matching every filter given: `metrics` as (key, op, value) thresholds on
         each run's last value, e.g. ("accuracy", ">=", 0.9); sorted by `sort`'s last value
         (runs without it last), newest first otherwise."""
-        request = pb.ListRunsRequest(
+        request = build(pb.ListRunsRequest,
             job_id=job_id, dataset=dataset, algorithm=algorithm, image=image,
             labels=dict(labels or {}), states=states_to_pb(states),
-            metrics=[pb.MetricThreshold(key=k, op=op, value=v) for k, op, v in metrics or []],
+            metrics=[{"key": k, "op": op, "value": v} for k, op, v in metrics or []],
             sort_metric=sort, descending=descending, page_size=page_size,
             page_token=page_token)
         resp = self._call(self._stub.ListRuns, request)
@@ -178,39 +182,39 @@ class Client:
     def get_run(self, run_id: str) -> dict[str, Any]:
         """One run ("JOB-ATTEMPT", or a job id for its latest) with its transitions and
         every metric point."""
-        return plain(self._call(self._stub.GetRun, pb.GetRunRequest(run_id=run_id)))
+        return plain(self._call(self._stub.GetRun, build(pb.GetRunRequest, run_id=run_id)))
 
     def compare_runs(self, run_ids: list[str], *, series: bool = False) -> dict[str, Any]:
-        return plain(self._call(self._stub.CompareRuns, pb.CompareRunsRequest(
+        return plain(self._call(self._stub.CompareRuns, build(pb.CompareRunsRequest,
             run_ids=run_ids, include_series=series)))
 
     def reproduce_run(self, run_id: str, *, client_request_id: str = "") -> dict[str, Any]:
         """{"job_id", "existing", "spec" (pinned), "reproduces"}."""
-        return plain(self._call(self._stub.ReproduceRun, pb.ReproduceRunRequest(
+        return plain(self._call(self._stub.ReproduceRun, build(pb.ReproduceRunRequest,
             run_id=run_id, client_request_id=client_request_id)))
 
     def list_models(self) -> list[dict[str, Any]]:
         return [plain(m) for m in self._call(self._stub.ListModels,
-                                              pb.ListModelsRequest()).models]
+                                              build(pb.ListModelsRequest)).models]
 
     def get_model(self, name: str) -> dict[str, Any]:
-        return plain(self._call(self._stub.GetModel, pb.GetModelRequest(name=name)))
+        return plain(self._call(self._stub.GetModel, build(pb.GetModelRequest, name=name)))
 
     def set_model_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
-        return plain(self._call(self._stub.SetModelAlias, pb.SetModelAliasRequest(
+        return plain(self._call(self._stub.SetModelAlias, build(pb.SetModelAliasRequest,
             name=name, alias=alias, version=version)))
 
     def model_lineage(self, model: str) -> dict[str, Any]:
         """NAME, NAME:VERSION or NAME@ALIAS back to its run, dataset version and code."""
         return plain(self._call(self._stub.GetModelLineage,
-                                 pb.GetModelLineageRequest(model=model_ref(model))))
+                                 build(pb.GetModelLineageRequest, model=model_ref(model))))
 
     def dataset_lineage(self, name: str, version: str) -> dict[str, Any]:
         return plain(self._call(self._stub.GetDatasetLineage,
-                                 pb.GetDatasetLineageRequest(name=name, version=version)))
+                                 build(pb.GetDatasetLineageRequest, name=name, version=version)))
 
     def delete_dataset(self, name: str, version: str) -> dict[str, Any]:
-        return plain(self._call(self._stub.DeleteDataset, pb.DeleteDatasetRequest(
+        return plain(self._call(self._stub.DeleteDataset, build(pb.DeleteDatasetRequest,
             name=name, version=version)).dataset)
 
     def download_model(self, model: str, dest: str | Path) -> dict[str, Any]:
@@ -224,7 +228,7 @@ class Client:
         except DownloadError as exc:
             raise TrainyardError("INVALID_ARGUMENT", str(exc)) from None
         try:
-            request = pb.DownloadModelRequest(model=model_ref(model))
+            request = build(pb.DownloadModelRequest, model=model_ref(model))
             for chunk in self._stream(self._stub.DownloadModel, request):
                 if chunk.HasField("model"):
                     if receiver.model is not None:
@@ -245,48 +249,49 @@ class Client:
 
     def create_user(self, name: str, *, admin: bool = False) -> dict[str, Any]:
         return as_dict(self._call(self._admin.CreateUser,
-                                   pb.CreateUserRequest(name=name, admin=admin)))
+                                   build(pb.CreateUserRequest, name=name, admin=admin)))
 
     def list_users(self) -> list[dict[str, Any]]:
         return [as_dict(u) for u in self._call(self._admin.ListUsers,
-                                                pb.ListUsersRequest()).users]
+                                                build(pb.ListUsersRequest)).users]
 
     def create_team(self, name: str) -> dict[str, Any]:
-        return as_dict(self._call(self._admin.CreateTeam, pb.CreateTeamRequest(name=name)))
+        return as_dict(self._call(self._admin.CreateTeam, build(pb.CreateTeamRequest, name=name)))
 
     def list_teams(self) -> list[dict[str, Any]]:
         return [as_dict(t) for t in self._call(self._admin.ListTeams,
-                                                pb.ListTeamsRequest()).teams]
+                                                build(pb.ListTeamsRequest)).teams]
 
     def add_team_member(self, team: str, user: str) -> dict[str, Any]:
         return as_dict(self._call(self._admin.AddTeamMember,
-                                   pb.AddTeamMemberRequest(team=team, user=user)))
+                                   build(pb.AddTeamMemberRequest, team=team, user=user)))
 
     def create_token(self, user: str, *, expires_in_seconds: int = 0,
                      read_only: bool = False) -> dict[str, Any]:
         """{"info": {...}, "token": "ty_..."}: the token is shown this once."""
-        return as_dict(self._call(self._admin.CreateToken, pb.CreateTokenRequest(
+        return as_dict(self._call(self._admin.CreateToken, build(pb.CreateTokenRequest,
             user=user, expires_in_seconds=expires_in_seconds, read_only=read_only)))
 
     def list_tokens(self, user: str = "") -> list[dict[str, Any]]:
         return [as_dict(t) for t in self._call(self._admin.ListTokens,
-                                                pb.ListTokensRequest(user=user)).tokens]
+                                                build(pb.ListTokensRequest, user=user)).tokens]
 
     def revoke_token(self, token_id: str) -> dict[str, Any]:
-        return as_dict(self._call(self._admin.RevokeToken, pb.RevokeTokenRequest(id=token_id)))
+        return as_dict(self._call(self._admin.RevokeToken,
+                                  build(pb.RevokeTokenRequest, id=token_id)))
 
     def set_queue_access(self, queue: str, *, users: list[str] | None = None,
                          teams: list[str] | None = None) -> dict[str, Any]:
-        return as_dict(self._call(self._admin.SetQueueAccess, pb.QueueAccess(
+        return as_dict(self._call(self._admin.SetQueueAccess, build(pb.QueueAccess,
             queue=queue, users=users or [], teams=teams or [])))
 
     def list_queue_access(self) -> list[dict[str, Any]]:
         return [as_dict(q) for q in self._call(self._admin.ListQueueAccess,
-                                                pb.ListQueueAccessRequest()).queues]
+                                                build(pb.ListQueueAccessRequest)).queues]
 
     def list_audit(self, limit: int = 0) -> list[dict[str, Any]]:
         return [as_dict(e) for e in self._call(self._admin.ListAudit,
-                                                pb.ListAuditRequest(limit=limit)).events]
+                                                build(pb.ListAuditRequest, limit=limit)).events]
 
     def health(self) -> str:
         stub = health_pb2_grpc.HealthStub(self._channel)

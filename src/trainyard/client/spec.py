@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainyard.client.errors import TrainyardError
+from trainyard.client.errors import InvalidValue, TrainyardError
+from trainyard.client.values import build
+from trainyard.quantities import SIZE_HINT, size_mib
 from trainyard.v1 import training_pb2 as pb
 
 DEFAULT_QUEUE = "default"
@@ -18,8 +20,18 @@ class Resources:
     a test holds them equal."""
 
     cpus: float = 1.0
-    memory_mb: int = 1024
+    memory_mb: int | str = 1024  # MiB, or a size as typed: "512M", "4G", "4Gi"
     gpus: int = 0
+
+    def mib(self) -> int:
+        """The memory in MiB; a size that is no size is refused naming the field."""
+        if not isinstance(self.memory_mb, str):
+            return self.memory_mb
+        mib = size_mib(self.memory_mb)
+        if mib is None:
+            raise InvalidValue("resources.memory_mb", f"{self.memory_mb[:40]!r} is not "
+                                                      f"{SIZE_HINT}")
+        return mib
 
 
 @dataclass
@@ -52,12 +64,11 @@ class TrainSpec:
     pending_timeout_s: float = 0.0  # cancelled if still waiting to start then; 0: never
 
     def to_pb(self) -> pb.TrainRequest:
-        req = pb.TrainRequest(
-            name=self.name, command=self.command, image=self.image,
+        req = build(
+            pb.TrainRequest, name=self.name, command=self.command, image=self.image,
             hyperparameters={k: str(v) for k, v in self.hyperparameters.items()},
-            resources=pb.Resources(cpus=self.resources.cpus,
-                                   memory_mb=self.resources.memory_mb,
-                                   gpus=self.resources.gpus),
+            resources={"cpus": self.resources.cpus, "memory_mb": self.resources.mib(),
+                       "gpus": self.resources.gpus},
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
             client_request_id=self.client_request_id, workers=self.workers,
             pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,
@@ -68,7 +79,7 @@ class TrainSpec:
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")
-            req.dataset.CopyFrom(pb.DatasetRef(name=name, version=version))
+            req.dataset.CopyFrom(build(pb.DatasetRef, name=name, version=version))
         return req
 
 
@@ -79,14 +90,14 @@ def model_ref(text: str) -> pb.ModelRef:
         if not alias:
             raise TrainyardError("INVALID_ARGUMENT", "model: name the alias after '@' "
                                  "(NAME@ALIAS)")
-        return pb.ModelRef(name=name, alias=alias)
+        return build(pb.ModelRef, name=name, alias=alias)
     name, colon, version = text.partition(":")
     if colon:
         if not version.isdigit() or not 0 < int(version) < 2**31:
             raise TrainyardError("INVALID_ARGUMENT", f"model: {version[:20]!r} is not a "
                                  "version number (NAME:VERSION)")
-        return pb.ModelRef(name=name, version=int(version))
-    return pb.ModelRef(name=name)
+        return build(pb.ModelRef, name=name, version=int(version))
+    return build(pb.ModelRef, name=name)
 
 
 def states_to_pb(states: list[str] | None) -> list[Any]:

@@ -42,3 +42,12 @@ class Unauthenticated(TrainyardError):
 
 class PermissionDenied(TrainyardError):
     """The caller is known but may not do this; the message says what was refused."""
+
+
+class ResourceExhausted(TrainyardError):
+    """A cap of the policy refuses the request for now; `retry_after` is the seconds until
+    it would pass, where that is known (a rate), else None (it waits on other jobs)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

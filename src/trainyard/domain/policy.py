@@ -10,10 +10,11 @@ from dataclasses import dataclass, field, replace
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
 from trainyard.domain.kinds import JobKind, kind_in
+from trainyard.domain.limits import SubmitLimits
 from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool, never_fits
-from trainyard.domain.quantities import describe_duration
 from trainyard.domain.retry import DEFAULT_MAX_ATTEMPTS
 from trainyard.domain.spec import JobSpec
+from trainyard.quantities import describe_duration
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class Policy:
     # Users every queue takes jobs from, whatever its rules: the admins of the merged view
     # (services.policy), so that admission takes what submit took.
     admins: frozenset[str] = frozenset()
+    # Caps on waiting jobs and on submit rate, per user and per team (the `[limits]` table).
+    limits: SubmitLimits = field(default_factory=SubmitLimits)
 
     def teams_of(self, user: str) -> frozenset[str]:
         """Every team that lists the user."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainyard.domain.quantities import describe_duration
+from trainyard.quantities import describe_duration
 
 # Attempts a job may use when neither it nor its queue says: those lost through no fault of
 # the job are retried up to this; a failed one only when the job asks.

@@ -39,6 +39,7 @@ from trainyard.server.kubernetes_pools import (
 from trainyard.server.scheduling import ActivePolicy
 from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
+from trainyard.services.backpressure import Backpressure
 from trainyard.services.bundle import Services
 from trainyard.services.datasets import DatasetService
 from trainyard.services.guard import Guard
@@ -232,7 +233,7 @@ class TrainyardServer:
                       self.access.audit(who, action, target, False, why))
         registry = DatasetRegistry(dataset_store, self.workspace.datasets_dir,
                                    self.workspace.data_dir)
-        check = SubmitCheck(self.policy, registry, guard)
+        check = SubmitCheck(self.policy, registry, guard, pressure=Backpressure(self.jobs))
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
                           guard, on_submit=self.tracker.wake,
                           on_cancel=self.tracker.job_cancelled,

@@ -104,6 +104,8 @@ class JobService:
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
         accepted = self.check.accept(spec, identity)
+        if not (client_request_id and self.jobs.knows_request(client_request_id)):
+            self.check.admit(identity, accepted.team)  # a retried submit is not counted
         group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
         job_id, existing = self.jobs.create(accepted.spec, owner=identity.user,

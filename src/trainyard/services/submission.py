@@ -1,6 +1,7 @@
 """Everything a job must pass before it is stored, for a submit, a sweep's trials and a
 reproduced run alike: a sound spec, a queue that takes it from its caller, a pool that
-could ever hold it, and a dataset version that exists."""
+could ever hold it, a dataset version that exists, and room under the policy's caps on
+waiting jobs and submit rate (services.backpressure)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from trainyard.domain.policy import check_submission, job_kind, with_queue_defau
 from trainyard.domain.pools import check_placement
 from trainyard.domain.spec import JobSpec, SpecLimits, validate_spec
 from trainyard.metadata.datasets import DatasetRegistry
+from trainyard.services.backpressure import Backpressure
 from trainyard.services.guard import Guard
 from trainyard.services.policy import PolicyService
 
@@ -32,6 +34,14 @@ class SubmitCheck:
     datasets: DatasetRegistry
     guard: Guard
     limits: SpecLimits = field(default_factory=SpecLimits)
+    pressure: Backpressure | None = None  # the policy's [limits]; None: never capped
+
+    def admit(self, identity: Identity, team: str, count: int = 1) -> None:
+        """Hold a submit of `count` new jobs (a sweep's trials) to the caps of the policy's
+        [limits]: ResourceExhausted past one."""
+        if self.pressure is not None:
+            self.pressure.admit(self.policy.effective().policy.limits, identity.user, team,
+                                count)
 
     def accept(self, spec: JobSpec, identity: Identity) -> Accepted:
         """Check the job; return its team and kind. A refusal of the queue is audited."""

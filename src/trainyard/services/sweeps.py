@@ -40,6 +40,7 @@ class SweepService:
             raise InvalidArgument("max_parallel", "must not be negative")
         specs = expand(template, parameters, search=search, trials=trials, seed=seed)
         accepted = [self.check.accept(spec, identity) for spec in specs]
+        self.check.admit(identity, accepted[0].team if accepted else "", len(specs))
         sweep_id = f"sw{new_job_id()}"[:32]
         self.jobs.add_sweep(sweep_id, template.name, identity.user, max_parallel, time.time())
         job_ids = [self.jobs.create(each.spec, owner=identity.user, team=each.team,

@@ -370,6 +370,21 @@ class JobStore:
                 c.state == JobState.WAITING.value).group_by(c.queue)).all()
         return {queue: count for queue, count in rows}
 
+    def waiting_of(self, owner: str, team: str) -> tuple[int, int]:
+        """How many jobs wait for `owner`, and for `team` (0 for ""). Only the WAITING rows
+        of the (state, queue, seq) index are visited, never the table's history."""
+        c = jobs.c
+        with self.db.read() as conn:
+            mine = conn.execute(select(func.count()).where(
+                c.state == JobState.WAITING.value, c.owner == owner)).scalar_one()
+            theirs = conn.execute(select(func.count()).where(
+                c.state == JobState.WAITING.value, c.team == team)).scalar_one() if team else 0
+        return int(mine), int(theirs)
+
+    def knows_request(self, request_id: str) -> bool:
+        """Whether a job was stored for this client request id (a retried submit)."""
+        return self._by_request_id(request_id) is not None
+
     def live_counts(self) -> dict[tuple[JobState, str], int]:
         """(state, queue) -> how many jobs are in it, for the states a job passes through
         before it ends. Read from the (state, queue, seq) index alone: finished jobs, the

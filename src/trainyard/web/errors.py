@@ -5,6 +5,7 @@ route's schema refuses is 422 naming each field; nothing unexpected leaves as a 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import grpc
@@ -13,8 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from trainyard.api.errors import status_for
-from trainyard.domain.errors import TrainyardError
+from trainyard.api.errors import RETRY_AFTER, status_for
+from trainyard.domain.errors import ResourceExhausted, TrainyardError
 from trainyard.web.transcode import Aborted
 
 log = logging.getLogger(__name__)
@@ -45,18 +46,26 @@ def error_body(code: str, status: int, message: str, **extra: Any) -> dict[str, 
     return {"error": {"code": code, "status": status, "message": message, **extra}}
 
 
-def error_response(code: str, status: int, message: str, **extra: Any) -> JSONResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="trainyard"'} if status == 401 else None
+def error_response(code: str, status: int, message: str, retry_after: str | None = None,
+                   **extra: Any) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="trainyard"'} if status == 401 else {}
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
     return JSONResponse(error_body(code, status, message, **extra), status_code=status,
-                        headers=headers)
+                        headers=headers or None)
 
 
-def from_grpc(code: grpc.StatusCode, message: str) -> JSONResponse:
-    return error_response(code.name, HTTP_BY_CODE.get(code, 500), message)
+def from_grpc(code: grpc.StatusCode, message: str,
+              trailing: tuple[tuple[str, str], ...] = ()) -> JSONResponse:
+    """The body of a status; a rate's refusal (429) says when to retry in Retry-After."""
+    retry_after = dict(trailing).get(RETRY_AFTER)
+    return error_response(code.name, HTTP_BY_CODE.get(code, 500), message, retry_after)
 
 
 def from_error(exc: TrainyardError) -> JSONResponse:
-    return from_grpc(status_for(exc), str(exc))
+    wait = exc.retry_after if isinstance(exc, ResourceExhausted) else None
+    trailing = ((RETRY_AFTER, str(math.ceil(wait))),) if wait is not None else ()
+    return from_grpc(status_for(exc), str(exc), trailing)
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -69,7 +78,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Aborted)
     async def aborted(request: Request, exc: Aborted) -> JSONResponse:
-        return from_grpc(exc.code, exc.details)
+        return from_grpc(exc.code, exc.details, exc.trailing)
 
     @app.exception_handler(TrainyardError)
     async def refused(request: Request, exc: TrainyardError) -> JSONResponse:

@@ -34,10 +34,12 @@ _FALSE = frozenset({"false", "0", "no"})
 class Aborted(Exception):
     """What a servicer's context.abort said: a gRPC status code and its sentence."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str,
+                 trailing: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(details)
         self.code = code
         self.details = details
+        self.trailing = trailing  # the trailing metadata the servicer set first
 
 
 class HttpCall:
@@ -47,9 +49,10 @@ class HttpCall:
                  is_active: Callable[[], bool] = lambda: True) -> None:
         self._metadata = tuple(metadata)
         self._is_active = is_active
+        self._trailing: tuple[tuple[str, str], ...] = ()
 
     def abort(self, code: grpc.StatusCode, details: str) -> None:
-        raise Aborted(code, details)
+        raise Aborted(code, details, self._trailing)
 
     def is_active(self) -> bool:
         return self._is_active()
@@ -58,7 +61,8 @@ class HttpCall:
         return self._metadata
 
     def set_trailing_metadata(self, metadata: Any) -> None:
-        return None  # only JobRuntime sets any, and HTTP does not offer it
+        # Kept for the error an abort makes of it (Retry-After); HTTP sends no trailers.
+        self._trailing = tuple((str(k), str(v)) for k, v in metadata)
 
 
 def method_descriptor(rpc: str) -> MethodDescriptor:

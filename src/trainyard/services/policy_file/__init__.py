@@ -127,6 +127,16 @@ def parse_policy(text: str, fmt: str, source: str = "<policy>") -> Policy:
 
 def parse_policy_document(text: str, fmt: str, source: str = "<policy>",
                           sections: Collection[str] = ()) -> PolicyDocument:
+    try:
+        return _parse(text, fmt, source, sections)
+    except RecursionError:
+        # The readers and the schema recurse once a level: a file nested past Python's
+        # recursion limit (no policy comes near it) is refused whole.
+        raise PolicyError([f"{source}: tables or arrays are nested too deeply to read (a "
+                           "policy needs a few levels, not hundreds)"]) from None
+
+
+def _parse(text: str, fmt: str, source: str, sections: Collection[str]) -> PolicyDocument:
     fmt = fmt.lower().lstrip(".")
     if fmt == "toml":
         reading = read_toml(text, source)

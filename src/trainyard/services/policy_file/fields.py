@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticKnownError
 from pydantic_core.core_schema import ErrorType
 
-from trainyard.domain.quantities import duration_seconds
+from trainyard.quantities import duration_seconds
 from trainyard.services.policy_file.problems import problem
 
 

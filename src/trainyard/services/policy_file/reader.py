@@ -35,6 +35,8 @@ def read_toml(text: str, source: str) -> Reading:
             raise PolicyError([f"{source}: {message}"]) from exc
         raise PolicyError([f"{source}, line {at[1]}: {message[:at.start()]} "
                            f"(column {at[2]})"]) from exc
+    except ValueError as exc:  # an integer past Python's digit limit, before any position
+        raise PolicyError([f"{source}: a number has too many digits ({exc})"[:300]]) from None
     return Reading(data, "table", _toml_lines(text))
 
 
@@ -92,6 +94,8 @@ def read_yaml(text: str, source: str) -> Reading:
         raise PolicyError([f"{where}: {message}"]) from exc
     except yaml.YAMLError as exc:
         raise PolicyError([f"{source}: {exc}"]) from exc
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise PolicyError([f"{source}: a number has too many digits ({exc})"[:300]]) from None
     finally:
         loader.dispose()
 

@@ -41,6 +41,7 @@ from trainyard.services.policy_file.fields import (
     seconds,
 )
 from trainyard.services.policy_file.kubernetes_table import KubernetesModel
+from trainyard.services.policy_file.limits_table import LimitsModel
 from trainyard.services.policy_file.problems import (
     KeyPath,
     problem,
@@ -345,7 +346,7 @@ PositiveDuration = Annotated[PositiveNumber, seconds(positive=True)]
 
 class PolicyModel(Table):
     KEYS = ("max_running", "fair_share_half_life", "reserve_after", "min_runtime",
-            "service_levels", "pools", "queues", "teams")
+            "service_levels", "limits", "pools", "queues", "teams")
 
     max_running: PositiveInt = 4  # over all pools
     fair_share_half_life: PositiveDuration = 3600.0
@@ -357,6 +358,7 @@ class PolicyModel(Table):
     teams: Annotated[dict[str, TeamModel], _entries("team")] = Field(default_factory=dict)
     queues: Annotated[dict[str, QueueModel], _entries("queue", at_least_one=True)] = Field(
         default_factory=dict, validate_default=True)
+    limits: LimitsModel = Field(default_factory=LimitsModel)
 
     @model_validator(mode="after")
     def _quotas_fit(self) -> Self:
@@ -370,7 +372,7 @@ class PolicyModel(Table):
             teams={name: team.team(name) for name, team in self.teams.items()},
             max_running=self.max_running, fair_share_half_life_s=self.fair_share_half_life,
             reserve_after_s=self.reserve_after, min_runtime_s=self.min_runtime,
-            service_levels=self.service_levels)
+            service_levels=self.service_levels, limits=self.limits.limits())
 
 
 def keys_at(table: KeyPath) -> tuple[str, ...]:
@@ -387,6 +389,8 @@ def keys_at(table: KeyPath) -> tuple[str, ...]:
             model = TeamModel
         case ("teams", _, "quota", _):
             model = QuotaModel
+        case ("limits",):
+            model = LimitsModel
         case _:
             return ()
     return model.documented_keys()

@@ -70,6 +70,10 @@ export function submitForm() {
     queue: h('input', {id: 'submit-queue', placeholder: 'default'}),
     labels: h('input', {id: 'submit-labels', placeholder: 'key=value, …'}),
     hyper: h('textarea', {id: 'submit-hyperparameters', rows: 3, placeholder: 'lr=0.01'}),
+    attempts: h('input', {id: 'submit-max-attempts', type: 'number', min: 0, max: 100,
+      placeholder: "the queue's"}),
+    limit: h('input', {id: 'submit-time-limit', type: 'number', min: 0, step: 'any',
+      placeholder: 'none'}),
   };
   const error = h('p', {class: 'error', id: 'submit-error'});
   return h('form', {id: 'submit', class: 'card', onsubmit: async (event) => {
@@ -81,6 +85,8 @@ export function submitForm() {
       labels: keyValues(inputs.labels.value), hyperparameters: keyValues(inputs.hyper.value),
       resources: {cpus: Number(inputs.cpus.value || 0),
         memory_mb: Number(inputs.memory.value || 0), gpus: Number(inputs.gpus.value || 0)},
+      max_attempts: Number(inputs.attempts.value || 0),
+      time_limit_seconds: Number(inputs.limit.value || 0) * 60,
       client_request_id: 'web-' + Date.now() + '-' + Math.random().toString(16).slice(2),
     };
     try {
@@ -92,9 +98,17 @@ export function submitForm() {
   }}, h('h2', {}, 'Submit a job'),
   h('div', {class: 'grid'}, field('Name', inputs.name), field('Image', inputs.image),
     field('Queue', inputs.queue), field('CPUs', inputs.cpus), field('Memory (MiB)', inputs.memory),
-    field('GPUs', inputs.gpus), field('Labels', inputs.labels)),
+    field('GPUs', inputs.gpus), field('Labels', inputs.labels),
+    field('Max attempts', inputs.attempts), field('Time limit (minutes)', inputs.limit)),
   field('Command', inputs.command), field('Hyperparameters (one key=value a line)', inputs.hyper),
   h('button', {type: 'submit', id: 'submit-button'}, 'Submit'), error);
+}
+
+// "2 of at most 3, 1 retried": the attempt it is at, and what it may use.
+function attempts(job) {
+  const most = (job.spec || {}).max_attempts;
+  return String(job.attempt || 1) + (most ? ' of at most ' + most : '') +
+    (job.retries ? ', ' + job.retries + ' retried' : '');
 }
 
 export async function jobPage(root, jobId) {
@@ -129,11 +143,13 @@ export async function jobPage(root, jobId) {
         h('span', {id: 'job-state'}, badge(job.state)), ' ', cancel),
       waiting,
       job.message ? h('p', {id: 'job-message'}, job.message) : null,
-      table(['owner', 'queue', 'resources', 'hyperparameters', 'labels', 'attempt'], [[
+      table(['owner', 'queue', 'resources', 'hyperparameters', 'labels', 'attempt',
+        'time limit'], [[
         job.owner || '', spec.queue || 'default',
         number((spec.resources || {}).cpus || 0) + ' CPUs, ' +
           ((spec.resources || {}).memory_mb || 0) + ' MiB, ' + ((spec.resources || {}).gpus || 0) +
-          ' GPUs', pairs(spec.hyperparameters), pairs(spec.labels), job.attempt || 1]]),
+          ' GPUs', pairs(spec.hyperparameters), pairs(spec.labels), attempts(job),
+        spec.time_limit_seconds ? number(spec.time_limit_seconds / 60) + ' min' : 'none']]),
       h('p', {class: 'links'}, job.attempt ? link('#/runs/' + enc(runId), 'run ' + runId) : null,
         model ? ' · ' : null, model));
     fill(timeline, ...(job.transitions || []).map((t) => h('li', {},

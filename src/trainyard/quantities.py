@@ -1,5 +1,6 @@
 """Durations and sizes as users type them ("90s", "1h30m", "2d"; "512M", "4G", "4Gi"), read in
-one place for the command line, the SDK and the policy file."""
+one place for the command line, the SDK and the policy file. Pure and outside every layer,
+so that the client side (which loads nothing of the server) reads them as the server does."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 import pytest
 
-from trainyard.domain.quantities import describe_duration, duration_seconds, size_mib
+from trainyard.quantities import describe_duration, duration_seconds, size_mib
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
