@@ -15,8 +15,9 @@ from trainyard.client import Client, TrainyardError
 from trainyard.domain.quantities import DURATION_HINT, duration_seconds
 
 ServerOpt = Annotated[str | None, typer.Option(
-    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
-    "[default: 127.0.0.1:50051].")]
+    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server, "
+    "or several servers over one database separated by commas (a:50051,b:50051): a call "
+    "moves to the next one while a server is unavailable [default: 127.0.0.1:50051].")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text or json.")]
 
 
