@@ -100,7 +100,8 @@ def test_the_standby_takes_over_a_killed_leader_and_the_job_runs_once(
         wait_until(lambda: LEADS in second.log(), timeout=TAKEOVER_S + 5, what="takeover")
         took = time.monotonic() - killed
         assert took <= TAKEOVER_S, f"took over after {took:.1f} s"
-        assert "recovered" in second.log()  # adopted, as a restarted server would
+        # Adopted, as a restarted server would.
+        wait_until(lambda: f"recovered {job}" in second.log(), what="adoption")
         gate.touch()
         assert client.wait(job).state == "SUCCEEDED"  # answered by the standby
         after = client.train(TrainSpec(name="after", command=marked(marker))).job_id
