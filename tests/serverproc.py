@@ -12,21 +12,26 @@ from pathlib import Path
 
 class ServerProcess:
     def __init__(self, data_dir: Path, database_url: str = "", max_concurrent: int = 2,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), name: str = "") -> None:
+        """`name` tells apart the port and log files of servers sharing one data dir."""
         self.data_dir = data_dir
         self.database_url = database_url
         self.max_concurrent = max_concurrent
         self.extra_args = extra_args
-        self.port_file = data_dir.parent / f"{data_dir.name}.port"
-        self.log_path = data_dir.parent / f"{data_dir.name}.log"
+        name = name or data_dir.name
+        self.port_file = data_dir.parent / f"{name}.port"
+        self.http_port_file = data_dir.parent / f"{name}.http-port"
+        self.log_path = data_dir.parent / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.http_port = 0
 
     def start(self, timeout: float = 30) -> ServerProcess:
         self.port_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "trainyard.cli.main", "server", "--port", "0",
                "--http-port", "0",
-               "--port-file", str(self.port_file), "--data-dir", str(self.data_dir),
+               "--port-file", str(self.port_file), "--http-port-file", str(self.http_port_file),
+               "--data-dir", str(self.data_dir),
                "--max-concurrent", str(self.max_concurrent)]
         if self.database_url:
             cmd += ["--database-url", self.database_url]
@@ -39,6 +44,7 @@ class ServerProcess:
                 raise RuntimeError(f"server did not start:\n{self.log_path.read_text()}")
             time.sleep(0.05)
         self.port = int(self.port_file.read_text())
+        self.http_port = int(self.http_port_file.read_text())
         return self
 
     @property
@@ -50,6 +56,18 @@ class ServerProcess:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: a server frozen (or cut off) with its state in memory."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -159,7 +159,10 @@ def test_graceful_stop_leaves_jobs_running_for_the_next_start(tmp_path: Path) ->
         server.stop()
 
 
-def test_a_second_server_on_the_same_store_is_refused(tmp_path: Path, database_url: str) -> None:
+def test_a_second_server_on_the_same_sqlite_store_is_refused(tmp_path: Path) -> None:
+    """On SQLite (one machine) the claim is exclusive; servers over one PostgreSQL elect a
+    leader instead (tests/server/test_standby.py)."""
+    database_url = sqlite_url(tmp_path)
     first = TrainyardServer(ServerConfig(data_dir=tmp_path / "a", database_url=database_url,
                                          port=0))
     first.start()

@@ -16,8 +16,9 @@ from trainyard.client.errors import InvalidValue
 from trainyard.quantities import DURATION_HINT, SIZE_HINT, duration_seconds, size_mib
 
 ServerOpt = Annotated[str | None, typer.Option(
-    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server "
-    "[default: 127.0.0.1:50051].")]
+    "--server", envvar="TRAINYARD_SERVER", help="HOST:PORT of the server, "
+    "or several servers over one database separated by commas (a:50051,b:50051): a call "
+    "moves to the next one while a server is unavailable [default: 127.0.0.1:50051].")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text or json.")]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from trainyard.client import credentials
 from trainyard.client.errors import TrainyardError, translate
+from trainyard.client.failover import Channels, FailoverStub, split_addresses
 from trainyard.client.messages import (
     Dataset,
     JobStatus,
@@ -34,7 +36,9 @@ REGISTER_TIMEOUT = 3600.0
 
 class Client:
     """Talks to a Trainyard server. `server` defaults to $TRAINYARD_SERVER, then
-    127.0.0.1:50051."""
+    127.0.0.1:50051. Several servers over one database, comma-separated ("a:50051,b:50051"):
+    a call that finds one UNAVAILABLE moves to the next, and the one that answered serves
+    the calls after it."""
 
     def __init__(self, server: str | None = None, *, timeout: float = 30.0,
                  token: str | None = None, ca_cert: str | None = None) -> None:
@@ -57,15 +61,23 @@ class Client:
             except OSError as exc:
                 raise TrainyardError("FAILED_PRECONDITION", f"cannot read the CA certificate "
                                      f"{ca_path}: {exc.strerror}") from None
-            self._channel = grpc.secure_channel(
-                self.server, grpc.ssl_channel_credentials(root_certificates=root))
+            tls = grpc.ssl_channel_credentials(root_certificates=root)
+            self._channels = Channels(self._addresses(),
+                                      lambda address: grpc.secure_channel(address, tls))
         else:
-            self._channel = grpc.insecure_channel(self.server)
-        self._stub = pb_grpc.TrainingServiceStub(self._channel)
-        self._admin = pb_grpc.AdminServiceStub(self._channel)
+            self._channels = Channels(self._addresses(), grpc.insecure_channel)
+        self._stub = FailoverStub(self._channels, pb_grpc.TrainingServiceStub)
+        self._admin = FailoverStub(self._channels, pb_grpc.AdminServiceStub)
+
+    def _addresses(self) -> list[str]:
+        addresses = split_addresses(self.server)
+        if not addresses:
+            raise TrainyardError("INVALID_ARGUMENT", f"server: no address in {self.server!r}; "
+                                 "give HOST:PORT, or several separated by commas")
+        return addresses
 
     def close(self) -> None:
-        self._channel.close()
+        self._channels.close()
 
     def __enter__(self) -> Client:
         return self
@@ -88,7 +100,12 @@ class Client:
     # --- operations ----------------------------------------------------------------------
 
     def train(self, spec: TrainSpec) -> Submitted:
-        resp = self._call(self._stub.Train, spec.to_pb())
+        """Submit a job. Without a client_request_id of the caller's, this call makes one,
+        so that its own retry on another server makes one job."""
+        request = spec.to_pb()
+        if not request.client_request_id:
+            request.client_request_id = f"sdk-{uuid.uuid4().hex}"
+        resp = self._call(self._stub.Train, request)
         return Submitted(resp.job_id, resp.existing)
 
     def status(self, job_id: str) -> JobStatus:
@@ -294,7 +311,7 @@ class Client:
                                                 build(pb.ListAuditRequest, limit=limit)).events]
 
     def health(self) -> str:
-        stub = health_pb2_grpc.HealthStub(self._channel)
+        stub = FailoverStub(self._channels, health_pb2_grpc.HealthStub)
         resp = self._call(stub.Check, health_pb2.HealthCheckRequest(service=""))
         return str(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from trainyard.server.kubernetes_pools import (
     kubernetes_config,
     kubernetes_pools,
 )
+from trainyard.server.leadership import Leadership, holder_name
 from trainyard.server.scheduling import ActivePolicy
 from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
@@ -57,8 +59,10 @@ from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.faults import warn_if_armed
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
+from trainyard.store.lease import FencedDatabase, Lease, Term
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
+from trainyard.store.notices import CANCELLED, EXITED, SUBMITTED, Notices
 from trainyard.store.runs import RunStore
 from trainyard.store.runtime_streams import RuntimeStreamStore
 from trainyard.store.usage import UsageStore
@@ -120,11 +124,11 @@ class TrainyardServer:
             config.tracker.max_concurrent,
             complete=self._complete_policy,
             read=file_policy)
-        tracker_config = config.tracker
+        self.tracker_config = config.tracker
         declared = self.policy.declared
         if declared is not None:
-            tracker_config = replace(
-                tracker_config, max_concurrent=declared.max_running,
+            self.tracker_config = replace(
+                self.tracker_config, max_concurrent=declared.max_running,
                 fair_share_half_life=declared.fair_share_half_life_s)
         self.access = AccessService(
             access_store, Authenticator(access_store, loopback_only=is_loopback(config.host)),
@@ -133,15 +137,17 @@ class TrainyardServer:
         # What remote jobs push: the tracker learns of their ends from it too.
         self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace)
         self.metrics = self._metrics()
-        self.tracker = Tracker(
-            jobs=self.jobs, metrics=metrics, datasets=dataset_store,
-            artifacts=ArtifactCollector(model_store, self.workspace.artifacts_dir),
-            executors_by_kind=self.executors, pools=self.pools,
-            policy=ActivePolicy(self.policy, tracker_config.max_concurrent),
-            workspace=self.workspace, config=tracker_config, usage=self.usage,
-            half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
-            telemetry=self.metrics or NO_TELEMETRY,
-        )
+        # Not started until start(): a server that is never started (a test stepping its
+        # passes) drives this one itself. On PostgreSQL each term of leadership runs a
+        # tracker of its own over the term's fenced database.
+        self.tracker = self._tracker_for(self.db)
+        self.leadership: Leadership | None = None
+        self.notices: Notices | None = None
+        if not self.db.is_sqlite:
+            self.lease = Lease(self.db, holder_name(), config.lease_ttl)
+            self.leadership = Leadership(self.lease, renew_interval=config.lease_renew_interval,
+                                         begin=self._begin_term, on_change=self._leading)
+            self.notices = Notices(self.db)
         if self.kubernetes_clusters is not None:  # a TrainJob runs once its runtime calls
             self.kubernetes_clusters.executor.hear_runtime(
                 lambda job_id, attempt: self.pushed.last_heartbeat(job_id, attempt) is not None)
@@ -155,6 +161,46 @@ class TrainyardServer:
         self.http = self._http(servicers)
         self.port = 0
         self.http_port = 0
+
+    def _tracker_for(self, db: Database) -> Tracker:
+        """A tracker whose every write goes to `db`: the server's own, or a term's."""
+        return Tracker(
+            jobs=JobStore(db), metrics=MetricStore(db), datasets=DatasetStore(db),
+            artifacts=ArtifactCollector(ModelStore(db), self.workspace.artifacts_dir),
+            executors_by_kind=self.executors, pools=self.pools,
+            policy=ActivePolicy(self.policy, self.tracker_config.max_concurrent),
+            workspace=self.workspace, config=self.tracker_config, usage=UsageStore(db),
+            half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
+            telemetry=self.metrics or NO_TELEMETRY,
+        )
+
+    def _begin_term(self, term: Term, fenced: Callable[[], None]) -> Tracker:
+        self.tracker = self._tracker_for(FencedDatabase(self.db, self.lease, term, fenced))
+        return self.tracker
+
+    def _leading(self, leading: bool) -> None:
+        if self.metrics is not None:
+            self.metrics.leader.set(1 if leading else 0)
+
+    def _tell_tracker(self, what: str) -> None:
+        """A submit, a cancel or a reported exit: the tracker hears it here, or, on a
+        standby, the leader's does, through the database."""
+        if self.leadership is not None and not self.leadership.leading:
+            if self.notices is not None:
+                self.notices.send(what)
+            return
+        tracker = self.tracker
+        if what == SUBMITTED:
+            tracker.wake()
+        elif what == CANCELLED:
+            tracker.job_cancelled()
+        else:
+            tracker.attempt_reported_exit()
+
+    def _heard(self, what: str) -> None:
+        """Another server's word: acted on while this one leads."""
+        if self.leadership is not None and self.leadership.leading:
+            self._tell_tracker(what)
 
     def _http(self, servicers: UserServicers) -> HttpServer | None:
         """The HTTP API and dashboard over the same servicers and checks as gRPC."""
@@ -235,14 +281,15 @@ class TrainyardServer:
                                    self.workspace.data_dir)
         check = SubmitCheck(self.policy, registry, guard, pressure=Backpressure(self.jobs))
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
-                          guard, on_submit=self.tracker.wake,
-                          on_cancel=self.tracker.job_cancelled,
+                          guard, on_submit=lambda: self._tell_tracker(SUBMITTED),
+                          on_cancel=lambda: self._tell_tracker(CANCELLED),
                           fair_share_usage=self.usage.load)
         run_store = RunStore(self.db)
         runs = RunService(self.jobs, run_store, model_store, self.workspace, guard, jobs)
         return Services(
             jobs=jobs,
-            sweeps=SweepService(self.jobs, check, on_submit=self.tracker.wake),
+            sweeps=SweepService(self.jobs, check,
+                                on_submit=lambda: self._tell_tracker(SUBMITTED)),
             runs=runs,
             models=ModelService(model_store, runs, dataset_store, guard,
                                 self.workspace.artifacts_dir),
@@ -251,7 +298,7 @@ class TrainyardServer:
             policy=self.policy,
             runtime=JobRuntimeService(
                 JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
-                self.pushed, on_exit=self.tracker.attempt_reported_exit),
+                self.pushed, on_exit=lambda: self._tell_tracker(EXITED)),
         )
 
     def fair_share_half_life(self) -> float:
@@ -285,7 +332,7 @@ class TrainyardServer:
                 self.db.close()
                 raise
         self._serve_remote_jobs()
-        self.tracker.start()
+        self._start_tracking()
         self.grpc.start()
         if self.http is not None:
             try:
@@ -296,6 +343,21 @@ class TrainyardServer:
         log.info("serving on %s:%d, data in %s", self.config.host, self.port,
                  self.workspace.data_dir)
         return self.port
+
+    def _start_tracking(self) -> None:
+        """SQLite: this server alone tracks (its claim is exclusive). PostgreSQL: the one
+        holding the lease does; the others serve as standbys, ready to take over."""
+        if self.leadership is None:
+            self.tracker.start()
+            self._leading(True)
+            log.info("leader: the only server of this database")
+            return
+        assert self.notices is not None
+        self.notices.start(self._heard)
+        self.leadership.start()
+        if not self.leadership.leading:
+            log.info("standby: another server holds the leader lease and runs the tracker; "
+                     "this one serves the APIs and takes over if that one stops")
 
     def _serve_remote_jobs(self) -> None:
         """Tell the remote executors where their jobs reach this server, and keep the Slurm
@@ -354,7 +416,12 @@ class TrainyardServer:
         if self.http is not None:
             self.http.stop()
         self.grpc.stop(grace)
-        self.tracker.stop()
+        if self.leadership is None:
+            self.tracker.stop()
+        else:
+            self.leadership.stop()
+            if self.notices is not None:
+                self.notices.stop()
         for executor in self.executors.values():
             executor.close()
         self.db.close()

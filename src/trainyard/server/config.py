@@ -72,3 +72,8 @@ class ServerConfig:
     share_team_jobs: bool = True  # members see and cancel their teams' jobs too
     # The declared queueing policy (TOML or YAML); None: FIFO with one open queue.
     policy_file: Path | None = None
+    # Servers sharing one PostgreSQL: the leader's lease lasts lease_ttl seconds from its
+    # last renewal, renewed (and, by a standby, tried for) every lease_renew_interval. A
+    # standby takes over within about lease_ttl + lease_renew_interval of the leader's end.
+    lease_ttl: float = 5.0
+    lease_renew_interval: float = 1.0

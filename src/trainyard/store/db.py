@@ -21,7 +21,6 @@ from trainyard.store.group_commit import GroupCommitter
 from trainyard.store.telemetry import NO_STORE_TELEMETRY, StoreTelemetry
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-TRACKER_LOCK_KEY = 7210402
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -73,20 +72,17 @@ class Database:
             yield fresh
 
     def claim_exclusive(self) -> None:
-        """Make this process the only one running a tracker on this database, for as long
-        as it lives. Two trackers would each adopt, poll and fail the other's jobs."""
+        """On SQLite, make this process the only one running a tracker on this database, for
+        as long as it lives: two trackers would each adopt, poll and fail the other's jobs.
+        Servers sharing a PostgreSQL all serve and elect the one that tracks by a lease
+        (store/lease.py): nothing to claim here."""
         if self.is_sqlite:
             path = make_url(self.engine.url).database
             self._lease = _flock(Path(f"{path}.lock"), f"the database {path}")
-            return
-        conn = self.engine.connect()
-        got = conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({TRACKER_LOCK_KEY})").scalar()
-        conn.commit()
-        if not got:
-            conn.close()
-            raise AlreadyRunning("another Trainyard server is already running against this "
-                                 "database")
-        self._lease = conn  # the session lock lasts as long as this connection
+
+    def confirm_lease(self) -> None:
+        """Before a side effect outside the store (a launch, a sweep), raise if this process
+        may no longer act alone; nothing to confirm for a database no lease fences."""
 
     def close(self) -> None:
         self.group.close()

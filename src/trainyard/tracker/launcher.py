@@ -66,6 +66,7 @@ class Launcher:
         still while its engine does not answer)."""
         try:
             executor = executor_for(self.executors_by_kind, job.kind)
+            self.jobs.db.confirm_lease()  # a server that no longer leads creates nothing
             image_id = executor.launch(self.requests.build(job, remote=executor.remote))
         except EngineAway as exc:  # nothing was created: a later poll finds nothing, relaunch
             log.warning("job %s waits for its engine to launch it: %s", job.id, exc)

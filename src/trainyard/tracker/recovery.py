@@ -33,6 +33,8 @@ class Recovery:
         active = self.jobs.in_states(ACTIVE_STATES)
         for job in active:
             self.follower.guarded(job, self._adopt)
+        self.jobs.db.confirm_lease()  # a sweep by a server that no longer leads could
+        # remove what the leader just launched
         for kind, executor in self.executors_by_kind.items():
             handles = {j.handle for j in active if j.kind == kind}
             try:

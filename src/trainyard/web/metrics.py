@@ -102,6 +102,9 @@ class ServerMetrics:
         self.commits = Histogram("trainyard_store_commit_seconds",
                                  "One write transaction of the store, begin to commit.",
                                  buckets=COMMIT_BUCKETS, registry=r)
+        self.leader = Gauge("trainyard_leader", "1 while this server runs the tracker (the "
+                            "only server of its database, or the holder of the leader lease "
+                            "among several over one PostgreSQL), 0 on a standby.", registry=r)
         for cause in ("reclaim", "demotion"):
             self.preemptions.labels(cause)
 
