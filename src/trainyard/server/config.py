@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES
+from trainyard.store.metrics import DEFAULT_MAX_METRIC_POINTS
 from trainyard.tracker import TrackerConfig
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
@@ -72,3 +74,7 @@ class ServerConfig:
     share_team_jobs: bool = True  # members see and cancel their teams' jobs too
     # The declared queueing policy (TOML or YAML); None: FIFO with one open queue.
     policy_file: Path | None = None
+    # Each attempt's log is cut at this size, with a note; its metric points past this
+    # many are dropped and counted on its run.
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    max_metric_points: int = DEFAULT_MAX_METRIC_POINTS
