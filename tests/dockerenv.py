@@ -65,13 +65,14 @@ def _device_requests_work(client: docker.DockerClient) -> bool:
 def docker_server(tmp_path: Path, *, gpu_ids: tuple[str, ...] = (), cpus: float = 2.0,
                   memory_mb: int = 4096, max_containers: int = 8,
                   base_url: str = "", engine_grace: float = 60.0,
-                  name: str = "data") -> TrainyardServer:
+                  name: str = "data", max_log_bytes: int = 1 << 30) -> TrainyardServer:
     from trainyard.executors.docker import DockerConfig
 
     pool = DockerConfig(instance="", cpus=cpus, memory_mb=memory_mb,
                         max_containers=max_containers, gpu_ids=gpu_ids, base_url=base_url,
                         engine_grace=engine_grace)
     config = ServerConfig(data_dir=tmp_path / name, port=0, docker=pool,
+                          max_log_bytes=max_log_bytes,
                           tracker=TrackerConfig(max_concurrent=8, cancel_grace=2.0,
                                                 active_interval=0.2))
     server = TrainyardServer(config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 import stat
 from collections.abc import Iterator
 from concurrent import futures
@@ -67,6 +68,16 @@ def test_hosts_that_are_neither_names_nor_addresses_are_refused(tmp_path: Path,
     with pytest.raises(CertError):
         generate_self_signed(tmp_path, hosts)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("days", "said"), [
+    (0, "at least one day, not 0"), (36_501, "at most 36,500 days (a century), not 36,501"),
+    (99_999_999_999, "at most 36,500 days"),
+])
+def test_a_validity_out_of_range_is_a_sentence(tmp_path: Path, days: int, said: str) -> None:
+    with pytest.raises(CertError, match=re.escape(said)):
+        generate_self_signed(tmp_path, days=days)
+    assert not (tmp_path / "server.crt").exists()
 
 
 def test_bad_host_error_is_a_sentence(tmp_path: Path) -> None:

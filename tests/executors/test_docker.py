@@ -12,6 +12,7 @@ import pytest
 from tests.dockerenv import TRAINER_IMAGE, Engine, docker_server, engine, final, running, wait_state
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.log_cap import cut_note
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
@@ -272,3 +273,15 @@ def test_metrics_and_logs_arrive_while_the_container_runs(engine: Engine,
         assert status.latest_metrics["loss"] == (0.25, 1)
         srv.service.cancel(LOCAL, job_id)
         assert final(srv, job_id).state is JobState.CANCELLED
+
+
+def test_a_containers_log_past_its_cap_is_cut_with_a_note(engine: Engine,
+                                                          tmp_path: Path) -> None:
+    with running(docker_server(tmp_path, max_log_bytes=1000)) as srv:
+        job_id, _ = srv.service.train(LOCAL, JobSpec(
+            name="chatty", image=TRAINER_IMAGE,
+            command="head -c 50000 /dev/zero | tr '\\0' x; sleep 1; echo late"))
+        job = final(srv, job_id)
+        assert job.state is JobState.SUCCEEDED, job.message
+        log = srv.workspace.attempt(job_id, 1).log_path.read_bytes()
+        assert log == b"x" * 1000 + cut_note(1000)

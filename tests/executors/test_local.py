@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from trainyard.domain.log_cap import cut_note
 from trainyard.domain.spec import Resources
 from trainyard.executors.base import (
     JobFiles,
@@ -208,3 +209,23 @@ def test_a_gang_gets_the_variables_of_its_framework(tmp_path: Path) -> None:
     lines = sorted(req.files.log.read_text().splitlines())
     assert len(lines) == 2 and all(" tf=none port=" in line and line[-1].isdigit()
                                    for line in lines)
+
+
+def test_a_log_past_its_cap_is_cut_with_a_note_and_the_job_runs_on(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    req = request(tmp_path, ex, "head -c 5000 /dev/zero | tr '\\0' x; echo; echo late >&2; "
+                                "touch done; exit 4")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 4
+    until(lambda: req.files.log.read_bytes().endswith(b"discarded\n"))
+    assert req.files.log.read_bytes() == b"x" * 1000 + cut_note(1000)
+    assert (req.files.workdir / "done").exists()  # it ran to its end
+
+
+def test_a_log_under_its_cap_is_kept_whole_with_stderr(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    req = request(tmp_path, ex, "echo out; echo err >&2")
+    ex.launch(req)
+    wait_for(ex, req.handle, {Phase.EXITED})
+    until(lambda: req.files.log.read_bytes().count(b"\n") == 2)
+    assert req.files.log.read_bytes() == b"out\nerr\n"

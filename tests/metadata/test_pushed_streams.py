@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.log_cap import cut_note
 from trainyard.domain.spec import JobSpec
 from trainyard.metadata.pushed_streams import PushedStreams, SequenceGap
 from trainyard.metadata.workspace import Workspace
@@ -96,3 +97,18 @@ def test_an_attempt_has_ended_once_every_rank_reported_its_exit(
         streams.exited(job_id, 1, 0, 300)
     with pytest.raises(InvalidArgument, match="rank"):
         streams.exited(job_id, 1, -1, 0)
+
+
+def test_a_pushed_log_past_its_cap_ends_with_the_note(db: Database, tmp_path: Path) -> None:
+    job_id, _ = JobStore(db).create(JobSpec(name="j", command="true"))
+    workspace = Workspace(tmp_path)
+    paths = workspace.attempt(job_id, 1)
+    paths.create()
+    streams = PushedStreams(RuntimeStreamStore(db), workspace, max_log_bytes=25)
+    assert streams.append(job_id, 1, "log", 0, 0, [b"0123456789"] * 2) == 2
+    assert streams.append(job_id, 1, "log", 0, 2, [b"abcdefghij"] * 3) == 5
+    assert streams.append(job_id, 1, "log", 0, 2, [b"abcdefghij"] * 3) == 5  # a retry
+    assert streams.append(job_id, 1, "log", 0, 5, [b"late"]) == 6  # kept as dropped
+    assert paths.log_path.read_bytes() == b"0123456789\n0123456789\nabc" + cut_note(25)
+    # Metrics have no cap here: the tracker's ingestion counts points (store.metrics).
+    assert streams.append(job_id, 1, "metrics", 0, 0, _lines(0, 10)) == 10

@@ -80,6 +80,9 @@ def test_bad_options_and_configs_are_one_sentence(tmp_path: Path) -> None:
         (("t.csv", "--gpus", "2", "--policies", "fifo,sjf"), "unknown policy 'sjf'"),
         (("missing.csv", "--gpus", "2"), "missing.csv: cannot read"),
         (("t.csv", "--config", "bad.toml"), "bad.toml, line 7: sim.qos: must be a table"),
+        (("t.csv", "--gpus", "9" * 20), "--gpus must be at most 1,000,000"),
+        (("t.csv", "--gpus", "2", "--window", "1e-300"), "--window must be at least 1 second"),
+        (("t.csv", "--gpus", "2", "--window", "nan"), "--window must be a number of seconds"),
     ]
     for args, message in cases:
         done = sim(*args, cwd=tmp_path)

@@ -25,6 +25,15 @@ def code_to_pb(run: RunRecord) -> pb.CodeVersion:
                           git_commit=spec.git_commit)
 
 
+def run_message(run: RunRecord) -> str:
+    """The run's message, and how many metric points past the server's cap it lost."""
+    if not run.dropped_metric_points:
+        return run.message
+    dropped = (f"{run.dropped_metric_points:,} metric points past the server's cap were "
+               "dropped")
+    return f"{run.message}; {dropped}" if run.message else dropped
+
+
 def run_to_pb(view: RunView) -> pb.Run:
     run, job = view.run, view.run.job
     msg = pb.Run(
@@ -34,7 +43,7 @@ def run_to_pb(view: RunView) -> pb.Run:
         code=code_to_pb(run), executor=run.executor, pool=run.pool,
         gpu_ids=list(run.gpu_ids), submitted_at=timestamp(job.submitted_at),
         launched_at=timestamp(run.launched_at), has_exit_code=run.exit_code is not None,
-        exit_code=run.exit_code or 0, message=run.message,
+        exit_code=run.exit_code or 0, message=run_message(run),
         series_truncated=view.series_truncated,
         transitions=[transition_to_pb(e) for e in view.events],
         log_uri=view.log_path.as_uri(), log_size_bytes=view.log_size,

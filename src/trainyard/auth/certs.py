@@ -35,6 +35,9 @@ class CertPair:
     key: Path  # PEM PKCS8 private key, unencrypted, mode 0600
 
 
+MAX_DAYS = 36_500  # a century: more is a mistake, and far more overflows the date
+
+
 def generate_self_signed(out_dir: Path, hosts: Sequence[str] = DEFAULT_HOSTS, days: int = 365,
                          overwrite: bool = False) -> CertPair:
     """Write out_dir/server.crt and out_dir/server.key for hosts (DNS names or IPs)."""
@@ -43,6 +46,9 @@ def generate_self_signed(out_dir: Path, hosts: Sequence[str] = DEFAULT_HOSTS, da
     names = _check_hosts(hosts)
     if days < 1:
         raise CertError(f"the certificate must be valid for at least one day, not {days}")
+    if days > MAX_DAYS:
+        raise CertError(f"the certificate may be valid for at most {MAX_DAYS:,} days (a "
+                        f"century), not {days:,}")
     pair = CertPair(cert=out_dir / CERT_NAME, key=out_dir / KEY_NAME)
     if not overwrite:
         for path in (pair.cert, pair.key):  # check both before writing either

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from trainyard.cli.common import duration, size
 from trainyard.cli.output import errors
+from trainyard.quantities import MIB
 
 if TYPE_CHECKING:
     from trainyard.executors.docker import DockerConfig
@@ -68,6 +69,12 @@ def server(
     share_team_jobs: Annotated[bool, typer.Option(
         "--share-team-jobs/--no-share-team-jobs",
         help="Members see and cancel their teams' jobs, not only their own.")] = True,
+    max_log_size: Annotated[str, typer.Option(
+        help='Each attempt\'s log is cut at this size ("1G", "512M", "2Gi"), with a last '
+        "line that says so.")] = "1G",
+    max_metric_points: Annotated[int, typer.Option(
+        min=1, help="Metric points each attempt keeps; those past it are dropped and "
+        "counted on its run.")] = 100_000,
     policy: Annotated[Path | None, typer.Option(
         help="Queueing policy (TOML or YAML): pools, queues, teams, quotas. SIGHUP re-reads "
         "it [default: FIFO with one open queue].")] = None,
@@ -100,7 +107,9 @@ def server(
                           tracker=TrackerConfig(max_concurrent=max_concurrent,
                                                 retry_backoff=backoff),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
-                          share_team_jobs=share_team_jobs, policy_file=policy)
+                          share_team_jobs=share_team_jobs, policy_file=policy,
+                          max_log_bytes=_log_bytes(max_log_size),
+                          max_metric_points=max_metric_points)
     try:
         srv = TrainyardServer(config)
         bound = srv.start()
@@ -131,6 +140,13 @@ def server(
             reload["asked"] = False
             srv.reload_policy()
     srv.stop()
+
+
+def _log_bytes(text: str) -> int:
+    mib = size(text, "--max-log-size")
+    if mib < 1:
+        raise typer.BadParameter("must be at least 1 MiB", param_hint="--max-log-size")
+    return mib * MIB
 
 
 def _write_port(path: Path, port: int) -> None:

@@ -24,6 +24,8 @@ console = Console(width=None if sys.stdout.isatty() else 150)
 
 SIM_KEYS = ("qos", "queue_per_team")
 POLICY_NAMES = "fifo,priority,default,srtf-oracle,las"
+MAX_GPUS = 1_000_000  # a generated pool lists its device ids
+MIN_WINDOW_S = 1.0
 
 
 class SimError(Exception):
@@ -95,10 +97,15 @@ def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
         raise SimError("give either --gpus N or --config FILE")
     if gpus is not None and gpus < 1:
         raise SimError("--gpus must be at least 1")
+    if gpus is not None and gpus > MAX_GPUS:
+        raise SimError(f"--gpus must be at most {MAX_GPUS:,}")
     if not restart_overhead >= 0 or math.isinf(restart_overhead):
         raise SimError("--restart-overhead must be a number of seconds, at least 0")
     if not window > 0 or math.isinf(window):
         raise SimError("--window must be a number of seconds, more than 0")
+    if window < MIN_WINDOW_S:
+        # The timeline has a row per window: a tiny window over a long trace never ends.
+        raise SimError(f"--window must be at least {MIN_WINDOW_S:g} second")
     if not time_limit >= 0:
         raise SimError("--time-limit must be a number of seconds, at least 0")
     chosen = [name.strip() for name in names.split(",") if name.strip()]

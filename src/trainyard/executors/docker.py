@@ -25,6 +25,7 @@ import docker.errors
 from docker.transport.unixconn import UnixHTTPConnection
 from docker.types import DeviceRequest, LogConfig, Mount
 
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES
 from trainyard.domain.spec import total_resources
 from trainyard.executors.base import (
     LAUNCHER,
@@ -83,7 +84,8 @@ class DockerExecutor:
     remote = False  # its jobs see this host's files
     started_by_launch = True
 
-    def __init__(self, config: DockerConfig) -> None:
+    def __init__(self, config: DockerConfig, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+                 ) -> None:
         self.config = config
         self.user = config.user or _default_user()
         kwargs: dict[str, Any] = {"base_url": config.base_url} if config.base_url else {}
@@ -95,7 +97,7 @@ class DockerExecutor:
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
         self._unremoved: set[str] = set()  # final, but the engine was away to remove them
         self._unreachable_since: float | None = None
-        self._logs = LogCopier(self._api, streams)
+        self._logs = LogCopier(self._api, streams, max_log_bytes)
         self._events = EngineEvents(streams, f"{LABEL_INSTANCE}={config.instance}",
                                     on_end=lambda handle: self._listener(handle),
                                     on_connect=self._engine_back)

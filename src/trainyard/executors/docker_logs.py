@@ -1,7 +1,8 @@
 """Copies each container's output into its job's log file while it runs, so the log outlives
 the container. The engine replays a container's output identically from its start, so the
 file's size says how much of a replay to skip: a copy resumed after any interruption (a cut
-stream, a restarted service) neither repeats nor loses a byte."""
+stream, a restarted service) neither repeats nor loses a byte. Past its cap the log ends with
+the note of executors.log_cap, and what follows is read and dropped."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import docker
 import docker.errors
 import requests.exceptions
+
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, is_cut, keep
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +33,10 @@ class _Follower:
 
 
 class LogCopier:
-    def __init__(self, api: docker.APIClient, stream_api: docker.APIClient) -> None:
+    def __init__(self, api: docker.APIClient, stream_api: docker.APIClient,
+                 max_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
         self._api = api  # bounded calls
+        self._max_bytes = max_bytes  # the log is cut there (log_cap)
         self._stream_api = stream_api  # follows, which may be quiet for hours
         self._lock = threading.Lock()
         self._followers: dict[str, _Follower] = {}
@@ -100,12 +105,17 @@ class LogCopier:
         try:
             with log_path.open("ab") as out:
                 skip = out.tell()
+                if is_cut(skip, self._max_bytes) and not follow:
+                    return True  # cut: nothing more is kept
                 for chunk in self._stream(handle, follow):
                     if skip >= len(chunk):
                         skip -= len(chunk)
                         continue
-                    out.write(chunk[skip:])
-                    out.flush()
+                    # Once cut, a follow reads on (discarding) to the container's end.
+                    data = keep(chunk[skip:], out.tell(), self._max_bytes)
+                    if data:
+                        out.write(data)
+                        out.flush()
                     skip = 0
             return True
         except (*ENGINE_ERRORS, ValueError) as exc:

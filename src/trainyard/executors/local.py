@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, cut_note
 from trainyard.executors.base import (
     LAUNCHER,
     LaunchError,
@@ -24,21 +25,54 @@ from trainyard.executors.base import (
     gang_command,
 )
 
-# $1 command, $2 exit file, $3 pid file, $4 start file. The wrapper writes its pid before
-# anything else, runs the command in a child shell and records its status. A half-written
+# $1 command, $2 exit file, $3 pid file, $4 start file; $5 the interpreter, $6 the log
+# copier's code, $7 the log's cap in bytes, $8 the note at the cut (domain.log_cap), $9 the
+# file the copier makes once it has copied all (see `_output_pending`). The
+# wrapper writes its pid before anything else, runs the command in a child shell and records
+# its status; the command's output goes through the copier, which keeps the log to its cap.
+# The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
+# copier keeps the ignore (it runs no job), while the group around the command trades it
+# for a handler before it starts the command, which so gets TERM's default. A half-written
 # file reads as "not yet" and the wrapper is then still alive, so no rename is needed. The
-# wrapper outlives a TERM sent to its group (a handler, unlike an ignore, is not inherited
-# by the job), so a job that stops on TERM still has its status recorded; one that needs the
-# KILL after the grace period takes the wrapper with it and leaves no exit file: the tracker
-# knows it asked. Between its fork and its exec the child still has the wrapper's handler,
-# and a TERM then would be lost; so the child, once a fresh shell, writes the start file
-# before it runs the command, and a cancel waits for that file.
+# wrapper outlives a TERM sent to its group (the group's handler, unlike an ignore, is not
+# inherited by the job), so a job that stops on TERM still has its status recorded; one
+# that needs the KILL after the grace period takes the wrapper with it and leaves no exit
+# file: the tracker knows it asked. Between its fork and its exec the child still has the
+# group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
+# the start file before it runs the command, and a cancel waits for that file.
 WRAPPER = r"""
-trap 'true' TERM
+trap '' TERM
 printf '%s\n' "$$" > "$3"
+{
+trap 'true' TERM
 /bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
+} 2>&1 | "$5" -I -S -c "$6" "$7" "$8" "$9"
 """
+# The wrapper pipes the job's output through this, in the server's interpreter and with
+# nothing of ours imported (the job's environment has no PYTHONPATH). It ignores TERM (as
+# it is born doing), so that a job stopping on TERM still has its last words copied.
+COPIER = r"""
+import os, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+limit, note = int(sys.argv[1]), sys.argv[2].encode()
+written = 0
+while True:
+    chunk = os.read(0, 1 << 16)
+    if not chunk:
+        break
+    if written > limit:
+        continue
+    room = limit - written
+    data = chunk if len(chunk) <= room else chunk[:room] + note
+    written += len(data)
+    while data:
+        data = data[os.write(1, data):]
+open(sys.argv[3], "w").close()
+"""
+# How long an exit waits for the copier to copy the output written before it: a process the
+# job left behind may hold the output open, and the copier then never sees its end.
+LOG_DRAIN_WAIT = 2.0
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
 # Every process of a job inherits this, so leftovers are told apart from strangers.
 HANDLE_ENV = "TRAINYARD_HANDLE"
@@ -51,8 +85,9 @@ class LocalExecutor:
     remote = False  # its jobs see this host's files
     started_by_launch = True
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
         self.state_dir = state_dir
+        self.max_log_bytes = max_log_bytes
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._listener: Callable[[str], None] = lambda handle: None
         self._watched: set[str] = set()
@@ -80,6 +115,19 @@ class LocalExecutor:
 
     def _start_file(self, handle: str) -> Path:
         return self._dir(handle) / "started"
+
+    def _copied_file(self, handle: str) -> Path:
+        return self._dir(handle) / "copied"
+
+    def _output_pending(self, handle: str) -> bool:
+        """Whether the copier may still hold output the job wrote before its exit: it has
+        not copied all, and the exit is recent."""
+        try:
+            if self._copied_file(handle).exists():
+                return False
+            return time.time() - self._exit_file(handle).stat().st_mtime < LOG_DRAIN_WAIT
+        except OSError:
+            return False
 
     def _started(self, handle: str) -> bool:
         """Whether the command runs: its shell wrote the start file. A wrapper that wrote its
@@ -115,7 +163,9 @@ class LocalExecutor:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
-                     str(self._start_file(request.handle))],
+                     str(self._start_file(request.handle)), sys.executable, COPIER,
+                     str(self.max_log_bytes), cut_note(self.max_log_bytes).decode(),
+                     str(self._copied_file(request.handle))],
                     cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -128,7 +178,7 @@ class LocalExecutor:
     def poll(self, handle: str) -> Observation:
         code = self._read_exit(handle)
         if code is not None:
-            return Observation(Phase.EXITED, exit_code=code)
+            return self._exited(handle, code)
         pid = self._read_pid(handle)
         if pid is None:
             hdir = self._dir(handle)
@@ -142,9 +192,14 @@ class LocalExecutor:
         # The wrapper may have written the exit file just after we looked.
         code = self._read_exit(handle)
         if code is not None:
-            return Observation(Phase.EXITED, exit_code=code)
+            return self._exited(handle, code)
         return Observation(Phase.LOST, message="the process ended without recording its exit "
                            "status (its process group was killed)")
+
+    def _exited(self, handle: str, code: int) -> Observation:
+        if self._output_pending(handle):
+            return Observation(Phase.RUNNING)  # ended; its last output is on its way
+        return Observation(Phase.EXITED, exit_code=code)
 
     def adopt(self, handle: str) -> Observation:
         obs = self.poll(handle)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainyard.domain.kinds import JobKind
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES
 from trainyard.domain.pools import PoolCapacity
 from trainyard.executors.base import Executor, LaunchError
 from trainyard.executors.local import LocalExecutor
@@ -30,6 +31,7 @@ class ExecutorSettings:
     docker: DockerConfig | None = None  # None: this server runs no containers
     slurm: SlurmConfig | None = None  # None: this server has no Slurm pools
     kubernetes: KubernetesConfig | None = None  # None: this server has no Kubernetes pools
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # each attempt's log, cut there (log_cap)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Backend:
 
 
 def _local(settings: ExecutorSettings) -> Backend:
-    return Backend(LocalExecutor(settings.state_dir),
+    return Backend(LocalExecutor(settings.state_dir, settings.max_log_bytes),
                    PoolCapacity(JobKind.LOCAL, max_jobs=settings.local_max_jobs,
                                 gpu_ids=settings.local_gpu_ids))
 
@@ -53,7 +55,7 @@ def _docker(settings: ExecutorSettings) -> Backend | None:
         return None
     from trainyard.executors.docker import DockerExecutor
 
-    return Backend(DockerExecutor(docker),
+    return Backend(DockerExecutor(docker, settings.max_log_bytes),
                    PoolCapacity(JobKind.DOCKER, max_jobs=docker.max_containers,
                                 cpus=docker.cpus, memory_mb=docker.memory_mb,
                                 gpu_ids=docker.gpu_ids))

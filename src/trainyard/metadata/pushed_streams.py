@@ -7,7 +7,9 @@ Each (attempt, stream) has a row: the file's committed byte offset and each rank
 sequence number. A push, under its file's lock: skip the lines already kept, refuse a batch
 that would leave a gap, cut the file back to the committed offset (a tail written before a
 crash and never committed; its sender resends it), append, fsync, then commit offset and
-sequence numbers together. A retried push therefore neither loses nor doubles a line.
+sequence numbers together. A retried push therefore neither loses nor doubles a line. A
+log past its cap ends with the note of domain.log_cap; lines pushed after it are counted as
+kept (their sender moves on) and dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, keep
 from trainyard.metadata.workspace import AttemptPaths, Workspace
 from trainyard.store.runtime_streams import RuntimeStreamStore, StreamPosition
 
@@ -47,8 +50,10 @@ class SequenceGap(FailedPrecondition):
 
 class PushedStreams:
     def __init__(self, store: RuntimeStreamStore, workspace: Workspace,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
         self.store = store
+        self.max_log_bytes = max_log_bytes  # a log is cut there (domain.log_cap)
         self.workspace = workspace
         self.clock = clock
         self._locks = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
@@ -71,7 +76,8 @@ class PushedStreams:
             fresh = lines[next_seq - first_seq:]
             if not fresh:
                 return next_seq  # all kept already: a repeat, or a question for next_seq
-            end = _append(path, before, b"".join(line + b"\n" for line in fresh))
+            limit = self.max_log_bytes if stream == LOG else None
+            end = _append(path, before, b"".join(line + b"\n" for line in fresh), limit)
             seqs = dict(before.next_seqs)
             seqs[rank] = next_seq + len(fresh)
             self.store.commit(job_id, attempt, stream, before,
@@ -137,8 +143,9 @@ def _check_batch(rank: int, first_seq: int, lines: Sequence[bytes]) -> None:
                                   f"{MAX_LINE_BYTES} bytes")
 
 
-def _append(path: Path, before: StreamPosition, data: bytes) -> int:
-    """Write data after the committed bytes, durably; the file's new end."""
+def _append(path: Path, before: StreamPosition, data: bytes, limit: int | None) -> int:
+    """Write data after the committed bytes, durably; the file's new end. With a `limit`
+    (a log's), what is past it is dropped, and the note of the cut written once."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         size = os.fstat(fd).st_size
@@ -147,7 +154,7 @@ def _append(path: Path, before: StreamPosition, data: bytes) -> int:
         start = min(size, before.committed_offset) if before.stored else size
         if start < size:
             os.ftruncate(fd, start)
-        view = memoryview(data)
+        view = memoryview(data if limit is None else keep(data, start, limit))
         offset = start
         while view:
             written = os.pwrite(fd, view, offset)

@@ -87,7 +87,7 @@ class TrainyardServer:
         self.workspace = Workspace(data_dir)
         self.db: Database = open_database(config.database_url or sqlite_url(data_dir))
         self.jobs = JobStore(self.db)
-        metrics = MetricStore(self.db)
+        metrics = MetricStore(self.db, config.max_metric_points)
         model_store = ModelStore(self.db)
         dataset_store = DatasetStore(self.db)
         access_store = AccessStore(self.db)
@@ -135,7 +135,8 @@ class TrainyardServer:
             policy=self.policy)
         self.usage = UsageStore(self.db)  # fair share's, which the tracker keeps
         # What remote jobs push: the tracker learns of their ends from it too.
-        self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace)
+        self.pushed = PushedStreams(RuntimeStreamStore(self.db), self.workspace,
+                                    max_log_bytes=config.max_log_bytes)
         self.metrics = self._metrics()
         # Not started until start(): a server that is never started (a test stepping its
         # passes) drives this one itself. On PostgreSQL each term of leadership runs a
@@ -165,7 +166,8 @@ class TrainyardServer:
     def _tracker_for(self, db: Database) -> Tracker:
         """A tracker whose every write goes to `db`: the server's own, or a term's."""
         return Tracker(
-            jobs=JobStore(db), metrics=MetricStore(db), datasets=DatasetStore(db),
+            jobs=JobStore(db), metrics=MetricStore(db, self.config.max_metric_points),
+            datasets=DatasetStore(db),
             artifacts=ArtifactCollector(ModelStore(db), self.workspace.artifacts_dir),
             executors_by_kind=self.executors, pools=self.pools,
             policy=ActivePolicy(self.policy, self.tracker_config.max_concurrent),
@@ -236,7 +238,7 @@ class TrainyardServer:
         data_dir = self.workspace.data_dir
         return build_backends(ExecutorSettings(
             state_dir=self.workspace.executor_dir, local_max_jobs=config.tracker.max_concurrent,
-            local_gpu_ids=host_gpu_ids(), docker=docker,
+            local_gpu_ids=host_gpu_ids(), docker=docker, max_log_bytes=config.max_log_bytes,
             slurm=slurm_config(slurm, instance=instance_id(data_dir), tls_ca_pem=ca,
                                grace_s=config.tracker.cancel_grace),
             kubernetes=kubernetes_config(kubernetes, instance=instance_id(data_dir),

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES
+from trainyard.store.metrics import DEFAULT_MAX_METRIC_POINTS
 from trainyard.tracker import TrackerConfig
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by a server that runs containers
@@ -77,3 +79,7 @@ class ServerConfig:
     # standby takes over within about lease_ttl + lease_renew_interval of the leader's end.
     lease_ttl: float = 5.0
     lease_renew_interval: float = 1.0
+    # Each attempt's log is cut at this size, with a note; its metric points past this
+    # many are dropped and counted on its run.
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    max_metric_points: int = DEFAULT_MAX_METRIC_POINTS

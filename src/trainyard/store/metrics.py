@@ -9,7 +9,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from trainyard.store.db import Database
 from trainyard.store.records import MetricPoint
-from trainyard.store.schema import jobs, metrics
+from trainyard.store.schema import jobs, metrics, runs
 
 _LATEST = select(metrics.c.key, metrics.c.value, metrics.c.step).where(
     metrics.c.id.in_(
@@ -20,9 +20,13 @@ _LATEST = select(metrics.c.key, metrics.c.value, metrics.c.step).where(
 )
 
 
+DEFAULT_MAX_METRIC_POINTS = 100_000  # per attempt; a point is one key's value at one step
+
+
 class MetricStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, max_points: int = DEFAULT_MAX_METRIC_POINTS) -> None:
         self.db = db
+        self.max_points = max_points
 
     def ingest(
         self, job_id: str, attempt: int, *, from_offset: int, to_offset: int,
@@ -31,7 +35,8 @@ class MetricStore:
         """Append points and advance the job's file offset in one transaction.
 
         The offset is compared-and-set, so a restarted tracker never ingests a line twice.
-        Returns False (and writes nothing) when the offset moved meanwhile.
+        Returns False (and writes nothing) when the offset moved meanwhile. An attempt keeps
+        at most `max_points` points; those past it are counted on its run and dropped.
         """
         now = time.time()
         with self.db.write() as conn:
@@ -51,9 +56,23 @@ class MetricStore:
                 for p in points
                 for k, v in p.values.items()
             ]
+            rows = self._within_cap(conn, job_id, attempt, rows)
             if rows:
                 conn.execute(insert(metrics), rows)
         return True
+
+    def _within_cap(self, conn: Connection, job_id: str, attempt: int,
+                    rows: list[dict[str, object]]) -> list[dict[str, object]]:
+        """The rows the attempt's cap leaves room for; its run counts them and the rest."""
+        key = (runs.c.job_id == job_id, runs.c.attempt == attempt)
+        kept = conn.execute(select(runs.c.metric_points).where(*key)).scalar_one_or_none()
+        if kept is None or not rows:
+            return rows  # no run row (a job never launched): nothing to count on
+        room = max(0, self.max_points - int(kept))
+        conn.execute(update(runs).where(*key).values(
+            metric_points=runs.c.metric_points + min(room, len(rows)),
+            dropped_metric_points=runs.c.dropped_metric_points + max(0, len(rows) - room)))
+        return rows[:room]
 
     def latest(self, job_id: str,
                conn: Connection | None = None) -> dict[str, tuple[float, int | None]]:

@@ -212,6 +212,7 @@ class RunRecord:
     started_at: float | None
     ended_at: float | None
     seq: int  # the runs row id: launch order
+    dropped_metric_points: int = 0  # written past the server's cap, and lost
 
     @property
     def id(self) -> str:
@@ -229,4 +230,5 @@ class RunRecord:
                    gpu_ids=split_ids(m["run_gpu_ids"]), image_id=m["run_image_id"],
                    exit_code=m["run_exit_code"], message=m["run_message"],
                    launched_at=m["run_launched_at"], started_at=m["run_started_at"],
-                   ended_at=m["run_ended_at"], seq=m["run_seq"])
+                   ended_at=m["run_ended_at"], seq=m["run_seq"],
+                   dropped_metric_points=m["run_dropped_metric_points"])

@@ -41,6 +41,7 @@ _RUN_COLUMNS = (
     runs.c.exit_code.label("run_exit_code"), runs.c.message.label("run_message"),
     runs.c.launched_at.label("run_launched_at"), runs.c.started_at.label("run_started_at"),
     runs.c.ended_at.label("run_ended_at"),
+    runs.c.dropped_metric_points.label("run_dropped_metric_points"),
 )
 _SELECT_RUNS = select(jobs, *_RUN_COLUMNS).select_from(
     runs.join(jobs, jobs.c.id == runs.c.job_id))

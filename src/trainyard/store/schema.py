@@ -115,6 +115,11 @@ runs = Table(
     Column("launched_at", Float, nullable=False),
     Column("started_at", Float, nullable=True),
     Column("ended_at", Float, nullable=True),
+    # Metric points (one key's value at one step) the attempt kept, and those past the
+    # server's cap it wrote and lost.
+    Column("metric_points", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("dropped_metric_points", BigInteger, nullable=False, default=0,
+           server_default="0"),
     UniqueConstraint("job_id", "attempt", name="uq_runs_job_attempt"),
 )
 

@@ -57,6 +57,12 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
     borrow_cpus = 1               # how much more it may borrow from idle quota, likewise
                                   # borrow_memory_mb and borrow_gpus; default 0
 
+    [limits]                      # backpressure at submit; each absent: no cap
+    max_waiting_per_user = 1000   # int >= 1: jobs one user may have WAITING
+    max_waiting_per_team = 5000   # int >= 1: jobs drawing on one team's quota WAITING
+    submits_per_minute_per_user = 600   # int >= 1: submits a minute (a sweep: its trials)
+    submits_per_minute_per_team = 3000  # int >= 1; past either, RESOURCE_EXHAUSTED
+
 Names of pools, queues, teams, users and members follow the job name rule (NAME_RE). Unknown
 keys are errors. A team's quota in a pool must fit in the pool, and so must all the teams'
 quotas added up, for each resource the pool counts.
