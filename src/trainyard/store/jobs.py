@@ -183,6 +183,7 @@ class JobStore:
                 raise
             return self._same_request(found, spec), True
         log.debug("job %s: submitted (%s)", job_id, spec.name)
+        faults.job_written(job_id)
         self.db.feed.notify()
         return job_id, False
 
@@ -213,6 +214,7 @@ class JobStore:
         now = time.time() if now is None else now
         with self.db.write() as conn:
             move = _move(conn, job_id, expected, target, reason, now, fields)
+        faults.job_written(job_id)
         self.db.feed.notify()
         self.db.telemetry.job_moved(move)
 
@@ -248,6 +250,7 @@ class JobStore:
                 faults.crash_at(faults.INSIDE_REQUEUE)
             moves.append(_move(conn, job_id, JobState.PREEMPTED, JobState.WAITING, requeued,
                                now, {"pending_code": code, "pending_message": message}))
+        faults.job_written(job_id)
         self.db.feed.notify()
         for move in moves:
             self.db.telemetry.job_moved(move)
@@ -266,6 +269,7 @@ class JobStore:
                 .values(updated_at=time.time(), **fields)
             )
         if result.rowcount:
+            faults.job_written(job_id)
             self.db.feed.notify()
         return bool(result.rowcount)
 
