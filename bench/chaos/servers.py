@@ -223,3 +223,73 @@ def stop_jobs(data_dir: Path) -> None:
             continue  # it ended: the pid may be someone else's now
         with contextlib.suppress(OSError, ValueError, IndexError):
             os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+
+
+class Dockerd:
+    """The running Docker engine, to stop and start again as it was started (its command
+    line, environment, such as a PATH holding a GPU stand-in, working directory and log)."""
+
+    STOP_TIMEOUT_S = 60.0
+    START_TIMEOUT_S = 60.0
+
+    def __init__(self) -> None:
+        pid = self._pid()
+        if pid is None:
+            raise RuntimeError("no dockerd is running")
+        proc = Path(f"/proc/{pid}")
+        self.cmdline = [a.decode() for a in proc.joinpath("cmdline").read_bytes().split(b"\0")
+                        if a]
+        self.env = dict(item.decode().partition("=")[::2] for item in
+                        proc.joinpath("environ").read_bytes().split(b"\0") if b"=" in item)
+        self.cwd = os.readlink(proc / "cwd")
+        log = os.readlink(proc / "fd" / "1")
+        self.log = log if log.startswith("/") and not log.startswith("/dev/") else os.devnull
+
+    @staticmethod
+    def _pid() -> int | None:
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            with contextlib.suppress(OSError):
+                if comm.read_text().strip() == "dockerd":
+                    return int(comm.parent.name)
+        return None
+
+    @staticmethod
+    def answers() -> bool:
+        import docker
+        import docker.errors
+
+        try:
+            client = docker.from_env(timeout=5)
+        except docker.errors.DockerException:
+            return False
+        try:
+            return bool(client.ping())
+        except (docker.errors.DockerException, OSError):
+            return False
+        finally:
+            client.close()
+
+    def stop(self) -> float:
+        """TERM, and wait until it has exited; returns the seconds that took."""
+        began = time.monotonic()
+        pid = self._pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            while Path(f"/proc/{pid}").exists() and \
+                    time.monotonic() - began < self.STOP_TIMEOUT_S:
+                time.sleep(0.1)
+        return time.monotonic() - began
+
+    def start(self) -> float:
+        """Start it (unless one runs) and wait until it answers; returns the seconds."""
+        began = time.monotonic()
+        if self._pid() is None:
+            with open(self.log, "ab") as log:
+                subprocess.Popen(self.cmdline, cwd=self.cwd, env=self.env,
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                 start_new_session=True)
+        while not self.answers():
+            if time.monotonic() - began > self.START_TIMEOUT_S:
+                raise RuntimeError("dockerd did not answer after its restart")
+            time.sleep(0.2)
+        return time.monotonic() - began

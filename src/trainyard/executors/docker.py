@@ -273,8 +273,10 @@ class DockerExecutor:
             return Observation(Phase.EXITED, exit_code=code,
                                message=f"{describe_exit(code)}: {state['Error']}")
         if code != 0 and self._events.interrupted(handle):
-            return Observation(Phase.EXITED, exit_code=code, message=f"{describe_exit(code)}; "
-                               "the Docker engine stopped or restarted while it ran")
+            # The engine stopped it, not its job: the attempt was lost, and runs again.
+            return Observation(Phase.LOST, exit_code=code, retry=True,
+                               message=f"{describe_exit(code)}; the Docker engine stopped or "
+                               "restarted while it ran")
         return Observation(Phase.EXITED, exit_code=code)
 
     def _engine_away(self, exc: BaseException) -> Observation:
