@@ -13,7 +13,7 @@ from rich.table import Table
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "chaos.json"
 HEADLINE = ("jobs", "lost", "duplicated", "stuck")
-GOAL_ZERO = ("lost", "duplicated", "stuck", "wrong_state")
+GOAL_ZERO = ("lost", "duplicated", "stuck", "wrong_state", "internal_errors")
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 
