@@ -48,6 +48,17 @@ def retried(call: Callable[[], T], *, deadline_s: float = 120.0, pause_s: float 
             time.sleep(pause_s)
 
 
+def cancel(client: Client, job_id: str,
+           call: Callable[[Callable[[], str]], str] | None = None) -> None:
+    """Cancel it, through `call` (retried, by default): a retry whose first try was done
+    before its answer was lost finds the job CANCELLED already."""
+    try:
+        (call or retried)(lambda: client.cancel(job_id))
+    except TrainyardError as exc:
+        if not (exc.code == "FAILED_PRECONDITION" and "already CANCELLED" in exc.message):
+            raise
+
+
 def submit(client: Client, spec: TrainSpec, **retry: object) -> str:
     """The job's id, once acknowledged; the same request id across retries."""
     assert spec.client_request_id, "a retried submit needs a request id"

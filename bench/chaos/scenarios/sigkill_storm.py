@@ -14,7 +14,7 @@ from typing import Any
 
 from benchlib import num, percentile
 
-from chaos.checks import GaveUp, Verdict, retried, submit, verify, wait_quiet
+from chaos.checks import NO_ANSWER, GaveUp, Verdict, cancel, retried, submit, verify, wait_quiet
 from chaos.servers import (
     Postgres,
     Server,
@@ -100,6 +100,7 @@ class Storm:
         self.acknowledged: set[str] = set()
         self.unanswered: list[str] = []
         self.recovery_s: list[float] = []
+        self.sweeps = 0
         self.sweeps_unanswered = 0
         self.cancels = 0
         self.done = threading.Event()
@@ -138,20 +139,22 @@ class Storm:
             carol.close()
 
     def sweep(self, client: Client, index: int) -> None:
-        template = spec(f"sweep-{index}", self.run_id, seconds=0.5)
+        template = spec(f"sweep-{index}", self.run_id, seconds=0.5, queue="batch")
         try:
             _, ids = client.sweep(template, grid={"lr": ["0.1", "0.01", "0.001"]})
-        except TrainyardError:
+        except TrainyardError as exc:
+            if exc.code not in NO_ANSWER:
+                raise
             self.sweeps_unanswered += 1  # no request id: not retried; its jobs, if any,
             return  # are checked all the same
         self.acknowledged.update(ids)
+        self.sweeps += 1
 
     def cancel(self, client: Client, job_ids: list[str]) -> None:
         while job_ids:
             job_id = job_ids.pop()
             self.acknowledged.add(job_id)
-            retried(lambda job_id=job_id: client.cancel(job_id),  # type: ignore[misc]
-                    refused=self.unanswered)
+            cancel(client, job_id, lambda call: retried(call, refused=self.unanswered))
             self.cancels += 1
 
     def killer(self) -> None:
@@ -184,8 +187,9 @@ class Storm:
                 "recovery_s_p50": num(percentile(self.recovery_s, 50)),
                 "recovery_s_max": num(max(self.recovery_s, default=float("nan"))),
                 "quiet_after_s": num(quiet_s), "preemptions": verdict.preemptions,
-                "submits_unanswered": len(self.unanswered),
-                "sweeps_unanswered": self.sweeps_unanswered, "cancels": self.cancels}
+                "submit_retries": len(self.unanswered),
+                "sweeps": self.sweeps, "sweeps_unanswered": self.sweeps_unanswered,
+                "cancels": self.cancels}
 
     def close(self) -> None:
         self.server.kill()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from chaos.checks import FINAL, NO_ANSWER, GaveUp, Verdict, verify
+from chaos.checks import FINAL, NO_ANSWER, GaveUp, Verdict, cancel, verify
 from chaos.servers import Server, add_users, stop_jobs
 from chaos.workload import EXPECT, MARKER, RAN, RUN, forever, spec
 from trainyard.client import Client, Resources, TrainSpec
@@ -136,7 +136,7 @@ def cancelled(life: Life) -> None:
     with life.client() as client:
         job_id = life.submit(client, forever(life.run_id, 0, queue="default"))
         life.wait(client, job_id, frozenset({"RUNNING"}))
-        life.call(lambda: client.cancel(job_id))
+        cancel(client, job_id, life.call)
         life.wait(client, job_id, FINAL)
 
 
