@@ -4,7 +4,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
 	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes bench-web \
-	clean
+	chaos clean
 
 venv: $(STAMP)
 
@@ -40,7 +40,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard bench examples)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	MYPYPATH=bench $(VENV)/bin/mypy -p peers
+	MYPYPATH=bench $(VENV)/bin/mypy -p peers -p chaos
 
 # The peer benchmark (bench/peers, bench/README.md): Slurm and Ray Jobs are set up here,
 # once; a second run finds them in place.
@@ -80,6 +80,11 @@ bench-scheduler: $(STAMP)
 
 bench-policies: $(STAMP)
 	$(PY) bench/policies.py --generated 100000
+
+# The fault suite (bench/chaos, bench/README.md): crashes and outages under real jobs.
+# `make chaos CHAOS="sigkill_storm --quick"` runs some scenarios, or small versions.
+chaos: $(STAMP)
+	PYTHONPATH=bench $(PY) -m chaos $(CHAOS)
 
 clean:
 	rm -rf $(VENV) $(RAY_VENV) .trainyard .pytest_cache

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from trainyard.api.errors import status_for
+from trainyard.api.errors import status_for, unavailable
 from trainyard.api.permissions import access_for
 from trainyard.auth import job_tokens
 from trainyard.auth.authenticator import AUTHORIZATION
@@ -65,7 +65,11 @@ class AuthInterceptor(grpc.ServerInterceptor):
             caller = self.caller(method, details.invocation_metadata or ())
         except TrainyardError as exc:
             return _refusal(handler, status_for(exc), str(exc))
-        except Exception:  # the store is down, say: a sentence, not a traceback
+        except Exception as exc:  # the store is down, say: a sentence, not a traceback
+            reason = unavailable(exc)
+            if reason is not None:
+                log.warning("authenticating a call to %s: %s (%s)", method, reason, exc)
+                return _refusal(handler, grpc.StatusCode.UNAVAILABLE, reason)
             log.exception("authenticating a call to %s failed", method)
             return _refusal(handler, grpc.StatusCode.INTERNAL,
                             "internal error while checking credentials; see the server log")

@@ -19,6 +19,11 @@ log = logging.getLogger(__name__)
 # A vouch expires, so that even an end the stream failed to deliver is seen within this.
 VOUCH_TTL = 30.0
 MAX_END_MARKS = 4096
+# An engine that shuts down stops its containers first (TERM, KILL after their stop timeout)
+# and closes the stream after: a container killed by a signal this shortly before the break
+# was stopped by the engine, not by its job.
+SHUTDOWN_WINDOW = 30.0
+SIGNAL_EXITS = frozenset({"137", "143"})  # SIGKILL, SIGTERM
 Token = tuple[int, int]  # (subscription, events seen): when an inspect was asked
 
 
@@ -36,6 +41,7 @@ class EngineEvents:
         self._vouched: dict[str, float] = {}  # handle -> when it was last known running
         self._ended: OrderedDict[str, int] = OrderedDict()  # handle -> event number of its end
         self._interrupted: set[str] = set()  # vouched when the stream broke
+        self._signalled: OrderedDict[str, float] = OrderedDict()  # running, then killed: when
         self._response: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="docker-events", daemon=True)
@@ -83,7 +89,8 @@ class EngineEvents:
                 time.monotonic() - since < VOUCH_TTL
 
     def interrupted(self, handle: str) -> bool:
-        """The stream broke while this container was known to run (an engine restart)."""
+        """The stream broke while this container was known to run, or just after it was
+        killed by a signal (an engine restart)."""
         with self._lock:
             return handle in self._interrupted
 
@@ -92,6 +99,7 @@ class EngineEvents:
             self._vouched.pop(handle, None)
             self._ended.pop(handle, None)
             self._interrupted.discard(handle)
+            self._signalled.pop(handle, None)
 
     # --- the stream ----------------------------------------------------------------------
 
@@ -118,6 +126,10 @@ class EngineEvents:
                 self._connected = False
                 self._interrupted.update(self._vouched)
                 self._vouched.clear()
+                now = time.monotonic()
+                self._interrupted.update(name for name, when in self._signalled.items()
+                                         if now - when < SHUTDOWN_WINDOW)
+                self._signalled.clear()
             if was_connected and not self._stop.is_set():
                 log.warning("lost the Docker event stream; following containers by inspect")
                 self._on_end("")  # let the tracker look at every container now
@@ -138,5 +150,10 @@ class EngineEvents:
             self._ended.move_to_end(name)
             while len(self._ended) > MAX_END_MARKS:
                 self._ended.popitem(last=False)
+            if action == "die" and name in self._vouched and \
+                    (actor.get("Attributes") or {}).get("exitCode") in SIGNAL_EXITS:
+                self._signalled[name] = time.monotonic()
+                while len(self._signalled) > MAX_END_MARKS:
+                    self._signalled.popitem(last=False)
             self._vouched.pop(name, None)
         self._on_end(name)

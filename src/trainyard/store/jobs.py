@@ -195,6 +195,7 @@ class JobStore:
                 raise
             return self._same_request(found, spec), True
         log.debug("job %s: submitted (%s)", job_id, spec.name)
+        faults.job_written(job_id)
         self.db.feed.notify()
         return job_id, False
 
@@ -225,6 +226,7 @@ class JobStore:
         now = time.time() if now is None else now
         with self.db.write() as conn:
             move = _move(conn, job_id, expected, target, reason, now, fields)
+        faults.job_written(job_id)
         self.db.feed.notify()
         self.db.telemetry.job_moved(move)
 
@@ -280,6 +282,7 @@ class JobStore:
             moves.append(replace(_move(conn, job_id, via, JobState.WAITING, requeued, now,
                                        {"pending_code": code, "pending_message": message,
                                         **waiting_fields}), retry=retry))
+        faults.job_written(job_id)
         self.db.feed.notify()
         for move in moves:
             self.db.telemetry.job_moved(move)
@@ -298,6 +301,7 @@ class JobStore:
                 .values(updated_at=time.time(), **fields)
             )
         if result.rowcount:
+            faults.job_written(job_id)
             self.db.feed.notify()
         return bool(result.rowcount)
 
