@@ -16,11 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainyard.executors.base import (
+    KILLED_CODE,
     LAUNCHER,
     LaunchError,
     LaunchRequest,
     Observation,
     Phase,
+    describe_forced_kill,
     gang_command,
 )
 
@@ -80,6 +82,10 @@ class LocalExecutor:
 
     def _start_file(self, handle: str) -> Path:
         return self._dir(handle) / "started"
+
+    def _killed_file(self, handle: str) -> Path:
+        """Written before the KILL after a cancel's grace, holding that grace in seconds."""
+        return self._dir(handle) / "killed"
 
     def _started(self, handle: str) -> bool:
         """Whether the command runs: its shell wrote the start file. A wrapper that wrote its
@@ -143,6 +149,10 @@ class LocalExecutor:
         code = self._read_exit(handle)
         if code is not None:
             return Observation(Phase.EXITED, exit_code=code)
+        grace = self._read_killed(handle)
+        if grace is not None:  # the KILL took the wrapper too: the status is that KILL's
+            return Observation(Phase.EXITED, exit_code=KILLED_CODE,
+                               message=describe_forced_kill(grace))
         return Observation(Phase.LOST, message="the process ended without recording its exit "
                            "status (its process group was killed)")
 
@@ -166,7 +176,7 @@ class LocalExecutor:
             return False
         _signal_group(pid, signal.SIGTERM)
 
-        timer = threading.Timer(grace_seconds, self._kill_group, args=(handle, pid))
+        timer = threading.Timer(grace_seconds, self._force_kill, args=(handle, pid, grace_seconds))
         timer.daemon = True
         with self._lock:
             self._timers[handle] = timer
@@ -194,6 +204,13 @@ class LocalExecutor:
         pid = self._read_pid(handle)
         if pid is not None:
             self._kill_group(handle, pid)
+
+    def _force_kill(self, handle: str, pgid: int, grace_seconds: float) -> None:
+        """The grace after a TERM is over: KILL what still runs, saying so first."""
+        if self._is_ours(handle, pgid):
+            with contextlib.suppress(OSError):
+                self._killed_file(handle).write_text(f"{grace_seconds:g}\n")
+        self._kill_group(handle, pgid)
 
     def _kill_group(self, handle: str, pgid: int) -> None:
         """SIGKILL every process of the job's group. A group id is only reused once its group
@@ -231,6 +248,12 @@ class LocalExecutor:
     def _read_exit(self, handle: str) -> int | None:
         try:
             return int(self._exit_file(handle).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _read_killed(self, handle: str) -> float | None:
+        try:
+            return float(self._killed_file(handle).read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
 
