@@ -9,9 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 from benchlib import stop_process, wait_for_port
+
+from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 CLI = [sys.executable, "-m", "trainyard.cli.main"]
 ADMIN = "root"
@@ -75,6 +78,13 @@ class LiveServer:
 
     def channel(self) -> grpc.Channel:
         return grpc.insecure_channel(self.address)
+
+    def training(self, channel: grpc.Channel) -> Any:
+        """A TrainingService stub (the generated stubs are untyped)."""
+        return pb_grpc.TrainingServiceStub(channel)  # type: ignore[no-untyped-call]
+
+    def admin(self, channel: grpc.Channel) -> Any:
+        return pb_grpc.AdminServiceStub(channel)  # type: ignore[no-untyped-call]
 
     def metadata(self, token: str | None = None) -> tuple[tuple[str, str], ...]:
         secret = self.admin_token if token is None else token

@@ -25,7 +25,6 @@ from benchlib import num, percentile
 
 from chaos.fuzzing.live import LiveServer, wait_until
 from trainyard.v1 import training_pb2 as pb
-from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 IMAGE = "trainyard/base:latest"
 CANCEL_GRACE_S = 10.0  # the server's default grace between TERM and KILL
@@ -122,7 +121,7 @@ class StatusPoller(threading.Thread):
 
     def run(self) -> None:
         with self.server.channel() as channel:
-            stub = pb_grpc.TrainingServiceStub(channel)
+            stub = self.server.training(channel)
             request = pb.GetTrainingStatusRequest(job_id=self.job_id)
             while not self.halt.is_set():
                 start = time.perf_counter()
@@ -134,7 +133,7 @@ class StatusPoller(threading.Thread):
                 self.halt.wait(0.02)
 
 
-def _log_text(stub: pb_grpc.TrainingServiceStub, server: LiveServer, job_id: str,
+def _log_text(stub: Any, server: LiveServer, job_id: str,
               limit: int = 64_000) -> str:
     """The start of a job's log."""
     got = b""
@@ -201,11 +200,12 @@ def _drive(server: LiveServer, jobs: list[Hostile], markers: Path, docker: bool,
            quick: bool) -> dict[str, Any]:
     meta = server.metadata()
     with server.channel() as channel:
-        stub = pb_grpc.TrainingServiceStub(channel)
+        stub = server.training(channel)
 
         def status(job_id: str) -> pb.TrainingStatus:
-            return stub.GetTrainingStatus(pb.GetTrainingStatusRequest(job_id=job_id),
-                                          metadata=meta, timeout=10)
+            found: pb.TrainingStatus = stub.GetTrainingStatus(
+                pb.GetTrainingStatusRequest(job_id=job_id), metadata=meta, timeout=10)
+            return found
 
         probe = stub.Train(pb.TrainRequest(name="probe", command="true"), metadata=meta,
                            timeout=10).job_id
@@ -292,7 +292,7 @@ def _drive(server: LiveServer, jobs: list[Hostile], markers: Path, docker: bool,
 
 
 def _judge(job: Hostile, st: pb.TrainingStatus, markers: Path,
-           stub: pb_grpc.TrainingServiceStub, meta: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+           stub: Any, meta: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     state = pb.JobState.Name(st.state)
     marker = markers / job.name
     executions = len(marker.read_text().splitlines()) if marker.exists() else None
