@@ -266,7 +266,7 @@ def _drive(server: LiveServer, jobs: list[Hostile], markers: Path, docker: bool,
         poller.join()
         rows = [_judge(job, status(job.job_id), markers, stub, meta) for job in jobs]
         largest = _largest_file(server.data_dir)
-        lat = poller.latencies_ms
+        lat = sorted(poller.latencies_ms)
         p99 = percentile(lat, 99)
         return {
             "jobs": len(jobs),
