@@ -211,3 +211,23 @@ def test_a_gang_gets_the_variables_of_its_framework(tmp_path: Path) -> None:
     lines = sorted(req.files.log.read_text().splitlines())
     assert len(lines) == 2 and all(" tf=none port=" in line and line[-1].isdigit()
                                    for line in lines)
+
+
+def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state", pids_limit=30)
+    if ex._pids.base is None:
+        pytest.skip("no pids cgroup this user may create here")
+    # Forks until a fork fails (or 200 children); each child waits for the parent's end.
+    req = request(tmp_path, ex, "n=0; while [ $n -lt 200 ] && (sleep 30 &) 2>/dev/null; "
+                                "do n=$((n+1)); done; echo $n > forked; exit 0")
+    try:
+        ex.launch(req)
+        obs = wait_for(ex, req.handle, {Phase.EXITED}, timeout=30)
+        forked = int((req.files.workdir / "forked").read_text())
+        assert forked < 30
+        assert obs.exit_code == 0
+        assert obs.message.startswith("exited with code 0; it reached its limit of 30 "
+                                      "processes (")
+        assert obs.message.endswith(" forks refused)")
+    finally:
+        ex.release(req.handle)

@@ -68,7 +68,7 @@ def _python(script: str, *args: object) -> str:
 
 
 def _jobs(quick: bool, marker_dir: Path, docker: bool) -> list[Hostile]:
-    bomb_cap = 300 if quick else 3000
+    bomb_cap = 300 if quick else 5000  # past the executors' cap of 4096 at full size
     output_bytes = (100 if quick else 2000) * 1_000_000
     line_bytes = (10 if quick else 100) * 1_000_000
     garbage_bytes = (2 if quick else 20) * 1_000_000

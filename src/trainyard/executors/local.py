@@ -22,11 +22,14 @@ from trainyard.executors.base import (
     LaunchRequest,
     Observation,
     Phase,
+    describe_exit,
     describe_forced_kill,
     gang_command,
 )
+from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 
-# $1 command, $2 exit file, $3 pid file, $4 start file. The wrapper writes its pid before
+# $1 command, $2 exit file, $3 pid file, $4 start file, $5 the cgroup.procs of the job's
+# process cap (empty: none). The wrapper joins that cgroup and writes its pid before
 # anything else, runs the command in a child shell and records its status. A half-written
 # file reads as "not yet" and the wrapper is then still alive, so no rename is needed. The
 # wrapper outlives a TERM sent to its group (a handler, unlike an ignore, is not inherited
@@ -37,10 +40,12 @@ from trainyard.executors.base import (
 # before it runs the command, and a cancel waits for that file.
 WRAPPER = r"""
 trap 'true' TERM
+[ -z "$5" ] || printf '%s\n' "$$" > "$5" 2>/dev/null
 printf '%s\n' "$$" > "$3"
 /bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 """
+RELEASE_REAP_S = 2.0  # after a release's KILL, before its process cap's cgroup is removed
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
 # Every process of a job inherits this, so leftovers are told apart from strangers.
 HANDLE_ENV = "TRAINYARD_HANDLE"
@@ -53,8 +58,9 @@ class LocalExecutor:
     remote = False  # its jobs see this host's files
     started_by_launch = True
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, pids_limit: int = DEFAULT_PIDS_LIMIT) -> None:
         self.state_dir = state_dir
+        self._pids = PidsLimit(pids_limit)  # each job's cap on its processes (0: none)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._listener: Callable[[str], None] = lambda handle: None
         self._watched: set[str] = set()
@@ -121,7 +127,7 @@ class LocalExecutor:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
-                     str(self._start_file(request.handle))],
+                     str(self._start_file(request.handle)), self._pids.prepare(request.handle)],
                     cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -134,7 +140,7 @@ class LocalExecutor:
     def poll(self, handle: str) -> Observation:
         code = self._read_exit(handle)
         if code is not None:
-            return Observation(Phase.EXITED, exit_code=code)
+            return self._exited(handle, code)
         pid = self._read_pid(handle)
         if pid is None:
             hdir = self._dir(handle)
@@ -148,13 +154,21 @@ class LocalExecutor:
         # The wrapper may have written the exit file just after we looked.
         code = self._read_exit(handle)
         if code is not None:
-            return Observation(Phase.EXITED, exit_code=code)
+            return self._exited(handle, code)
         grace = self._read_killed(handle)
         if grace is not None:  # the KILL took the wrapper too: the status is that KILL's
-            return Observation(Phase.EXITED, exit_code=KILLED_CODE,
-                               message=describe_forced_kill(grace))
+            return self._exited(handle, KILLED_CODE, describe_forced_kill(grace))
         return Observation(Phase.LOST, message="the process ended without recording its exit "
                            "status (its process group was killed)")
+
+    def _exited(self, handle: str, code: int, outcome: str = "") -> Observation:
+        """How the job ended, with its process cap when it met it."""
+        refused = self._pids.refused_forks(handle)
+        if not refused:
+            return Observation(Phase.EXITED, exit_code=code, message=outcome)
+        return Observation(Phase.EXITED, exit_code=code, message=(
+            f"{outcome or describe_exit(code)}; it reached its limit of {self._pids.limit} "
+            f"processes ({refused} forks refused)"))
 
     def adopt(self, handle: str) -> Observation:
         obs = self.poll(handle)
@@ -204,6 +218,10 @@ class LocalExecutor:
         pid = self._read_pid(handle)
         if pid is not None:
             self._kill_group(handle, pid)
+        # Its cgroup empties once the processes just killed are reaped.
+        remover = threading.Timer(RELEASE_REAP_S, self._pids.remove, args=(handle,))
+        remover.daemon = True
+        remover.start()
 
     def _force_kill(self, handle: str, pgid: int, grace_seconds: float) -> None:
         """The grace after a TERM is over: KILL what still runs, saying so first."""
