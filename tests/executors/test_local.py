@@ -231,3 +231,4 @@ def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> N
         assert obs.message.endswith(" forks refused)")
     finally:
         ex.release(req.handle)
+    until(lambda: not (ex._pids.base / req.handle).exists())  # removed once empty

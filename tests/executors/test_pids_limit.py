@@ -25,7 +25,10 @@ def test_v1_a_cgroup_per_job_below_the_services_own(tmp_path: Path) -> None:
     assert limit.refused_forks("trainyard-j-1") == 7
     (group / "pids.max").unlink()
     (group / "pids.events").unlink()
-    limit.remove("trainyard-j-1")
+    (group / "busy").write_text("")
+    assert not limit.remove("trainyard-j-1")  # not empty: kept, and said so
+    (group / "busy").unlink()
+    assert limit.remove("trainyard-j-1")
     assert not group.exists()
 
 
@@ -46,6 +49,6 @@ def test_no_cap_where_no_cgroup_may_be_made_or_none_is_asked(tmp_path: Path) -> 
     assert none.base is None
     assert none.prepare("trainyard-j-1") == ""
     assert none.refused_forks("trainyard-j-1") == 0
-    none.remove("trainyard-j-1")
+    assert none.remove("trainyard-j-1")
     (tmp_path / "pids").mkdir()
     assert PidsLimit(0, root=tmp_path, self_cgroup=_own(tmp_path, "8:pids:/\n")).base is None

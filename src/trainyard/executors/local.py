@@ -218,10 +218,11 @@ class LocalExecutor:
         pid = self._read_pid(handle)
         if pid is not None:
             self._kill_group(handle, pid)
-        # Its cgroup empties once the processes just killed are reaped.
-        remover = threading.Timer(RELEASE_REAP_S, self._pids.remove, args=(handle,))
-        remover.daemon = True
-        remover.start()
+        if not self._pids.remove(handle):
+            # Its cgroup empties once the processes just killed are reaped.
+            remover = threading.Timer(RELEASE_REAP_S, self._pids.remove, args=(handle,))
+            remover.daemon = True
+            remover.start()
 
     def _force_kill(self, handle: str, pgid: int, grace_seconds: float) -> None:
         """The grace after a TERM is over: KILL what still runs, saying so first."""

@@ -9,7 +9,6 @@ process of the user, and root ignores it."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 
@@ -54,11 +53,18 @@ class PidsLimit:
         counts = dict(zip(events[::2], events[1::2], strict=False))
         return int(counts.get("max", "0"))
 
-    def remove(self, handle: str) -> None:
-        """Drop the job's cgroup once it is empty (the kernel refuses before)."""
-        if self.base is not None:
-            with contextlib.suppress(OSError):
-                (self.base / handle).rmdir()
+    def remove(self, handle: str) -> bool:
+        """Drop the job's cgroup once it is empty (the kernel refuses before); whether none
+        is left."""
+        if self.base is None:
+            return True
+        try:
+            (self.base / handle).rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
 
 
 def _find_base(root: Path, self_cgroup: Path) -> Path | None:
