@@ -87,6 +87,9 @@ class CliFuzzer:
 
     def argv(self) -> tuple[Command, list[str]]:
         command = self.values.rng.choice(self.commands)
+        template = self._template(" ".join(command.path))
+        if template is not None and self.values.chance(0.4):
+            return command, [*command.path, *template]
         out = list(command.path)
         for param in command.params:
             if param.param_type_name == "argument":
@@ -107,6 +110,36 @@ class CliFuzzer:
         if self.values.chance(0.03):
             out.append(self.values.rng.choice(("--no-such-option", "extra", "--", "-")))
         return command, out
+
+    def _template(self, name: str) -> list[str] | None:
+        """The arguments of a run of `name` that should succeed for a caller allowed it."""
+        p, r = self.values.pools, self.values.rng
+
+        def one(pool: list[str], default: str = "none") -> str:
+            return r.choice(pool) if pool else default
+
+        job, run_id, dataset = one(p.job_ids), one(p.run_ids), one(p.datasets)
+        made = {
+            "submit": ["--name", f"cli-{r.randint(0, 10**6)}", "--command",
+                       self.values.safe_command(), "--param", "LR=0.1", "--label", "k=v"],
+            "sweep": ["--name", "cli-sweep", "--command", "true", "--grid", "LR=0.1,0.2",
+                      "--max-parallel", "1"],
+            "status": [job], "logs": [job], "cancel": [job], "watch": [job], "list": [],
+            "queues": [], "whoami": [], "datasets list": [], "datasets lineage": [dataset],
+            "datasets register": [f"cli-{r.randint(0, 10**6)}", one(p.dataset_paths)],
+            "datasets delete": [dataset], "runs list": ["--limit", "5"], "runs show": [run_id],
+            "runs compare": [run_id, one(p.run_ids)], "runs reproduce": [run_id],
+            "models list": [], "models show": ["fuzzmodel"], "models lineage": ["fuzzmodel"],
+            "models download": ["fuzzmodel", str(self.scratch / "out" / f"m{r.randint(0, 99)}")],
+            "models alias": ["fuzzmodel", "1", "prod"], "admin audit": ["--limit", "5"],
+            "admin users create": [f"cu{r.randint(0, 10**6)}"], "admin users list": [],
+            "admin teams create": [f"ct{r.randint(0, 10**6)}"], "admin teams list": [],
+            "admin teams add-member": [one(p.teams), one(p.users)],
+            "admin tokens create": [one(p.users), "--expires-in", "1h"],
+            "admin tokens list": [], "admin tokens revoke": [one(p.token_ids)],
+            "admin queues list": [], "images list": [],
+        }
+        return made.get(name)
 
     def _value(self, param: Any) -> str:
         v, r = self.values, self.values.rng

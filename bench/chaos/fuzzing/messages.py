@@ -127,6 +127,14 @@ def valid(rpc: str, values: Values) -> Message | None:
                                                                        min(2, len(p.run_ids)))),
         "ReproduceRun": lambda: pb.ReproduceRunRequest(run_id=one(p.run_ids)),
         "ListModels": lambda: pb.ListModelsRequest(),
+        "GetModel": lambda: pb.GetModelRequest(name=one(p.models)),
+        "GetModelLineage": lambda: pb.GetModelLineageRequest(model=pb.ModelRef(
+            name=one(p.models))),
+        "DownloadModel": lambda: pb.DownloadModelRequest(model=pb.ModelRef(
+            name=one(p.models), version=1)),
+        "SetModelAlias": lambda: pb.SetModelAliasRequest(name=one(p.models), alias="prod",
+                                                         version=1),
+        "SetQueueAccess": lambda: pb.QueueAccess(queue=one(p.queues), users=[one(p.users)]),
         "GetDatasetLineage": lambda: pb.GetDatasetLineageRequest(name=dataset[0],
                                                                  version=dataset[-1]),
         "DeleteDataset": lambda: pb.DeleteDatasetRequest(name=dataset[0], version=dataset[-1]),
@@ -151,4 +159,6 @@ def _sweep(values: Values) -> Message:
     if template is not None and template.message_type is pb.TrainRequest.DESCRIPTOR:
         request.template.CopyFrom(pb.TrainRequest(name="fuzz-sweep",
                                                   command=values.safe_command()))
+    request.parameters.add(name="LR", values=["0.1", "0.2"])
+    request.max_parallel = 1
     return request

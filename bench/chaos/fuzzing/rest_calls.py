@@ -79,10 +79,11 @@ class RestFuzzer:
 
     def _api_request(self, route: Route, headers: dict[str, str]) -> tuple[str, str, bytes | None]:
         r, values = self.values.rng, self.values
-        request = valid(route.name, values) if r.random() < 0.5 else None
+        request = valid(route.name, values) if r.random() < 0.6 else None
+        intact = request is not None and r.random() < 0.5
         if request is None:
             request = fill(request_class(route.rpc)(), values)
-        elif r.random() < 0.5:
+        elif not intact:
             request = mutate(request, values)
         data = json_format.MessageToDict(request, preserving_proto_field_name=True)
         target = data.get(route.within, {}) if route.within else data
@@ -94,14 +95,14 @@ class RestFuzzer:
                 text = values.text(part) or "x"
             path = path.replace("{" + part + "}", quote(text, safe=""))
         path = PREFIX + path
-        if r.random() < 0.3:
+        if not intact and r.random() < 0.3:
             _wrong_types(data, values)
         if not route.takes_body:
             query = _query(target, values)
             return route.method, path + ("?" + query if query else ""), None
-        headers["Content-Type"] = r.choice(("application/json", "application/json",
-                                            "text/plain", "application/x-www-form-urlencoded"))
-        roll = r.random()
+        headers["Content-Type"] = "application/json" if intact or r.random() < 0.7 else \
+            r.choice(("text/plain", "application/x-www-form-urlencoded", ""))
+        roll = 1.0 if intact else r.random()
         if roll < 0.1:
             return route.method, path, values.text().encode()
         if roll < 0.15:

@@ -39,7 +39,8 @@ class Pools:
     run_ids: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     teams: list[str] = field(default_factory=list)
-    queues: list[str] = field(default_factory=lambda: ["default"])
+    # Not "default": a request that closed it to others would refuse the rest their submits.
+    queues: list[str] = field(default_factory=lambda: ["fuzz-q", "other-q"])
     datasets: list[str] = field(default_factory=list)  # "name:version"
     dataset_paths: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)

@@ -192,6 +192,12 @@ def _summary(outcomes: list[Outcome], server: LiveServer, world: World, seed: in
     statuses: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for o in outcomes:
         statuses[o.surface.split("-")[0]][o.status] += 1
+    # How often each RPC, route and command was tried and answered without refusal.
+    tried: dict[str, list[int]] = {}
+    for o in outcomes:
+        counts = tried.setdefault(f"{o.surface.split('-')[0]} {o.name}", [0, 0])
+        counts[0] += 1
+        counts[1] += o.status in ("OK", "200", "201", "0")
     internal = [o for o in outcomes if o.internal]
     tracebacks = [o for o in outcomes if o.traceback]
     # An option's value too large for its field or for a date: range checks of the CLI answer
@@ -223,6 +229,7 @@ def _summary(outcomes: list[Outcome], server: LiveServer, world: World, seed: in
         "tracebacks_server_log": server_tracebacks,
         "rejected_with_changes": len(changes),
         "statuses": {s: dict(c.most_common()) for s, c in statuses.items()},
+        "accepted_of_tried": {k: f"{v[1]}/{v[0]}" for k, v in sorted(tried.items())},
         "cli_commands": len(commands()),
         "cli_skipped": list(SKIPPED),
         "findings": dict(sorted(findings.items(), key=lambda kv: -kv[1]["count"])[:SHOWN]),
