@@ -85,10 +85,11 @@ def _jobs(quick: bool, marker_dir: Path, docker: bool) -> list[Hostile]:
                                      f"yes 'a line of output from a job that writes too much'"
                                      f" | head -c {output_bytes}"),
                 "SUCCEEDED", ("exited with code 0",)),
+        # Garbage, then a good line: ingestion goes on after it.
         Hostile("metrics-garbage", marked("metrics-garbage",
                                           f'head -c {garbage_bytes} /dev/urandom >> '
-                                          f'"$METRICS_PATH"; echo \'{{"step": 1, "loss": 0.5}}\''
-                                          f' >> "$METRICS_PATH"'),
+                                          f'"$METRICS_PATH"; printf \'\\n{{"step": 1, '
+                                          f'"loss": 0.5}}\\n\' >> "$METRICS_PATH"'),
                 "SUCCEEDED", ("exited with code 0",)),
         Hostile("metrics-long-line", marked("metrics-long-line",
                                             f"head -c {line_bytes} /dev/zero | tr '\\0' a >> "
