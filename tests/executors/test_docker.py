@@ -251,6 +251,9 @@ def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
         assert job.state is JobState.CANCELLED
         assert time.monotonic() - asked >= 1.5  # it outlived the TERM until the KILL
         assert "ignoring TERM" in log_path.read_text()
+        # What happened, not the plain exit status's hint of running out of memory.
+        assert job.message == ("cancelled by request; it did not stop on TERM and was killed "
+                               "by SIGKILL after the 2 s grace period, exit code 137")
 
 
 def test_metrics_and_logs_arrive_while_the_container_runs(engine: Engine,

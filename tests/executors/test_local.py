@@ -96,7 +96,10 @@ def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path) -> None:
     time.sleep(0.3)
     assert ex.poll(req.handle).phase is Phase.RUNNING  # TERM ignored, the grace not yet over
     obs = wait_for(ex, req.handle, {Phase.LOST, Phase.EXITED})
-    assert obs.phase is Phase.LOST  # KILLed with its wrapper: no exit status recorded
+    # KILLed with its wrapper, which recorded no exit status: the executor says what it did.
+    assert obs == Observation(Phase.EXITED, exit_code=137, message="it did not stop on TERM "
+                              "and was killed by SIGKILL after the 1.5 s grace period, exit "
+                              "code 137")
     until(lambda: not Path(f"/proc/{child}").exists() or
           Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"))
 
@@ -229,3 +232,24 @@ def test_a_log_under_its_cap_is_kept_whole_with_stderr(tmp_path: Path) -> None:
     wait_for(ex, req.handle, {Phase.EXITED})
     until(lambda: req.files.log.read_bytes().count(b"\n") == 2)
     assert req.files.log.read_bytes() == b"out\nerr\n"
+
+
+def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state", pids_limit=30)
+    if ex._pids.base is None:
+        pytest.skip("no pids cgroup this user may create here")
+    # Forks until a fork fails (or 200 children); each child waits for the parent's end.
+    req = request(tmp_path, ex, "n=0; while [ $n -lt 200 ] && (sleep 30 &) 2>/dev/null; "
+                                "do n=$((n+1)); done; echo $n > forked; exit 0")
+    try:
+        ex.launch(req)
+        obs = wait_for(ex, req.handle, {Phase.EXITED}, timeout=30)
+        forked = int((req.files.workdir / "forked").read_text())
+        assert forked < 30
+        assert obs.exit_code == 0
+        assert obs.message.startswith("exited with code 0; it reached its limit of 30 "
+                                      "processes (")
+        assert obs.message.endswith(" forks refused)")
+    finally:
+        ex.release(req.handle)
+    until(lambda: not (ex._pids.base / req.handle).exists())  # removed once empty

@@ -17,6 +17,7 @@ from trainyard.domain.contract import (
     TRAINING_DATA_PATH,
     contract_env,
 )
+from trainyard.quantities import describe_duration
 from trainyard.domain.spec import Resources
 
 
@@ -212,3 +213,13 @@ def describe_exit(code: int) -> str:
         hint = " (possibly out of memory)" if signum == signal.SIGKILL else ""
         return f"killed by {name}{hint}, exit code {code}"
     return f"exited with code {code}"
+
+
+KILLED_CODE = 128 + signal.SIGKILL  # the status a shell reports for a KILL
+
+
+def describe_forced_kill(grace_seconds: float) -> str:
+    """What became of a job that outlived its grace after a TERM, rather than the plain
+    exit status's hint of running out of memory."""
+    return (f"it did not stop on TERM and was killed by SIGKILL after the "
+            f"{describe_duration(grace_seconds)} grace period, exit code {KILLED_CODE}")

@@ -28,12 +28,14 @@ from docker.types import DeviceRequest, LogConfig, Mount
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES
 from trainyard.domain.spec import total_resources
 from trainyard.executors.base import (
+    KILLED_CODE,
     LAUNCHER,
     LaunchError,
     LaunchRequest,
     Observation,
     Phase,
     describe_exit,
+    describe_forced_kill,
     gang_command,
 )
 from trainyard.executors.docker_events import EngineEvents
@@ -95,6 +97,7 @@ class DockerExecutor:
         self._listener: Callable[[str], None] = lambda handle: None
         self._lock = threading.Lock()
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
+        self._forced: dict[str, float] = {}  # handle -> the grace it outlived before its KILL
         self._unremoved: set[str] = set()  # final, but the engine was away to remove them
         self._unreachable_since: float | None = None
         self._logs = LogCopier(self._api, streams, max_log_bytes)
@@ -274,6 +277,11 @@ class DockerExecutor:
         if state.get("Error"):
             return Observation(Phase.EXITED, exit_code=code,
                                message=f"{describe_exit(code)}: {state['Error']}")
+        with self._lock:
+            forced = self._forced.get(handle)
+        if code == KILLED_CODE and forced is not None:
+            return Observation(Phase.EXITED, exit_code=code,
+                               message=describe_forced_kill(forced))
         if code != 0 and self._events.interrupted(handle):
             return Observation(Phase.EXITED, exit_code=code, message=f"{describe_exit(code)}; "
                                "the Docker engine stopped or restarted while it ran",
@@ -317,14 +325,16 @@ class DockerExecutor:
             return True  # it ended meanwhile
         except ENGINE_ERRORS:
             return False
-        timer = threading.Timer(grace_seconds, self._force_kill, args=(handle,))
+        timer = threading.Timer(grace_seconds, self._force_kill, args=(handle, grace_seconds))
         timer.daemon = True
         with self._lock:
             self._timers[handle] = timer
         timer.start()
         return True
 
-    def _force_kill(self, handle: str) -> None:
+    def _force_kill(self, handle: str, grace_seconds: float) -> None:
+        with self._lock:
+            self._forced[handle] = grace_seconds
         with contextlib.suppress(*ENGINE_ERRORS):
             self._api.kill(handle, signal="SIGKILL")
 
@@ -332,6 +342,7 @@ class DockerExecutor:
         """The job is final: stop what still runs, keep its whole output, remove it."""
         with self._lock:
             timer = self._timers.pop(handle, None)
+            self._forced.pop(handle, None)
         if timer is not None:
             timer.cancel()
         try:

@@ -17,18 +17,23 @@ from pathlib import Path
 
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, cut_note
 from trainyard.executors.base import (
+    KILLED_CODE,
     LAUNCHER,
     LaunchError,
     LaunchRequest,
     Observation,
     Phase,
+    describe_exit,
+    describe_forced_kill,
     gang_command,
 )
+from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 
 # $1 command, $2 exit file, $3 pid file, $4 start file; $5 the interpreter, $6 the log
 # copier's code, $7 the log's cap in bytes, $8 the note at the cut (domain.log_cap), $9 the
-# file the copier makes once it has copied all (see `_output_pending`). The
-# wrapper writes its pid before anything else, runs the command in a child shell and records
+# file the copier makes once it has copied all (see `_output_pending`), ${10} the
+# cgroup.procs of the job's process cap (empty: none). The wrapper joins that cgroup and
+# writes its pid before anything else, runs the command in a child shell and records
 # its status; the command's output goes through the copier, which keeps the log to its cap.
 # The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
 # copier keeps the ignore (it runs no job), while the group around the command trades it
@@ -42,6 +47,7 @@ from trainyard.executors.base import (
 # the start file before it runs the command, and a cancel waits for that file.
 WRAPPER = r"""
 trap '' TERM
+[ -z "${10}" ] || printf '%s\n' "$$" > "${10}" 2>/dev/null
 printf '%s\n' "$$" > "$3"
 {
 trap 'true' TERM
@@ -73,6 +79,7 @@ open(sys.argv[3], "w").close()
 # How long an exit waits for the copier to copy the output written before it: a process the
 # job left behind may hold the output open, and the copier then never sees its end.
 LOG_DRAIN_WAIT = 2.0
+RELEASE_REAP_S = 2.0  # after a release's KILL, before its process cap's cgroup is removed
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
 # Every process of a job inherits this, so leftovers are told apart from strangers.
 HANDLE_ENV = "TRAINYARD_HANDLE"
@@ -85,9 +92,11 @@ class LocalExecutor:
     remote = False  # its jobs see this host's files
     started_by_launch = True
 
-    def __init__(self, state_dir: Path, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
+    def __init__(self, state_dir: Path, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+                 pids_limit: int = DEFAULT_PIDS_LIMIT) -> None:
         self.state_dir = state_dir
         self.max_log_bytes = max_log_bytes
+        self._pids = PidsLimit(pids_limit)  # each job's cap on its processes (0: none)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._listener: Callable[[str], None] = lambda handle: None
         self._watched: set[str] = set()
@@ -115,6 +124,10 @@ class LocalExecutor:
 
     def _start_file(self, handle: str) -> Path:
         return self._dir(handle) / "started"
+
+    def _killed_file(self, handle: str) -> Path:
+        """Written before the KILL after a cancel's grace, holding that grace in seconds."""
+        return self._dir(handle) / "killed"
 
     def _copied_file(self, handle: str) -> Path:
         return self._dir(handle) / "copied"
@@ -165,7 +178,8 @@ class LocalExecutor:
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
                      str(self._start_file(request.handle)), sys.executable, COPIER,
                      str(self.max_log_bytes), cut_note(self.max_log_bytes).decode(),
-                     str(self._copied_file(request.handle))],
+                     str(self._copied_file(request.handle)),
+                     self._pids.prepare(request.handle)],
                     cwd=files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -193,13 +207,23 @@ class LocalExecutor:
         code = self._read_exit(handle)
         if code is not None:
             return self._exited(handle, code)
+        grace = self._read_killed(handle)
+        if grace is not None:  # the KILL took the wrapper too: the status is that KILL's
+            return self._exited(handle, KILLED_CODE, describe_forced_kill(grace))
         return Observation(Phase.LOST, message="the process ended without recording its exit "
                            "status (its process group was killed)")
 
-    def _exited(self, handle: str, code: int) -> Observation:
+    def _exited(self, handle: str, code: int, outcome: str = "") -> Observation:
+        """How the job ended, with its process cap when it met it; RUNNING while its last
+        output is still on its way to the log."""
         if self._output_pending(handle):
-            return Observation(Phase.RUNNING)  # ended; its last output is on its way
-        return Observation(Phase.EXITED, exit_code=code)
+            return Observation(Phase.RUNNING)
+        refused = self._pids.refused_forks(handle)
+        if not refused:
+            return Observation(Phase.EXITED, exit_code=code, message=outcome)
+        return Observation(Phase.EXITED, exit_code=code, message=(
+            f"{outcome or describe_exit(code)}; it reached its limit of {self._pids.limit} "
+            f"processes ({refused} forks refused)"))
 
     def adopt(self, handle: str) -> Observation:
         obs = self.poll(handle)
@@ -221,7 +245,8 @@ class LocalExecutor:
             return False
         _signal_group(pid, signal.SIGTERM)
 
-        timer = threading.Timer(grace_seconds, self._kill_group, args=(handle, pid))
+        timer = threading.Timer(grace_seconds, self._force_kill,
+                                args=(handle, pid, grace_seconds))
         timer.daemon = True
         with self._lock:
             self._timers[handle] = timer
@@ -249,6 +274,18 @@ class LocalExecutor:
         pid = self._read_pid(handle)
         if pid is not None:
             self._kill_group(handle, pid)
+        if not self._pids.remove(handle):
+            # Its cgroup empties once the processes just killed are reaped.
+            remover = threading.Timer(RELEASE_REAP_S, self._pids.remove, args=(handle,))
+            remover.daemon = True
+            remover.start()
+
+    def _force_kill(self, handle: str, pgid: int, grace_seconds: float) -> None:
+        """The grace after a TERM is over: KILL what still runs, saying so first."""
+        if self._is_ours(handle, pgid):
+            with contextlib.suppress(OSError):
+                self._killed_file(handle).write_text(f"{grace_seconds:g}\n")
+        self._kill_group(handle, pgid)
 
     def _kill_group(self, handle: str, pgid: int) -> None:
         """SIGKILL every process of the job's group. A group id is only reused once its group
@@ -286,6 +323,12 @@ class LocalExecutor:
     def _read_exit(self, handle: str) -> int | None:
         try:
             return int(self._exit_file(handle).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _read_killed(self, handle: str) -> float | None:
+        try:
+            return float(self._killed_file(handle).read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
 

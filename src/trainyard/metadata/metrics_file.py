@@ -42,8 +42,8 @@ def parse_line(line: bytes) -> MetricPoint | None:
     return MetricPoint(step, values) if values else None
 
 
-def _read_regular_file(path: Path, offset: int) -> bytes | None:
-    """Up to MAX_READ_BYTES from offset, or None unless path is a regular file. The job owns
+def _read_regular_file(path: Path, offset: int, size: int = MAX_READ_BYTES) -> bytes | None:
+    """Up to `size` bytes from offset, or None unless path is a regular file. The job owns
     the path: it may have swapped it for a link, a directory or a FIFO, none of which may
     block or mislead the reader."""
     try:
@@ -53,7 +53,7 @@ def _read_regular_file(path: Path, offset: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return os.pread(fd, MAX_READ_BYTES, offset)
+        return os.pread(fd, size, offset)
     except OSError:
         return None
     finally:
@@ -63,9 +63,19 @@ def _read_regular_file(path: Path, offset: int) -> bytes | None:
 def read_new_metrics(path: Path, offset: int, *, final: bool = False) -> MetricsBatch:
     """Parse complete lines after offset. A trailing partial line waits for the next pass,
     unless final (the writer has exited), when it is parsed too."""
-    data = _read_regular_file(path, offset)
+    # With the byte before offset: a read that starts inside a line is the rest of one
+    # already skipped as too long (and counted once), never a line of its own.
+    before = 1 if offset > 0 else 0
+    data = _read_regular_file(path, offset - before, MAX_READ_BYTES + before)
     if data is None:
         return MetricsBatch([], 0, offset)
+    inside, data = data[:before] not in (b"", b"\n"), data[before:]
+    if inside:
+        newline = data.find(b"\n")
+        if newline < 0:  # all of it the same line: skip a whole read, or the writer's last
+            done = final or len(data) >= MAX_READ_BYTES
+            return MetricsBatch([], 0, offset + len(data) if done else offset)
+        return read_new_metrics(path, offset + newline + 1, final=final)
     end = len(data) if final and len(data) < MAX_READ_BYTES else data.rfind(b"\n") + 1
     points: list[MetricPoint] = []
     malformed = 0
