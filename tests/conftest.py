@@ -107,22 +107,43 @@ def postgres() -> Iterator[ThrowawayPostgres | None]:
         pg.stop()
 
 
-@pytest.fixture(params=DIALECTS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path,
-                 postgres: ThrowawayPostgres | None) -> str:
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path)
+def postgres_database(postgres: ThrowawayPostgres | None) -> str:
+    """A fresh, empty database of the session's PostgreSQL (missing: skipped, or failed
+    under CI)."""
     if postgres is None:
         missing("PostgreSQL (initdb/pg_ctl)")
         raise AssertionError("unreachable")
     return postgres.new_database()
 
 
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = open_database(database_url)
+def opened(url: str) -> Iterator[Database]:
+    database = open_database(url)
     yield database
     database.close()
+
+
+@pytest.fixture(params=DIALECTS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path,
+                 postgres: ThrowawayPostgres | None) -> str:
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path)
+    return postgres_database(postgres)
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    yield from opened(database_url)
+
+
+@pytest.fixture
+def pg_url(postgres: ThrowawayPostgres | None) -> str:
+    """PostgreSQL alone, for what only PostgreSQL has (the leader lease)."""
+    return postgres_database(postgres)
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[Database]:
+    yield from opened(pg_url)
 
 
 def start_server(tmp_path: Path, database_url: str = "", **tracker: object) -> TrainyardServer:

@@ -5,16 +5,13 @@ begins with a fresh tracker and the next token."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import missing
 from tests.liveserver import wait_until
-from tests.postgres import ThrowawayPostgres
 from trainyard.server.leadership import Leadership
-from trainyard.store.db import Database, open_database
+from trainyard.store.db import Database
 from trainyard.store.lease import Lease, Term
 
 
@@ -49,16 +46,6 @@ class FlakyLease(Lease):
     def renew(self, term: Term) -> bool:
         self._reach()
         return super().renew(term)
-
-
-@pytest.fixture
-def pg(postgres: ThrowawayPostgres | None) -> Iterator[Database]:
-    if postgres is None:
-        missing("PostgreSQL (initdb/pg_ctl)")
-        raise AssertionError("unreachable")
-    database = open_database(postgres.new_database())
-    yield database
-    database.close()
 
 
 def leadership(lease: Lease, trackers: list[Recorder],

@@ -12,23 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
 from tests.liveserver import wait_until
-from tests.postgres import ThrowawayPostgres, free_port
+from tests.postgres import free_port
 from tests.serverproc import ServerProcess
 from trainyard.client import Client, TrainSpec
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 
 LEADS = "leader (lease token"
 TAKEOVER_S = 10.0
-
-
-@pytest.fixture
-def pg_url(postgres: ThrowawayPostgres | None) -> str:
-    if postgres is None:
-        missing("PostgreSQL (initdb/pg_ctl)")
-        raise AssertionError("unreachable")
-    return postgres.new_database()
 
 
 @pytest.fixture

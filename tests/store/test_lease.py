@@ -5,28 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
 
-from tests.conftest import missing
-from tests.postgres import ThrowawayPostgres
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
-from trainyard.store.db import Database, open_database
+from trainyard.store.db import Database
 from trainyard.store.jobs import JobStore
 from trainyard.store.lease import Fenced, FencedDatabase, Lease
-
-
-@pytest.fixture
-def pg(postgres: ThrowawayPostgres | None) -> Iterator[Database]:
-    if postgres is None:
-        missing("PostgreSQL (initdb/pg_ctl)")
-        raise AssertionError("unreachable")
-    database = open_database(postgres.new_database())
-    yield database
-    database.close()
 
 
 def test_a_free_lease_is_taken_once_and_renewed_by_its_holder(pg: Database) -> None:
