@@ -17,8 +17,8 @@ from trainyard.domain.contract import (
     TRAINING_DATA_PATH,
     contract_env,
 )
-from trainyard.quantities import describe_duration
 from trainyard.domain.spec import Resources
+from trainyard.quantities import describe_duration
 
 
 # The gang launcher of multi-worker jobs: a single standard-library file, which each
