@@ -109,7 +109,8 @@ class Poller(threading.Thread):
                 self.by_minute.setdefault(minute, []).append(ms)
 
 
-def run(workdir: Path, quick: bool) -> dict[str, Any]:
+def run(workdir: Path, quick: bool, rate: float = TARGET_RATE) -> dict[str, Any]:
+    """`rate`: submits per second over all clients."""
     seconds = 60.0 if quick else 600.0
     warmup = 10.0 if quick else 60.0
     markers = workdir / "markers"
@@ -119,13 +120,13 @@ def run(workdir: Path, quick: bool) -> dict[str, Any]:
     server = LiveServer(workdir / "server", max_concurrent=MAX_CONCURRENT, auth=False)
     server.start()
     try:
-        return _soak(server, workdir, command, markers, seconds, warmup, quick)
+        return _soak(server, workdir, command, markers, seconds, warmup, quick, rate)
     finally:
         server.stop()
 
 
 def _soak(server: LiveServer, workdir: Path, command: str, markers: Path, seconds: float,
-          warmup: float, quick: bool) -> dict[str, Any]:
+          warmup: float, quick: bool, rate: float) -> dict[str, Any]:
     with server.channel() as channel:
         train = server.training(channel)
         probes = [train.Train(pb.TrainRequest(name="probe", command=command), timeout=10).job_id
@@ -135,7 +136,7 @@ def _soak(server: LiveServer, workdir: Path, command: str, markers: Path, second
     poller.start()
     ctx = mp.get_context("spawn")
     outs = [workdir / f"submitter-{i}.json" for i in range(SUBMIT_PROCESSES)]
-    procs = [ctx.Process(target=_submitter, args=(server.address, TARGET_RATE / SUBMIT_PROCESSES,
+    procs = [ctx.Process(target=_submitter, args=(server.address, rate / SUBMIT_PROCESSES,
                                                   seconds, command, str(out)))
              for out in outs]
     for p in procs:
@@ -158,8 +159,10 @@ def _soak(server: LiveServer, workdir: Path, command: str, markers: Path, second
     drained = wait_until(lambda: _active(server) == 0, DRAIN_WAIT_S, 1.0)
     drain_s = time.monotonic() - started - load_s
     samples.append(_sample(server, started, cpu))
-    return _report(server, job_ids, failures, samples, poller, markers, load_s, drain_s,
-                   drained, warmup, quick)
+    report = _report(server, job_ids, failures, samples, poller, markers, load_s, drain_s,
+                     drained, warmup, quick)
+    report["target_submits_per_s"] = rate
+    return report
 
 
 class CpuMeter:
@@ -230,7 +233,6 @@ def _report(server: LiveServer, job_ids: list[str], failures: dict[str, int],
         "never_ran": sum(1 for j in job_ids if states.get(j) == "SUCCEEDED" and
                          j not in executions),
         "succeeded": succeeded,
-        "target_submits_per_s": TARGET_RATE,
         "submits_per_s": round((len(job_ids) - 10) / load_s, 1),
         "completions_per_s_during_load": round(completed_during / load_s, 1),
         "submit_failures": failures,
@@ -274,4 +276,6 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="chaos-soak-") as tmp:
-        print(json.dumps(run(Path(tmp), quick="--quick" in sys.argv), indent=2))
+        rate = next((float(a.split("=")[1]) for a in sys.argv if a.startswith("--rate=")),
+                    TARGET_RATE)
+        print(json.dumps(run(Path(tmp), quick="--quick" in sys.argv, rate=rate), indent=2))
