@@ -24,9 +24,11 @@ from trainyard.testbed.kube_apiserver import KubeApiServer
 FINAL = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
 IMAGE = "trainyard/base:latest"
 # Counts on from its checkpoint, one step every 0.1 s, until a file says stop.
+# The checkpoint is written aside and renamed: a stop between the truncation and the write
+# of a plain `>` would leave it empty.
 COUNTER = ('ck="$CHECKPOINT_PATH/step"; n=$(cat "$ck" 2>/dev/null || echo 0); '
            'echo "start from $n"; while [ ! -e {go} ] && [ $n -lt 3000 ]; do n=$((n+1)); '
-           'echo $n > "$ck"; sleep 0.1; done')
+           'echo $n > "$ck.new"; mv "$ck.new" "$ck"; sleep 0.1; done')
 
 
 def test_cancel_deletes_the_resource_and_its_replicas_stop(
