@@ -189,6 +189,36 @@ def requeue(store: JobStore, job_id: str, **options: Any) -> None:
                   **options)
 
 
+def test_a_retry_writes_its_attempts_end_and_the_wait_in_one_go(db: Database) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    store.retry(job_id, ended=JobState.FAILED, outcome="exited with code 1", exit_code=1,
+                requeued="requeued", pending=("BACKOFF", "backs off"), retry_after=50.0,
+                now=20.0)
+    job = store.get(job_id)
+    assert (job.state, job.retries, job.retry_after, job.pending_code) == (
+        JobState.WAITING, 1, 50.0, "BACKOFF")
+    moves = [(e.from_state, e.to_state) for e in store.events(job_id)][-2:]
+    assert moves == [(JobState.RUNNING, JobState.FAILED), (JobState.FAILED, JobState.WAITING)]
+
+
+@pytest.mark.parametrize("ended", [JobState.FAILED, JobState.PREEMPTED])
+def test_a_job_asked_to_cancel_is_never_put_back_to_wait(db: Database, ended: JobState
+                                                         ) -> None:
+    store = JobStore(db)
+    job_id = running(store)
+    assert store.update_fields(job_id, JobState.RUNNING, cancel_requested=True)
+    before = len(store.events(job_id))
+    with pytest.raises(StaleState):
+        store.retry(job_id, ended=ended, outcome="lost", exit_code=None, requeued="requeued",
+                    pending=("BACKOFF", "backs off"), retry_after=50.0, now=20.0)
+    with pytest.raises(StaleState):
+        requeue(store, job_id)
+    job = store.get(job_id)
+    assert job.state is JobState.RUNNING and job.retries == 0
+    assert len(store.events(job_id)) == before
+
+
 def test_mark_running_starts_the_attempt(db: Database) -> None:
     store = JobStore(db)
     job_id = running(store)

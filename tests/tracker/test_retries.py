@@ -130,8 +130,10 @@ def test_watch_follows_a_job_through_its_retries_to_its_end(server: TrainyardSer
     job_id = submit(server, '[ "$n" -ge 2 ]', max_attempts=2, retry_on_failure=True)
     events = list(server.service.watch(LOCAL, job_id, is_active=lambda: True,
                                        poll_seconds=0.05))
-    states = [e.to_state for e in events]
+    states = [e.to_state for e, _ in events]
     assert states[-1] is JobState.SUCCEEDED
+    # Only the job's end is marked final, not the retried attempt's FAILED.
+    assert [final for _, final in events] == [False] * (len(events) - 1) + [True]
     assert JobState.FAILED in states and states.count(JobState.RUNNING) == 2
 
 

@@ -116,6 +116,9 @@ LOST_CASES = {
     "cut short by its engine: lost": (R, CUT_SHORT, THREE, False, Settlement(
         PREEMPTED, "attempt 2 was lost: killed; the Docker engine stopped or restarted while "
                    "it ran", 137, exited=True, retry=True)),
+    "it may still run out of sight: failed, not retried": (
+        R, Observation(Phase.LOST, message="engine unreachable", may_still_run=True), THREE,
+        False, Settlement(FAILED, "lost: engine unreachable")),
     "lost after a cancel: cancelled": (R, NODE_FAILED, THREE, True, Settlement(
         CANCELLED, "cancelled by request")),
     "lost before it ran: failed as before": (L, NODE_FAILED, THREE, False, Settlement(

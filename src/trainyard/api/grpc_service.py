@@ -58,11 +58,10 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     @grpc_errors
     def WatchJob(self, request: pb.WatchJobRequest,
                  context: grpc.ServicerContext) -> Iterator[pb.JobEvent]:
-        for event in self.jobs.watch(current_identity(), request.job_id,
-                                     is_active=context.is_active):
+        for event, final in self.jobs.watch(current_identity(), request.job_id,
+                                            is_active=context.is_active):
             yield pb.JobEvent(job_id=request.job_id,
-                              transition=convert.transition_to_pb(event),
-                              final=event.to_state.is_final())
+                              transition=convert.transition_to_pb(event), final=final)
 
     @grpc_errors
     def StreamLogs(self, request: pb.StreamLogsRequest,

@@ -56,12 +56,16 @@ class RetryState:
 NO_RETRY = RetryState()
 
 
-def waiting_to_retry(state: RetryState, delay_s: float, ended_attempt: int,
-                     outcome: str) -> str:
+def waiting_to_retry(state: RetryState, delay_s: float, ended_run: int, outcome: str) -> str:
     """Why a job waits during its back-off, e.g. "attempt 2 of 3 starts after a 40 s
-    back-off; attempt 1 was lost: node n2 failed"."""
+    back-off; attempt 1 was lost: node n2 failed". Attempts are counted as the job's limit
+    counts them; where preemptions made the ended run's number another, it is named too
+    ("attempt 1 (run 2) was lost")."""
+    ended = f"attempt {state.counted}"
+    if ended_run != state.counted:
+        ended += f" (run {ended_run})"
     return (f"attempt {state.counted + 1} of {state.max_attempts} starts after a "
-            f"{describe_duration(delay_s)} back-off; attempt {ended_attempt} {outcome}")
+            f"{describe_duration(max(1, round(delay_s)))} back-off; {ended} {outcome}")
 
 
 def time_limit_reached(limit_s: float) -> str:

@@ -132,8 +132,11 @@ class Observation:
     message: str = ""  # for EXITED, replaces the plain "exited with code N" when set
     # Ended through no fault of the job: an EXITED one its engine cut short (it restarted
     # under it), like a LOST one (its node failed, its engine preempted it, its container
-    # vanished), is retried as a lost attempt, not failed. Every LOST attempt that ran is.
+    # vanished), is retried as a lost attempt, not failed. Every LOST attempt that ran is,
+    # unless its executor cannot tell that it stopped (`may_still_run`: its engine is
+    # unreachable): a retry then could run the job twice at once, so it fails.
     retry: bool = False
+    may_still_run: bool = False
 
 
 class LaunchError(Exception):

@@ -295,7 +295,8 @@ class DockerExecutor:
         waited = now - self._unreachable_since
         if waited < self.config.engine_grace:
             return Observation(Phase.UNKNOWN, message=f"the Docker engine is unreachable: {exc}")
-        return Observation(Phase.LOST, message=f"the Docker engine has been unreachable for "
+        return Observation(Phase.LOST, may_still_run=True,
+                           message=f"the Docker engine has been unreachable for "
                            f"{waited:.0f} s ({exc})")
 
     def _ours(self, attrs: dict[str, Any]) -> bool:

@@ -189,8 +189,9 @@ class JobService:
         raise FailedPrecondition(f"job {job_id} kept changing state; try again")
 
     def watch(self, identity: Identity, job_id: str, *, is_active: Callable[[], bool],
-              poll_seconds: float = 1.0) -> Iterator[EventRecord]:
-        """Every state change of the job, oldest first, until it reaches a final state."""
+              poll_seconds: float = 1.0) -> Iterator[tuple[EventRecord, bool]]:
+        """Every state change of the job, oldest first, each with whether it is the job's
+        end, until it reaches a final state."""
         self.guard.require(identity, Access.READ, "WatchJob")
         # NotFound or PermissionDenied before the stream starts.
         self._visible(identity, self.jobs.get(job_id), "WatchJob")
@@ -199,12 +200,13 @@ class JobService:
         while is_active():
             version = feed.version
             events = self.jobs.events(job_id, after_id=last_id)
-            for event in events:
-                last_id = event.id
-                yield event
             # A retried attempt's FAILED is committed with the move back to WAITING, so a
             # final state is the end only when no event follows it.
-            if events and events[-1].to_state.is_final():
+            ended = bool(events) and events[-1].to_state.is_final()
+            for index, event in enumerate(events):
+                last_id = event.id
+                yield event, ended and index == len(events) - 1
+            if ended:
                 return
             feed.wait(version, poll_seconds)
 

@@ -91,20 +91,20 @@ class JobFilter:
 
 
 def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, reason: str,
-          now: float, fields: Mapping[str, Any]) -> JobMove:
+          now: float, fields: Mapping[str, Any], *, unless_cancelled: bool = False) -> JobMove:
     """One edge inside the caller's transaction: check it, compare-and-set, append the
-    event, keep the run in step. Returns the move for the telemetry, to hear once committed."""
+    event, keep the run in step. Returns the move for the telemetry, to hear once committed.
+    `unless_cancelled`: refused (StaleState) once a cancel was asked of the job."""
     check_transition(expected, target)
     # Read before the update: a waiting row's updated_at is when it began to wait (only
     # moves touch it while it waits).
     before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
-    result = conn.execute(
-        update(jobs)
-        .where(jobs.c.id == job_id, jobs.c.state == expected.value)
-        .values(state=target.value, updated_at=now, **fields)
-    )
+    moved = update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
+    if unless_cancelled:
+        moved = moved.where(jobs.c.cancel_requested.is_(False))
+    result = conn.execute(moved.values(state=target.value, updated_at=now, **fields))
     if result.rowcount != 1:
-        raise StaleState(f"job {job_id} is no longer {expected}")
+        raise StaleState(f"job {job_id} is no longer {expected}, or was asked to cancel")
     log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
     conn.execute(_INSERT_EVENT, {
         "job_id": job_id, "from_state": expected.value, "to_state": target.value,
@@ -271,13 +271,15 @@ class JobStore:
     def _wait_again(self, job_id: str, expected: JobState, via: JobState, ended: str,
                     ended_fields: Mapping[str, Any], requeued: str, pending: tuple[str, str],
                     waiting_fields: Mapping[str, Any], now: float, *, retry: bool) -> None:
-        """`expected` -> `via` (skipped when the job is in `via` already) -> WAITING."""
+        """`expected` -> `via` (skipped when the job is in `via` already) -> WAITING. A job
+        asked to cancel meanwhile stays: the next pass ends it CANCELLED, never runs it again."""
         code, message = pending
         moves: list[JobMove] = []
         with self.db.write() as conn:
             if expected is not via:
                 moves.append(replace(_move(conn, job_id, expected, via, ended, now,
-                                           ended_fields), passing=retry))
+                                           ended_fields, unless_cancelled=True),
+                                     passing=retry))
                 faults.crash_at(faults.INSIDE_REQUEUE)
             moves.append(replace(_move(conn, job_id, via, JobState.WAITING, requeued, now,
                                        {"pending_code": code, "pending_message": message,

@@ -59,8 +59,10 @@ def settle(state: JobState, observation: Observation, cancel_requested: bool,
     else:
         outcome = describe_lost(observation.message)
     succeeded = exited and code == 0
-    # Lost through no fault of the job: gone while it ran, or cut short by its engine.
-    lost = running and not succeeded and (not exited or observation.retry)
+    # Lost through no fault of the job: gone while it ran, or cut short by its engine; not
+    # when it may still run out of the executor's sight.
+    lost = running and not succeeded and (not exited or observation.retry) and \
+        not observation.may_still_run
     stopped = cancel_requested or time_limit_s > 0
     if lost and not stopped and not preempt_requested:
         if retry.allows_another():
