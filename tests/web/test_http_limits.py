@@ -13,7 +13,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from tests.liveserver import wait_for
 from tests.web.rest import Rest, job_count
+from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
@@ -121,8 +123,11 @@ def test_a_submit_past_the_waiting_cap_is_429_without_retry_after(tmp_path: Path
     srv = start(tmp_path, "max_waiting_per_user = 1")
     try:
         rest = Rest(srv.http_port)
+        first = rest.post("/api/v1/jobs", raw=job(queue="default"))
+        assert first.status == 201
+        # Once the first runs (the pool takes one job), the second waits: the user's one.
+        wait_for(srv, first.json()["job_id"], {JobState.RUNNING})
         assert rest.post("/api/v1/jobs", raw=job(queue="default")).status == 201
-        assert rest.post("/api/v1/jobs", raw=job(queue="default")).status in (201, 429)
         reply = rest.post("/api/v1/jobs", raw=job(queue="default"))
         assert reply.status == 429 and "Retry-After" not in reply.headers
         assert "waiting jobs, the most the policy allows" in reply.error["message"]
