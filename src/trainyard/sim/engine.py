@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 from trainyard.domain.pools import PoolCapacity
 from trainyard.scheduler.attained import attained_by
 from trainyard.scheduler.backlog import Backlog
-from trainyard.scheduler.model import Decisions, PendingJob, Policy, RunningJob, Snapshot
+from trainyard.scheduler.model import (
+    Decisions,
+    PendingJob,
+    PendingReason,
+    Policy,
+    RunningJob,
+    Snapshot,
+)
 from trainyard.scheduler.preemption import service_group
 from trainyard.scheduler.snapshot import Feed, active_job
 
@@ -154,6 +161,11 @@ class Replay:
     # Skip a wake-up at which QueuePolicy cannot decide otherwise (see may_matter).
     quiet_wakes: bool = False
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
+    # What the tracker's snapshot also carries: executors that launch nothing now, and the
+    # limits of sweeps and pipelines (a forecast from the live queue hands them on).
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    sweep_limits: Mapping[str, int] = field(default_factory=dict)
+    sweep_titles: Mapping[str, str] = field(default_factory=dict)
     progress: Progress = field(default_factory=Progress)
     backlog: Backlog = field(init=False)
     # Each queue's decayed usage and the last pass's claims, handed from pass to pass as
@@ -161,6 +173,8 @@ class Replay:
     feed: Feed = field(init=False, default_factory=Feed)
     preemptions: int = field(init=False, default=0)
     passes: int = field(init=False, default=0)
+    # Why each job left waiting by the last pass waits.
+    last_pending: Mapping[str, PendingReason] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.backlog = Backlog() if self.backlog_key is None else \
@@ -186,6 +200,23 @@ class Replay:
         self._wait(job)
         self._team(team, demand=job.resources.gpus)
 
+    def resume(self, run: RunningJob, job: PendingJob, remaining: float, now: float,
+               team: str = "") -> None:
+        """A job already running when the replay begins at `now` (a forecast from the live
+        queue): it started at run.started_at, holds run.gpu_ids, and needs `remaining`
+        more seconds. `job` is how it waits again if it is preempted."""
+        elapsed = max(0.0, now - run.started_at)
+        state = ReplayJob(job, elapsed + remaining, elapsed + remaining,
+                          attained=run.attained, first_start=run.started_at,
+                          run_start=run.started_at, team=team)
+        self.states[run.job_id] = state
+        self.running[run.job_id] = run
+        self._running_list = None
+        self._taken.update(run.gpu_ids)
+        heapq.heappush(self._completions, (now + remaining, job.seq, run.job_id, state.epoch))
+        self._team(team, held=run.resources.gpus, demand=run.resources.gpus)
+        self._ask_wake(run, now)
+
     def snapshot(self, now: float) -> Snapshot:
         """What the tracker would hand the policy now: the running jobs in submit order, as
         the store lists them (a policy breaks ties by their order)."""
@@ -193,7 +224,10 @@ class Replay:
             states = self.states
             self._running_list = sorted(self.running.values(),
                                         key=lambda run: states[run.job_id].pending.seq)
-        return self.feed.snapshot(self.backlog, self._running_list, now, pools=self.pools)
+        return self.feed.snapshot(self.backlog, self._running_list, now, pools=self.pools,
+                                  unavailable=self.unavailable,
+                                  sweep_limits=self.sweep_limits,
+                                  sweep_titles=self.sweep_titles)
 
     def account_usage(self, now: float) -> None:
         """Decay each queue's usage to `now` and add what the jobs running since the last
@@ -220,7 +254,9 @@ class Replay:
             if not self.backlog:
                 return
             self.passes += 1
-            if not self.apply(self.policy.schedule(self.snapshot(now)), now):
+            decisions = self.policy.schedule(self.snapshot(now))
+            self.last_pending = decisions.pending
+            if not self.apply(decisions, now):
                 return
 
     def finish_due(self, now: float) -> int:
@@ -240,6 +276,15 @@ class Replay:
             self._team(state.team, demand=-run.resources.gpus)
             ended += 1
         return ended
+
+    def next_event(self, now: float, arrival: float | None) -> float | None:
+        """When something next happens after `now`: the next arrival (given), completion or
+        wake-up that matters; None when nothing ever will."""
+        completion = self.next_completion()
+        others = [t for t in (arrival, completion) if t is not None]
+        wake = self.next_wake(now, min(others, default=float("inf"))) \
+            if self.backlog else None
+        return min(others if wake is None else [*others, wake], default=None)
 
     def next_completion(self) -> float | None:
         heap = self._completions
@@ -281,11 +326,9 @@ class Replay:
     # --- the simulated executor -------------------------------------------------------------
 
     def _start(self, job_id: str, now: float, gpu_ids: tuple[str, ...], pool: str) -> None:
-        job = self.backlog.remove(job_id)
+        job = self.withdraw(job_id)
         if job is None:
             raise RuntimeError(f"the policy admitted {job_id!r}, which is not waiting")
-        self._waiting_teams[job.team] -= 1
-        self._waiting_levels[service_group(job)][job.service_level] -= 1
         if len(gpu_ids) != job.resources.gpus or not self._taken.isdisjoint(gpu_ids):
             raise RuntimeError(f"the policy gave {job_id!r} GPUs {gpu_ids} for "
                                f"{job.resources.gpus} asked, or some in use: "
@@ -321,6 +364,18 @@ class Replay:
         if self.by_service:
             state.pending = replace(state.pending, attained=state.attained)
         self._wait(state.pending)
+
+    def withdraw(self, job_id: str) -> PendingJob | None:
+        """Take a waiting job out of the backlog, keeping what it has left to run; rejoin()
+        puts it back (a forecast keeps the passes to each queue's first jobs)."""
+        job = self.backlog.remove(job_id)
+        if job is not None:
+            self._waiting_teams[job.team] -= 1
+            self._waiting_levels[service_group(job)][job.service_level] -= 1
+        return job
+
+    def rejoin(self, job: PendingJob) -> None:
+        self._wait(job)
 
     def _wait(self, job: PendingJob) -> None:
         self.backlog.add(job)
@@ -371,17 +426,13 @@ class Replay:
         now = jobs[0].submitted_at if jobs else 0.0
         while True:
             arrival = jobs[index].submitted_at if index < count else None
-            completion = self.next_completion()
-            others = [t for t in (arrival, completion) if t is not None]
-            wake = self.next_wake(now, min(others, default=float("inf"))) \
-                if self.backlog else None
-            candidates = others if wake is None else [*others, wake]
-            if not candidates:
+            at = self.next_event(now, arrival)
+            if at is None:
                 break
             if events % 64 == 0 and time.perf_counter() > deadline:
                 completed = False
                 break
-            now = min(candidates)
+            now = at
             events += 1
             self.account_usage(now)
             self.finish_due(now)
