@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,8 +21,10 @@ import pytest
 from tests.conftest import missing
 from tests.liveserver import FAST, wait_until
 from tests.services.conftest import ROOT
+from trainyard.domain.prediction import PredictedStart, describe
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
+from trainyard.store.predictions import PredictionStore
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -306,6 +309,20 @@ def test_a_waiting_job_says_why_and_can_be_cancelled(page: WebDriver, site: Site
     assert pending.startswith("Position 1 in queue single: "), pending
     reason = site.api("GET", f"/jobs/{job_id}")["pending_reason"]["message"]
     assert pending.endswith(reason)
+    # The forecast's prediction, written as the tracker writes it: the page words it as
+    # the command line does, and the list has it in brief.
+    now = round(time.time())
+    prediction = PredictedStart(as_of=now - 40, p50=now + 2100, p90=now + 16800,
+                                horizon_s=86400)
+    PredictionStore(site.server.db).replace({job_id: prediction})
+    said = wait(page, lambda d: text_of(d, "#predicted-start"), "the predicted start")
+    assert re.fullmatch(re.escape(describe(prediction, time.time())) +
+                        r" \(as of 4\d s ago\)", said), said
+    page.get(site.base + "/#/jobs")
+    wait(page, lambda d: any(job_id in row.text and "~35 min" in row.text
+                             for row in d.find_elements(By.CSS_SELECTOR, "#jobs tr")),
+         "the predicted start in the list")
+    assert page.find_element(By.XPATH, "//*[@id='jobs']//th[text()='starts']")
     page.get(site.base + "/#/queues")
     wait(page, lambda d: "single 1 1" in text_of(d, ".page"), "single's waiting and running")
     teams = text_of(page, ".page")

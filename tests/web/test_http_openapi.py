@@ -90,6 +90,19 @@ def test_replies_reference_their_message_or_name_their_stream(
             assert list(content) == [kind], route
 
 
+def test_a_waiting_jobs_predicted_start_is_in_the_replies_schemas(
+        document: dict[str, Any]) -> None:
+    for message in ("TrainingStatusOut", "JobSummaryOut"):
+        field = _resolve(document, "#/components/schemas/" + message)["properties"][
+            "predicted_start"]
+        assert {"$ref": "#/components/schemas/PredictedStartOut"} in field["anyOf"], field
+    schema = _resolve(document, "#/components/schemas/PredictedStartOut")
+    assert set(schema["properties"]) == {"p50", "p90", "as_of", "cannot_start",
+                                         "horizon_seconds"}
+    times = [t.get("type") for t in schema["properties"]["p50"]["anyOf"]]
+    assert "string" in times
+
+
 def test_the_docs_page_loads_only_from_this_server(world: HttpWorld) -> None:
     if swagger_ui_files() is None:
         missing("swagger-ui-bundle-v2 (pip install swagger-ui-bundle-v2==5.31.0)")

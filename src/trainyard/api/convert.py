@@ -9,6 +9,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from trainyard.auth.policy import Identity
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.errors import InvalidArgument
+from trainyard.domain.prediction import PredictedStart
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.domain.sweep import Parameter
@@ -142,15 +143,32 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         msg.latest_metrics[key].CopyFrom(pb.MetricValue(value=value, step=step or 0))
     if status.model is not None:
         msg.model.CopyFrom(model_to_pb(status.model))
+    if job.state is JobState.WAITING and status.prediction is not None:
+        msg.predicted_start.CopyFrom(prediction_to_pb(status.prediction))
     return msg
 
 
-def summary_to_pb(job: JobRecord) -> pb.JobSummary:
-    return pb.JobSummary(
+def prediction_to_pb(prediction: PredictedStart) -> pb.PredictedStart:
+    """Times past the forecast's horizon, or of a job that cannot start, stay unset."""
+    msg = pb.PredictedStart(as_of=timestamp(prediction.as_of),
+                            cannot_start=prediction.cannot_start,
+                            horizon_seconds=prediction.horizon_s)
+    if prediction.p50 is not None:
+        msg.p50.CopyFrom(timestamp(prediction.p50))
+    if prediction.p90 is not None:
+        msg.p90.CopyFrom(timestamp(prediction.p90))
+    return msg
+
+
+def summary_to_pb(job: JobRecord, prediction: PredictedStart | None = None) -> pb.JobSummary:
+    msg = pb.JobSummary(
         job_id=job.id, name=job.spec.name, state=state_to_pb(job.state), queue=job.spec.queue,
         priority=job.spec.priority, submitted_at=timestamp(job.submitted_at),
         updated_at=timestamp(job.updated_at), labels=job.spec.labels, message=job.message,
     )
+    if job.state is JobState.WAITING and prediction is not None:
+        msg.predicted_start.CopyFrom(prediction_to_pb(prediction))
+    return msg
 
 
 def dataset_to_pb(record: DatasetRecord, created: bool = False,

@@ -46,8 +46,10 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
             labels=dict(request.labels), page_size=request.page_size,
             page_token=request.page_token,
         )
-        return pb.ListJobsResponse(jobs=[convert.summary_to_pb(r) for r in records],
-                                   next_page_token=token)
+        predicted = self.jobs.predicted_starts(records)
+        return pb.ListJobsResponse(
+            jobs=[convert.summary_to_pb(r, predicted.get(r.id)) for r in records],
+            next_page_token=token)
 
     @grpc_errors
     def CancelJob(self, request: pb.CancelJobRequest,

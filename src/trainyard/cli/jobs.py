@@ -213,7 +213,7 @@ def list_jobs(
                                        labels=pairs(label or [], "--label"),
                                        page_size=limit, page_token=page_token)
     if output is Output.json:
-        print_json({"jobs": [j.__dict__ for j in jobs], "next_page_token": token})
+        print_json({"jobs": [j.to_dict() for j in jobs], "next_page_token": token})
         return
     render_jobs(jobs)
     if token:

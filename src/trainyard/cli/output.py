@@ -66,6 +66,9 @@ def render_status(st: JobStatus) -> None:
         if st.pending_reason:
             table.add_row("waiting", f"{escape(st.pending_reason['message'])} "
                                      f"[dim]({st.pending_reason['code']})[/]")
+        if st.predicted_start:
+            table.add_row("start", f"{escape(st.predicted_start.describe())} "
+                                   f"[dim]({st.predicted_start.age()})[/]")
     if st.message:
         table.add_row("message", escape(st.message))
     spec = st.spec
@@ -108,11 +111,12 @@ def render_status(st: JobStatus) -> None:
 
 
 def render_jobs(jobs: list[JobSummary]) -> None:
-    table = Table("JOB", "NAME", "STATE", "QUEUE", "PRI", "SUBMITTED", "MESSAGE")
+    table = Table("JOB", "NAME", "STATE", "QUEUE", "PRI", "SUBMITTED", "STARTS", "MESSAGE")
     for j in jobs:
+        starts = j.predicted_start.brief() if j.predicted_start else "-"
         table.add_row(escape(j.job_id), escape(j.name), styled_state(j.state),
                       escape(j.queue), str(j.priority),
-                      (j.submitted_at or "")[:19], escape(j.message))
+                      (j.submitted_at or "")[:19], escape(starts), escape(j.message))
     console.print(table)
 
 

@@ -8,6 +8,7 @@ from trainyard.client.messages import (
     Dataset,
     JobStatus,
     JobSummary,
+    PredictedStart,
     Submitted,
     Transition,
 )
@@ -15,5 +16,5 @@ from trainyard.client.sdk import DEFAULT_SERVER, REGISTER_TIMEOUT, SERVER_ENV, C
 from trainyard.client.spec import Resources, TrainSpec, model_ref
 
 __all__ = ["DEFAULT_SERVER", "FINAL_STATES", "REGISTER_TIMEOUT", "SERVER_ENV", "Client",
-           "Dataset", "JobStatus", "JobSummary", "Resources", "Submitted", "TrainSpec",
-           "Transition", "TrainyardError", "model_ref"]
+           "Dataset", "JobStatus", "JobSummary", "PredictedStart", "Resources", "Submitted",
+           "TrainSpec", "Transition", "TrainyardError", "model_ref"]

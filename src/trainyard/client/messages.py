@@ -3,6 +3,7 @@ as JSON-ready data. Built from the protocol alone."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from trainyard.start_wording import ago, start_in_brief, start_sentence
 from trainyard.v1 import training_pb2 as pb
 
 FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
@@ -76,6 +78,64 @@ class Transition:
                    iso(t.time), t.reason)
 
 
+def _epoch(stamp: str | None) -> float | None:
+    return None if stamp is None else datetime.fromisoformat(stamp).timestamp()
+
+
+@dataclass(frozen=True)
+class PredictedStart:
+    """When a waiting job is expected to start, as the server's forecast last said, as of
+    `as_of`: by `p50` in half of its roll-forwards, by `p90` in 9 in 10 (ISO 8601 times, as
+    every time of the SDK; None when the forecast's horizon, `horizon_seconds` ahead, ended
+    first). A job that cannot start under the policy as it stands says why in
+    `cannot_start`, and has no times."""
+
+    p50: str | None
+    p90: str | None
+    as_of: str | None
+    cannot_start: str = ""
+    horizon_seconds: float = 0.0
+
+    def describe(self, now: float | None = None) -> str:
+        """"expected to start in about 35 min; 9 in 10 chances by 16:40", or "cannot
+        start: ..." (local times)."""
+        return start_sentence(_epoch(self.p50), _epoch(self.p90), self.cannot_start,
+                              self.horizon_seconds, time.time() if now is None else now)
+
+    def brief(self, now: float | None = None) -> str:
+        """For a table's cell: "~35 min", "soon", "> 24 h" or "cannot start"."""
+        return start_in_brief(_epoch(self.p50), self.cannot_start, self.horizon_seconds,
+                              time.time() if now is None else now)
+
+    def age_seconds(self, now: float | None = None) -> float:
+        """How old the prediction is: the time since the forecast's snapshot."""
+        made = _epoch(self.as_of)
+        return 0.0 if made is None else max(0.0, (time.time() if now is None else now) - made)
+
+    def age(self, now: float | None = None) -> str:
+        """"as of 40 s ago"."""
+        return f"as of {ago(self.age_seconds(now))}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `--output json` gives it: p50, p90 and as_of, and cannot_start when set."""
+        out: dict[str, Any] = {"p50": self.p50, "p90": self.p90, "as_of": self.as_of}
+        if self.cannot_start:
+            out["cannot_start"] = self.cannot_start
+        return out
+
+    @classmethod
+    def from_pb(cls, p: pb.PredictedStart) -> PredictedStart:
+        return cls(iso(p.p50) if p.HasField("p50") else None,
+                   iso(p.p90) if p.HasField("p90") else None, iso(p.as_of), p.cannot_start,
+                   p.horizon_seconds)
+
+
+def _predicted(message: pb.TrainingStatus | pb.JobSummary) -> PredictedStart | None:
+    if not message.HasField("predicted_start"):
+        return None
+    return PredictedStart.from_pb(message.predicted_start)
+
+
 @dataclass(frozen=True)
 class JobStatus:
     job_id: str
@@ -99,13 +159,16 @@ class JobStatus:
     sweep_id: str = ""
     retries: int = 0  # attempts lost or failed and retried
     retry_after: str | None = None  # while it backs off: when its next attempt may start
+    predicted_start: PredictedStart | None = None  # while it waits, if forecast
 
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["predicted_start"] = _predicted_dict(self.predicted_start)
+        return out
 
     @classmethod
     def from_pb(cls, s: pb.TrainingStatus) -> JobStatus:
@@ -143,6 +206,7 @@ class JobStatus:
             cancel_requested=s.cancel_requested, executor=s.executor,
             gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
+            predicted_start=_predicted(s),
         )
 
 
@@ -157,11 +221,22 @@ class JobSummary:
     updated_at: str | None
     labels: dict[str, str]
     message: str
+    predicted_start: PredictedStart | None = None  # while it waits, if forecast
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["predicted_start"] = _predicted_dict(self.predicted_start)
+        return out
 
     @classmethod
     def from_pb(cls, j: pb.JobSummary) -> JobSummary:
         return cls(j.job_id, j.name, state_name(j.state), j.queue, j.priority,
-                   iso(j.submitted_at), iso(j.updated_at), dict(j.labels), j.message)
+                   iso(j.submitted_at), iso(j.updated_at), dict(j.labels), j.message,
+                   _predicted(j))
+
+
+def _predicted_dict(prediction: PredictedStart | None) -> dict[str, Any] | None:
+    return None if prediction is None else prediction.to_dict()
 
 
 @dataclass(frozen=True)

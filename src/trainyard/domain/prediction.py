@@ -4,8 +4,9 @@ surface shows it: a median, a 90% bound, when it was made, or why the job cannot
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
+
+from trainyard.start_wording import start_sentence
 
 
 @dataclass(frozen=True)
@@ -28,37 +29,9 @@ class PredictedStart:
                 raise ValueError(f"{name} must be a finite time, got {value}")
 
 
-def _about(seconds: float) -> str:
-    """A wait as people round it: "under a minute", "about 35 min", "about 3 h", "about 2 d"."""
-    if seconds < 60:
-        return "under a minute"
-    minutes = seconds / 60
-    if minutes < 90:
-        return f"about {round(minutes)} min"
-    hours = minutes / 60
-    if hours < 36:
-        return f"about {hours:.1f} h".replace(".0 h", " h")
-    return f"about {round(hours / 24)} d"
-
-
-def _clock(at: float, now: float) -> str:
-    """A time of day, with the date when it is not today (local time)."""
-    when, today = time.localtime(at), time.localtime(now)
-    if (when.tm_year, when.tm_yday) == (today.tm_year, today.tm_yday):
-        return time.strftime("%H:%M", when)
-    return time.strftime("%Y-%m-%d %H:%M", when)
-
-
 def describe(prediction: PredictedStart, now: float) -> str:
-    """"expected to start in about 35 min; 9 in 10 chances by 16:40"."""
-    if prediction.cannot_start:
-        return f"cannot start: {prediction.cannot_start}"
-    horizon = f"not within the next {_about(prediction.horizon_s).removeprefix('about ')}" \
-        if prediction.horizon_s else "not within the forecast's horizon"
-    if prediction.p50 is None:
-        return f"expected to start {horizon}"
-    wait = max(0.0, prediction.p50 - now)
-    first = "expected to start soon" if wait < 60 else f"expected to start in {_about(wait)}"
-    if prediction.p90 is None:
-        return f"{first}; 9 in 10 chances {horizon}"
-    return f"{first}; 9 in 10 chances by {_clock(max(prediction.p90, now), now)}"
+    """"expected to start in about 35 min; 9 in 10 chances by 16:40", "not expected to
+    start within the next 24 h", or "cannot start: <why>" (the words: start_wording.py,
+    which the client side shares)."""
+    return start_sentence(prediction.p50, prediction.p90, prediction.cannot_start,
+                          prediction.horizon_s, now)

@@ -14,6 +14,7 @@ from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleSt
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
 from trainyard.domain.position import QueuePlace, explained
+from trainyard.domain.prediction import PredictedStart
 from trainyard.domain.spec import JobSpec, Resources, check_text
 from trainyard.domain.states import JobState
 from trainyard.metadata.workspace import Workspace
@@ -25,6 +26,7 @@ from trainyard.services.submission import SubmitCheck
 from trainyard.store.jobs import JobFilter, JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
+from trainyard.store.predictions import PredictionStore
 from trainyard.store.records import EventRecord, JobRecord, ModelRecord
 
 _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
@@ -42,6 +44,8 @@ class JobStatus:
     events: list[EventRecord]
     latest_metrics: dict[str, tuple[float, int | None]]
     model: ModelRecord | None
+    # While it waits: the forecast's latest prediction of its start, if it made one.
+    prediction: PredictedStart | None = None
 
     @property
     def queue_position(self) -> int:
@@ -93,6 +97,11 @@ class JobService:
     on_cancel: Callable[[], None] = _ignore
     # The fair-share usage the tracker saves, and when (store/usage.py UsageStore.load).
     fair_share_usage: Callable[[], tuple[dict[str, float], float | None]] = _no_usage
+    # What the tracker's forecast last predicted (store/predictions.py): read, never made.
+    predictions: PredictionStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.predictions = PredictionStore(self.jobs.db)
 
     def train(self, identity: Identity, spec: JobSpec, *, client_request_id: str = "",
               pipeline: str = "", pipeline_max_parallel: int = 0,
@@ -130,9 +139,10 @@ class JobService:
 
     def status(self, identity: Identity, job_id: str) -> JobStatus:
         self.guard.require(identity, Access.READ, "GetTrainingStatus")
-        with self.jobs.db.read() as conn:  # one pooled connection for all five reads
+        with self.jobs.db.read() as conn:  # one pooled connection for all six reads
             job = self._visible(identity, self.jobs.get(job_id, conn), "GetTrainingStatus")
             succeeded = job.state is JobState.SUCCEEDED
+            waiting = job.state is JobState.WAITING
             return JobStatus(
                 job=job,
                 # Under a policy file queues admit by job priority, and FIFO by submit order.
@@ -141,6 +151,7 @@ class JobService:
                 events=self.jobs.events(job_id, conn=conn),
                 latest_metrics=self.metrics.latest(job_id, conn),
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,
+                prediction=self.predictions.get(job_id, conn) if waiting else None,
             )
 
     def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),
@@ -163,6 +174,11 @@ class JobService:
                                            page_size=page_size or DEFAULT_PAGE_SIZE,
                                            after_seq=after)
         return records, "" if next_seq is None else str(next_seq)
+
+    def predicted_starts(self, records: Sequence[JobRecord]) -> dict[str, PredictedStart]:
+        """The latest predictions of the waiting ones of a page of jobs (list_jobs), by job
+        id: one query for the page."""
+        return self.predictions.many(r.id for r in records if r.state is JobState.WAITING)
 
     def cancel(self, identity: Identity, job_id: str) -> JobState:
         """Cancel a job: at once if it waits, otherwise by asking the tracker to stop it."""

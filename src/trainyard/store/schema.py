@@ -336,3 +336,19 @@ leader_lease = Table(
     Column("acquired_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
 )
+
+# --- predictions ---------------------------------------------------------------------------
+
+# Each waiting job's latest predicted start (domain.prediction), in epoch seconds: the whole
+# set is replaced at each of the forecast's refreshes (store/predictions.py). p50 and p90 are
+# null past the forecast's horizon, or when the job cannot start (cannot_start says why).
+predicted_starts = Table(
+    "predicted_starts",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("p50", Float, nullable=True),
+    Column("p90", Float, nullable=True),
+    Column("as_of", Float, nullable=False),
+    Column("cannot_start", Text, nullable=False, default="", server_default=""),
+    Column("horizon_s", Float, nullable=False, default=0.0, server_default="0"),
+)

@@ -968,8 +968,22 @@ class ModelArtifact(_message.Message):
     dataset: DatasetRef
     def __init__(self, model_name: _Optional[str] = ..., version: _Optional[int] = ..., content_hash: _Optional[str] = ..., uri: _Optional[str] = ..., size_bytes: _Optional[int] = ..., file_count: _Optional[int] = ..., run_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., aliases: _Optional[_Iterable[str]] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ...) -> None: ...
 
+class PredictedStart(_message.Message):
+    __slots__ = ("p50", "p90", "as_of", "cannot_start", "horizon_seconds")
+    P50_FIELD_NUMBER: _ClassVar[int]
+    P90_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    CANNOT_START_FIELD_NUMBER: _ClassVar[int]
+    HORIZON_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    p50: _timestamp_pb2.Timestamp
+    p90: _timestamp_pb2.Timestamp
+    as_of: _timestamp_pb2.Timestamp
+    cannot_start: str
+    horizon_seconds: float
+    def __init__(self, p50: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., p90: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cannot_start: _Optional[str] = ..., horizon_seconds: _Optional[float] = ...) -> None: ...
+
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -998,6 +1012,7 @@ class TrainingStatus(_message.Message):
     SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
     RETRIES_FIELD_NUMBER: _ClassVar[int]
     RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -1019,7 +1034,8 @@ class TrainingStatus(_message.Message):
     sweep_id: str
     retries: int
     retry_after: _timestamp_pb2.Timestamp
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    predicted_start: PredictedStart
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)
@@ -1049,7 +1065,7 @@ class ListJobsRequest(_message.Message):
     def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., queue: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class JobSummary(_message.Message):
-    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message")
+    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message", "predicted_start")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1066,6 +1082,7 @@ class JobSummary(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     state: JobState
@@ -1075,7 +1092,8 @@ class JobSummary(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     labels: _containers.ScalarMap[str, str]
     message: str
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ...) -> None: ...
+    predicted_start: PredictedStart
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")

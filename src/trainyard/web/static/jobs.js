@@ -5,6 +5,7 @@ import {API, get, request} from './api.js';
 import {append, badge, enc, field, fill, h, link, number, pairs, table, when} from './dom.js';
 import {FINAL, POLL_MS, STATES, every, failed, notice, onLeave} from './page.js';
 import {drawSeries} from './chart.js';
+import {briefStart, describeStart, startAge} from './starts.js';
 
 export const jobFilters = {state: '', queue: '', label: '', pages: [''], page: 0};
 
@@ -34,9 +35,12 @@ export async function jobsPage(root) {
     const data = await get('/jobs', params);
     const jobs = data.jobs || [];
     fill(list, jobs.length ? table(['job', 'name', 'state', 'queue', 'labels',
-      'submitted', 'message'], jobs.map((j) => [link('#/jobs/' + enc(j.job_id), j.job_id),
-      h('span', {class: 'job-name'}, j.name), badge(j.state), j.queue, pairs(j.labels),
-      when(j.submitted_at), j.message || ''])) : h('p', {class: 'muted'}, 'No jobs.'));
+      'submitted', 'starts', 'message'], jobs.map((j) => [link('#/jobs/' + enc(j.job_id),
+      j.job_id), h('span', {class: 'job-name'}, j.name), badge(j.state), j.queue,
+      pairs(j.labels), when(j.submitted_at), h('span', {class: 'starts', title:
+      j.predicted_start ? describeStart(j.predicted_start) : null},
+      briefStart(j.predicted_start)), j.message || ''])) :
+      h('p', {class: 'muted'}, 'No jobs.'));
     jobFilters.pages[jobFilters.page + 1] = data.next_page_token || '';
     const previous = h('button', {type: 'button', disabled: jobFilters.page === 0,
       onclick: () => { jobFilters.page -= 1; draw().catch(failed); }}, '‹ Newer');
@@ -136,12 +140,16 @@ export async function jobPage(root, jobId) {
     const waiting = job.state === 'WAITING' ? h('p', {id: 'pending'},
       'Position ' + (job.queue_position || 0) + ' in queue ' + (spec.queue || 'default') +
       (job.pending_reason ? ': ' + job.pending_reason.message : '')) : null;
+    const predicted = job.state === 'WAITING' && job.predicted_start ? h('p',
+      {id: 'predicted-start'}, describeStart(job.predicted_start) + ' ',
+      h('span', {class: 'muted'}, '(' + startAge(job.predicted_start) + ')')) : null;
     const model = job.model ? link('#/models/' + enc(job.model.model_name),
       'model ' + job.model.model_name + ' v' + job.model.version) : null;
     fill(summary,
       h('p', {}, h('span', {id: 'job-name', class: 'job-name'}, spec.name || ''), ' ',
         h('span', {id: 'job-state'}, badge(job.state)), ' ', cancel),
       waiting,
+      predicted,
       job.message ? h('p', {id: 'job-message'}, job.message) : null,
       table(['owner', 'queue', 'resources', 'hyperparameters', 'labels', 'attempt',
         'time limit'], [[
