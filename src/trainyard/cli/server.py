@@ -37,6 +37,9 @@ def server(
              "half of it and all of it).")] = "10s",
     retry_backoff_max: Annotated[str, typer.Option(
         help="The longest wait before a retry.")] = "10m",
+    predict_every: Annotated[str, typer.Option(
+        help="How often the waiting jobs' predicted starts are refreshed, in the "
+        'background ("30s", "2m"); 0 for none.')] = "30s",
     port_file: Annotated[Path | None, typer.Option(help="Write the bound port here once "
                                                         "serving.")] = None,
     http_port: Annotated[int, typer.Option(
@@ -83,6 +86,7 @@ def server(
     from trainyard.domain.retry import Backoff
     from trainyard.server.assembly import ServerConfig, TrainyardServer
     from trainyard.tracker import TrackerConfig
+    from trainyard.tracker.forecasts import ForecastConfig
 
     if max_concurrent < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--max-concurrent")
@@ -104,8 +108,10 @@ def server(
             raise typer.BadParameter("must be between 0 and 65535", param_hint=option)
     config = ServerConfig(data_dir=data_dir, database_url=database_url, host=host, port=port,
                           http_port=http_port if http else None,
-                          tracker=TrackerConfig(max_concurrent=max_concurrent,
-                                                retry_backoff=backoff),
+                          tracker=TrackerConfig(
+                              max_concurrent=max_concurrent, retry_backoff=backoff,
+                              forecasts=ForecastConfig(
+                                  interval_s=duration(predict_every, "--predict-every"))),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
                           share_team_jobs=share_team_jobs, policy_file=policy,
                           max_log_bytes=_log_bytes(max_log_size),

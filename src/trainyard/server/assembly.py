@@ -165,12 +165,13 @@ class TrainyardServer:
 
     def _tracker_for(self, db: Database) -> Tracker:
         """A tracker whose every write goes to `db`: the server's own, or a term's."""
+        policy = ActivePolicy(self.policy, self.tracker_config.max_concurrent)
         return Tracker(
             jobs=JobStore(db), metrics=MetricStore(db, self.config.max_metric_points),
             datasets=DatasetStore(db),
             artifacts=ArtifactCollector(ModelStore(db), self.workspace.artifacts_dir),
             executors_by_kind=self.executors, pools=self.pools,
-            policy=ActivePolicy(self.policy, self.tracker_config.max_concurrent),
+            policy=policy, scheduling=policy.scheduling,
             workspace=self.workspace, config=self.tracker_config, usage=UsageStore(db),
             half_life=self.fair_share_half_life, reported_exit=self.pushed.reported_exit,
             telemetry=self.metrics or NO_TELEMETRY,

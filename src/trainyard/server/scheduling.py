@@ -7,6 +7,7 @@ from __future__ import annotations
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.services.policy import PolicyService
+from trainyard.sim.forecast import Scheduling
 
 
 class ActivePolicy:
@@ -22,6 +23,10 @@ class ActivePolicy:
     def orders_by_service(self) -> bool:
         declared = self.source.declared
         return declared is not None and declared.service_levels
+
+    def scheduling(self) -> Scheduling:
+        """The policy in force, as a forecast rolls the queue forward under it."""
+        return Scheduling(self.source.for_scheduler(), self._fifo.max_running)
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         current = self.source.for_scheduler()

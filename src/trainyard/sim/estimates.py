@@ -65,17 +65,19 @@ class RunTimes:
     samples: tuple[float, ...]  # sorted
     source: str  # which group they are: "user and algorithm", "program", "queue", "all"...
     cap: float | None = None  # the job's time limit
+    jitter: float = JITTER  # 0: the samples exactly (a run time known in advance)
 
     def draw(self, rng: random.Random) -> float:
         """A whole run's length."""
-        value = rng.choice(self.samples) * math.exp(rng.gauss(0.0, JITTER))
+        value = rng.choice(self.samples) * math.exp(rng.gauss(0.0, self.jitter))
         return self._capped(max(MIN_RUN_S, value))
 
     def draw_remaining(self, rng: random.Random, elapsed: float) -> float:
         """What is left of a run that has lasted `elapsed` seconds so far."""
         longer = bisect.bisect_right(self.samples, elapsed)
         if longer < len(self.samples):
-            total = rng.choice(self.samples[longer:]) * math.exp(abs(rng.gauss(0.0, JITTER)))
+            total = rng.choice(self.samples[longer:]) * \
+                math.exp(abs(rng.gauss(0.0, self.jitter)))
         else:
             total = elapsed * (1 + OUTRUN_MEDIAN * math.exp(rng.gauss(0.0, OUTRUN_SPREAD)))
         return max(0.0, self._capped(max(total, elapsed + MIN_RUN_S)) - elapsed)

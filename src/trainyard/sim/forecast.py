@@ -144,15 +144,18 @@ def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_R
             predictions[job_id] = PredictedStart(queue.now, cannot_start=blocked[job_id],
                                                  horizon_s=horizon_s)
             continue
+        # The bound's rank is that of a prediction interval: a start drawn as the rolls are
+        # falls at or below the k-th of n rolls with chance k / (n + 1).
         predictions[job_id] = PredictedStart(
-            queue.now, _rank(times, 0.5, rolls), _rank(times, 0.9, rolls), horizon_s=horizon_s)
+            queue.now, _rank(times, 0.5, rolls), _rank(times, 0.9 * (rolls + 1) / rolls,
+                                                        rolls), horizon_s=horizon_s)
     return Forecast(predictions, rolls, events, passes)
 
 
 def _rank(times: Sequence[float], share: float, rolls: int) -> float | None:
     """The nearest-rank percentile over all rolls, those in which the job never started
     counting as later than any; None when it falls among them."""
-    index = math.ceil(share * rolls) - 1
+    index = min(rolls, math.ceil(share * rolls)) - 1
     return times[index] if index < len(times) else None
 
 
@@ -231,7 +234,7 @@ class _Overflow:
     def top_up(self) -> None:
         """Each queue's window holds its first `window` jobs, and no more."""
         replay = self.replay
-        for name, waiting in replay.backlog.queues.items():
+        for waiting in list(replay.backlog.queues.values()):
             extra = len(waiting) - self.window
             if extra > 0:
                 for job in list(waiting[-extra:]):

@@ -93,6 +93,8 @@ jobs = Table(
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),
+    # The jobs that ended lately, newest first: what run-time estimates learn from.
+    Index("ix_jobs_state_updated_at", "state", "updated_at"),
 )
 
 # One row per attempt of a job: a run. Written with the job's transitions, in the same

@@ -14,7 +14,7 @@ from trainyard.domain.retry import pending_timeout_reached
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import Executor
 from trainyard.executors.registry import executor_for
-from trainyard.scheduler import PendingReason, Policy, Snapshot
+from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.model import orders_by_service
 from trainyard.scheduler.snapshot import active_job
@@ -135,12 +135,7 @@ class Admission:
     def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
         """What the policy decides on: the active jobs, the usage decayed to now, the
         waiting jobs and their groups' limits; None when no job waits."""
-        active = [active_job(j.id, j.spec.queue, j.spec.total_resources, j.pool or j.kind,
-                             j.gpu_ids, j.team, j.started_at, now,
-                             preempting=j.preempt_requested, sweep=j.sweep_id,
-                             attained=held_service(j.spec.total_resources, j.held_s),
-                             priority=j.spec.priority)
-                  for j in running]
+        active = [running_job(j, now) for j in running]
         self.fair_share.advance(active, now)
         self.waiting.order_by_service(orders_by_service(self.policy()))
         waiting = self.waiting.current()
@@ -167,3 +162,12 @@ class Admission:
                 changed[job_id] = (reason.code, reason.message)
         self.jobs.set_pending_reasons(changed)
         self._reasons = reasons
+
+
+def running_job(job: JobRecord, now: float) -> RunningJob:
+    """An active job's record as a pass sees it."""
+    return active_job(job.id, job.spec.queue, job.spec.total_resources, job.pool or job.kind,
+                      job.gpu_ids, job.team, job.started_at, now,
+                      preempting=job.preempt_requested, sweep=job.sweep_id,
+                      attained=held_service(job.spec.total_resources, job.held_s),
+                      priority=job.spec.priority)

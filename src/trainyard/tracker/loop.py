@@ -16,14 +16,18 @@ from trainyard.executors.base import Executor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler import Policy
+from trainyard.sim.forecast import Scheduling
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
+from trainyard.store.predictions import PredictionStore
+from trainyard.store.run_history import RunHistory
 from trainyard.store.usage import UsageStore
 from trainyard.tracker.admission import Admission
 from trainyard.tracker.fair_share import FairShareUsage
 from trainyard.tracker.follow import Follower, ReportedExit
+from trainyard.tracker.forecasts import ForecastConfig, Forecasts
 from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.recovery import Recovery
@@ -48,6 +52,7 @@ class TrackerConfig:
     fair_share_half_life: float = 3600.0  # past usage between queues counts half after this
     usage_save_interval: float = 30.0  # how often fair-share usage is written to the store
     retry_backoff: Backoff = Backoff()  # the wait before a lost or failed attempt's retry
+    forecasts: ForecastConfig = ForecastConfig()  # the waiting jobs' predicted starts
 
 
 class Tracker:
@@ -59,6 +64,7 @@ class Tracker:
         usage: UsageStore | None = None, half_life: Callable[[], float] | None = None,
         reported_exit: ReportedExit | None = None,
         telemetry: TrackerTelemetry = NO_TELEMETRY,
+        scheduling: Callable[[], Scheduling] | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics = metrics
@@ -96,6 +102,12 @@ class Tracker:
             reconcile_soon=self._reconcile_soon, telemetry=telemetry)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
+        # Without a policy object that says, FIFO under the tracker's own limit.
+        self.forecasts = Forecasts(
+            jobs=jobs, predictions=PredictionStore(jobs.db), history=RunHistory(jobs.db),
+            scheduling=scheduling or (lambda: Scheduling(None, config.max_concurrent)),
+            pools=pools, executors_by_kind=executors_by_kind,
+            feed=lambda: self.fair_share.feed, clock=self.now, config=config.forecasts)
         for executor in executors_by_kind.values():
             executor.set_exit_listener(self._job_exited)
 
@@ -109,8 +121,10 @@ class Tracker:
         self.recover()
         self._thread = threading.Thread(target=self._run, name="tracker", daemon=True)
         self._thread.start()
+        self.forecasts.start()
 
     def stop(self) -> None:
+        self.forecasts.stop()
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

@@ -113,10 +113,7 @@ class WaitingJobs:
     def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
         added = []
         for row in rows:
-            job = PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.kind,
-                             row.owner, row.team, row.submitted_at, row.sweep_id,
-                             attained=held_service(row.resources, row.held_s)
-                             if self._by_service else 0.0)
+            job = pending_job(row, self._by_service)
             self.remove(row.id)
             self._max_seq = max(self._max_seq, row.seq)
             if row.pending_deadline is not None:
@@ -131,3 +128,11 @@ class WaitingJobs:
                 self._sweeps[job.sweep] += 1
             added.append(job)
         return added
+
+
+def pending_job(row: QueuedJob, by_service: bool) -> PendingJob:
+    """A waiting job's row as the scheduler takes it; with the service it attained when the
+    policy orders by it."""
+    return PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.kind,
+                      row.owner, row.team, row.submitted_at, row.sweep_id,
+                      attained=held_service(row.resources, row.held_s) if by_service else 0.0)
