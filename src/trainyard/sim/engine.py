@@ -414,9 +414,12 @@ class Replay:
     # --- the whole trace --------------------------------------------------------------------
 
     def run(self, jobs: Sequence[PendingJob], durations: Sequence[float],
-            teams: Sequence[str], time_limit: float = 0.0) -> Outcome:
+            teams: Sequence[str], time_limit: float = 0.0,
+            after_event: Callable[[float], None] | None = None) -> Outcome:
         """Replay jobs (in submit order, each with its duration and team) to the end, or
-        until `time_limit` seconds of wall-clock time have passed (0: no limit)."""
+        until `time_limit` seconds of wall-clock time have passed (0: no limit).
+        `after_event` is told each event's time once its passes are done (a benchmark
+        looks at the queue then)."""
         started = time.perf_counter()
         deadline = started + time_limit if time_limit > 0 else float("inf")
         completed = True
@@ -440,6 +443,8 @@ class Replay:
                 self.submit(jobs[index], durations[index], teams[index])
                 index += 1
             self.schedule(now)
+            if after_event is not None:
+                after_event(now)
             state = (self.held(), self.demand())
             if state != last:
                 timeline.append((now, *state))

@@ -23,7 +23,7 @@ import random
 from bisect import insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
@@ -109,6 +109,27 @@ class Scheduling:
         return replay
 
 
+def repeated(recent: Sequence[tuple[PendingJob, RunTimes]], now: float, window_s: float,
+             first_seq: int) -> list[WaitingJob]:
+    """What the next `window_s` is expected to bring: the jobs submitted in the last one,
+    each again as long after `now` as it came after the window's start. They wait as new
+    submits do (numbered from `first_seq`, after every real job), so the jobs they would
+    go ahead of see them; they get no prediction themselves."""
+    start = now - window_s
+    out = []
+    for index, (job, run_times) in enumerate(
+            sorted((item for item in recent if item[0].submitted_at >= start),
+                   key=lambda item: item[0].seq)):
+        at = now + (job.submitted_at - start)
+        out.append(WaitingJob(replace(job, job_id=f"{EXPECTED}{job.job_id}",
+                                      seq=first_seq + index, submitted_at=at, attained=0.0),
+                              run_times, arrives_at=at))
+    return out
+
+
+EXPECTED = "~"  # the id prefix of an expected submit: no real job's id has it
+
+
 @dataclass(frozen=True)
 class Forecast:
     predictions: dict[str, PredictedStart]
@@ -124,7 +145,8 @@ def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_R
     if rolls < 1:
         raise ValueError("a forecast needs at least one roll")
     rng = random.Random(seed)
-    starts: dict[str, list[float]] = {w.job.job_id: [] for w in queue.waiting}
+    starts: dict[str, list[float]] = {w.job.job_id: [] for w in queue.waiting
+                                      if not w.job.job_id.startswith(EXPECTED)}
     blocked: dict[str, str] = {}
     events = passes = 0
     for _ in range(rolls):
