@@ -53,9 +53,9 @@ from trainyard.domain.spec import Resources
 from trainyard.scheduler.backlog import queue_order
 from trainyard.scheduler.model import PendingJob
 from trainyard.scheduler.snapshot import active_job
-from trainyard.sim.cluster import Cluster, generated_policy, submit
+from trainyard.sim.cluster import generated_policy, submit
 from trainyard.sim.engine import Replay
-from trainyard.sim.estimates import FinishedJob, JobTraits, RunTimeEstimator, RunTimes
+from trainyard.sim.estimates import FinishedJob, JobTraits, RunTimeEstimator
 from trainyard.sim.forecast import (
     DEFAULT_ROLLS,
     ActiveJob,

@@ -32,6 +32,7 @@ def ran(store: JobStore, spec: JobSpec, start: float, end: float | None,
 
 
 def forecasts(db: Database, max_running: int = 1, **config: float) -> Forecasts:
+    config.setdefault("arrivals_s", 0.0)
     return Forecasts(
         jobs=JobStore(db), predictions=PredictionStore(db), history=RunHistory(db),
         scheduling=lambda: Scheduling(None, max_running),
@@ -79,3 +80,23 @@ def test_a_refresh_replaces_the_whole_set(db: Database) -> None:
     store.transition(job, JobState.WAITING, JobState.CANCELLED, reason="asked", now=NOW)
     forecasts(db).refresh()
     assert PredictionStore(db).get(job) is None
+
+
+def test_expected_submits_wait_behind_and_get_no_prediction(db: Database) -> None:
+    store = JobStore(db)
+    spec = JobSpec(name="train", command="true")
+    for i in range(3):  # the last hours brought a job an hour
+        ran(store, spec, NOW - 3600 * (i + 1), NOW - 3600 * (i + 1) + 100)
+    running = ran(store, spec, NOW - 40, None)
+    waiting = store.create(spec, owner="ann", now=NOW - 10)[0]
+    without = forecasts(db, arrivals_s=0.0).refresh()
+    alone = PredictionStore(db).get(waiting)
+    expecting = forecasts(db, arrivals_s=6 * 3600.0).refresh()
+    assert expecting.waiting > without.waiting  # the pattern's submits joined the roll
+    stored = PredictionStore(db).many([waiting, running])
+    assert list(stored) == [waiting]
+    with db.read() as conn:  # nothing but real jobs got a row
+        from trainyard.store.schema import predicted_starts
+        assert conn.execute(predicted_starts.select()).all()[0].job_id == waiting
+    # Under FIFO they queue behind every real job: the waiting one starts as before.
+    assert alone is not None and stored[waiting].p50 == alone.p50

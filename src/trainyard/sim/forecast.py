@@ -144,12 +144,12 @@ def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_R
     """Every waiting job's predicted start (see the module's text)."""
     if rolls < 1:
         raise ValueError("a forecast needs at least one roll")
-    rng = random.Random(seed)
     starts: dict[str, list[float]] = {w.job.job_id: [] for w in queue.waiting
                                       if not w.job.job_id.startswith(EXPECTED)}
     blocked: dict[str, str] = {}
     events = passes = 0
-    for _ in range(rolls):
+    for roll in range(rolls):
+        rng = random.Random(seed * 1_000_003 + roll)  # each roll its own: see _roll's draws
         started, stuck, roll_events, roll_passes = _roll(queue, scheduling, rng, horizon_s,
                                                          window, resolution)
         events += roll_events
@@ -192,7 +192,12 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
                       active.run_times.draw_remaining(rng, active.elapsed_s), now,
                       team=active.run.team)
     arrivals: list[tuple[float, int, WaitingJob]] = []
-    overflow = _Overflow(replay, rng, window)
+    # Every job's draw made up front, real jobs first, so that one job's run time in a roll
+    # does not depend on which others were expected or how far the roll got.
+    draws = {w.job.job_id: _draw(w, rng) for w in
+             sorted(queue.waiting, key=lambda w: (w.job.job_id.startswith(EXPECTED),
+                                                  w.job.seq))}
+    overflow = _Overflow(replay, draws, window)
     for waiting in sorted(queue.waiting, key=lambda w: queue_order(w.job)):
         if waiting.arrives_at is not None and waiting.arrives_at > now:
             arrivals.append((waiting.arrives_at, waiting.job.seq, waiting))
@@ -235,8 +240,8 @@ class _Overflow:
     comes back behind the window (preempted, with the service it attained) leaves it again,
     keeping what it has left to run."""
 
-    def __init__(self, replay: Replay, rng: random.Random, window: int) -> None:
-        self.replay, self.rng, self.window = replay, rng, window
+    def __init__(self, replay: Replay, draws: Mapping[str, float], window: int) -> None:
+        self.replay, self.draws, self.window = replay, draws, window
         # Each queue's, last in line first, so the next is pop()ped: a job not yet in the
         # replay (a WaitingJob), or one that was (its PendingJob).
         self.queues: dict[str, list[tuple[_Key, WaitingJob | PendingJob]]] = \
@@ -279,7 +284,7 @@ class _Overflow:
 
     def _enter(self, entry: WaitingJob | PendingJob) -> None:
         if isinstance(entry, WaitingJob):
-            _submit(self.replay, entry, self.rng)
+            self.replay.submit(entry.job, self.draws[entry.job.job_id], team=entry.job.team)
         else:
             self.replay.rejoin(entry)
 
@@ -298,7 +303,8 @@ def _reversed(key: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(-part for part in key)
 
 
-def _submit(replay: Replay, waiting: WaitingJob, rng: random.Random) -> None:
-    remaining = waiting.run_times.draw_remaining(rng, waiting.held_s) if waiting.held_s \
-        else waiting.run_times.draw(rng)
-    replay.submit(waiting.job, remaining, team=waiting.job.team)
+def _draw(waiting: WaitingJob, rng: random.Random) -> float:
+    """What a waiting job will run in this roll: what is left, if it ran before."""
+    if waiting.held_s:
+        return waiting.run_times.draw_remaining(rng, waiting.held_s)
+    return waiting.run_times.draw(rng)

@@ -1,6 +1,7 @@
 """What a forecast reads of the store: the jobs that finished lately with how long they
 ran, and what is known of the live jobs it predicts for. Reads only; the newest finished
-first, through an index on (state, updated_at), so history never costs a scan."""
+first, through indexes on (state, updated_at) and submitted_at, so history never costs a
+scan."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import select
 
 from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.store.db import Database
+from trainyard.store.records import JobRecord
 from trainyard.store.schema import jobs
 
 # Jobs that ran until they ended by themselves: a cancelled job's time says nothing of how
@@ -58,6 +60,14 @@ class RunHistory:
                 select(*_COLUMNS).where(jobs.c.state.in_(states), jobs.c.updated_at >= since)
                 .order_by(jobs.c.updated_at.desc()).limit(limit)).all()
         return [_traits(row) for row in rows]
+
+    def submitted(self, since: float, limit: int) -> list[tuple[JobRecord, JobTraitsRow]]:
+        """The jobs submitted since `since`, whatever became of them, newest first, at most
+        `limit`: the pattern a forecast expects the next hours to repeat."""
+        with self.db.read() as conn:
+            rows = conn.execute(select(jobs).where(jobs.c.submitted_at >= since)
+                                .order_by(jobs.c.submitted_at.desc()).limit(limit)).all()
+        return [(JobRecord.from_row(row), _traits(row)) for row in rows]
 
     def live(self, states: Iterable[JobState] = (JobState.WAITING, *ACTIVE_STATES)
              ) -> dict[str, JobTraitsRow]:

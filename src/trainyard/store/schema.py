@@ -95,6 +95,8 @@ jobs = Table(
     Index("ix_jobs_reproduced_from", "reproduced_from"),
     # The jobs that ended lately, newest first: what run-time estimates learn from.
     Index("ix_jobs_state_updated_at", "state", "updated_at"),
+    # The jobs submitted lately: what a forecast expects the next hours to bring.
+    Index("ix_jobs_submitted_at", "submitted_at"),
 )
 
 # One row per attempt of a job: a run. Written with the job's transitions, in the same

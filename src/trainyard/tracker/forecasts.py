@@ -2,8 +2,9 @@
 
 A thread of its own, never the submit or status path: every `interval_s` it reads the live
 queue from the store (the waiting jobs, the active ones with how long they have run, the
-claims and usage the tracker's last pass handed on), learns run times from the jobs that
-finished in the last `history_s` (sim.estimates), rolls the queue forward through the
+claims and usage the tracker's last pass handed on, and as submits to come the pattern of
+the last `arrivals_s`), learns run times from the jobs that finished in the last
+`history_s` (sim.estimates), rolls the queue forward through the
 policy in force (sim.forecast) and writes every prediction in one transaction
 (store.predictions), which status and list then read. A refresh that took long spaces out
 the next, so the thread takes at most MAX_CPU_SHARE of one core.
@@ -32,6 +33,7 @@ from trainyard.sim.forecast import (
     Scheduling,
     WaitingJob,
     forecast,
+    repeated,
 )
 from trainyard.store.jobs import JobStore
 from trainyard.store.predictions import PredictionStore
@@ -52,6 +54,10 @@ class ForecastConfig:
     horizon_s: float = DEFAULT_HORIZON_S
     history_s: float = 30 * 86400.0  # run times are learned from jobs finished since
     history_limit: int = 20_000  # at most this many of them, the newest
+    # The next this-many seconds are expected to bring what the last as many brought (at
+    # most arrivals_limit submits); 0: no submits expected.
+    arrivals_s: float = 6 * 3600.0
+    arrivals_limit: int = 2_000
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,14 @@ class Forecasts:
                 continue
             active.append(ActiveJob(running_job(record, now),
                                     _waiting_again(record, by_service), run_times, ran))
+        if self.config.arrivals_s > 0:
+            recent = self.history.submitted(now - self.config.arrivals_s,
+                                            self.config.arrivals_limit)
+            last_seq = max((record.seq for record, _ in recent), default=0)
+            waiting += repeated([(_waiting_again(record, False),
+                                  estimator.run_times(_traits(row)))
+                                 for record, row in recent],
+                                now, self.config.arrivals_s, last_seq + 1)
         groups = {w.job.sweep for w in waiting} | {a.run.sweep for a in active}
         limits, titles = self.jobs.group_limits(group for group in groups if group)
         feed = self.feed()
