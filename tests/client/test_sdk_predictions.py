@@ -25,7 +25,7 @@ def test_a_waiting_job_carries_its_predicted_start(server: TrainyardServer,
     wait_until(lambda: all(server.jobs.get(h).state is JobState.RUNNING for h in holders),
                20, "the holders to run")
     waiter = client.train(TrainSpec(name="waiter", command="true")).job_id
-    now = round(time.time())
+    now = int(time.time())  # whole seconds, never ahead of the clock
     PredictionStore(server.db).replace({
         waiter: Prediction(as_of=now - 40, p50=now + 2100, p90=now + 16800, horizon_s=86400),
         holders[0]: Prediction(as_of=now - 40, p50=now),  # stale: it runs now

@@ -311,7 +311,7 @@ def test_a_waiting_job_says_why_and_can_be_cancelled(page: WebDriver, site: Site
     assert pending.endswith(reason)
     # The forecast's prediction, written as the tracker writes it: the page words it as
     # the command line does, and the list has it in brief.
-    now = round(time.time())
+    now = int(time.time())  # whole seconds, never ahead of the clock
     prediction = PredictedStart(as_of=now - 40, p50=now + 2100, p90=now + 16800,
                                 horizon_s=86400)
     PredictionStore(site.server.db).replace({job_id: prediction})

@@ -28,7 +28,7 @@ def test_a_waiting_jobs_status_and_list_line_carry_its_prediction(world: HttpWor
     holder = world.submit(name="holder", command="sleep 30")
     world.wait(holder, {JobState.RUNNING})
     waiter = world.submit(name="waiter")
-    now = round(time.time())
+    now = int(time.time())  # whole seconds, never ahead of the clock
     PredictionStore(world.server.db).replace({
         waiter: PredictedStart(as_of=now - 40, p50=now + 2100, p90=now + 16800,
                                horizon_s=86400)})
