@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -38,6 +37,7 @@ class SimError(Exception):
 
 
 def sim(
+    ctx: typer.Context,
     trace: Annotated[Path | None, typer.Argument(
         help="Job trace: the project's CSV format or the Alibaba openb pod list (not with "
         "--from-store).", show_default=False)] = None,
@@ -85,8 +85,8 @@ def sim(
                 server, since, gpus, config, policies != POLICY_NAMES, restart_overhead,
                 window, trace_format, queue_per_team, time_limit)
         else:
-            if trace is None:
-                raise click.MissingParameter(param_hint="'TRACE'", param_type="argument")
+            if trace is None:  # as the parser says it of a required argument
+                ctx.fail("Missing argument 'trace'.")
             if since is not None:
                 raise SimError("--since needs --from-store")
             report, comparison = _run(trace, gpus, config, policies, restart_overhead,
