@@ -114,9 +114,12 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     summaries: dict[str, dict[str, Any]] = {}
     clusters: dict[str, Any] = {}
     refused: dict[str, dict[str, int]] = {}
+    kept: set[str] = set()
     for name, cluster, policy_name, replayed in runs:
         outcome, summary, left = _replay(replayed, cluster, policy_name, restart_overhead,
                                          window, time_limit)
+        if name == CURRENT:
+            kept = {job.pending.job_id for job in outcome.jobs}
         if not outcome.jobs:
             first = next(iter(left), "")
             option = "the policy in force" if name == CURRENT else "--config"
@@ -135,7 +138,8 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
         "policy_in_force": {"source": history.policy.source or "FIFO (no policy file)",
                             "scheduler": scheduler,
                             "max_running": history.policy.max_running},
-        "recorded": _json_safe(recorded(jobs)),
+        # Of the jobs the policy in force takes (one of a queue it no longer has is not).
+        "recorded": _json_safe(recorded([job for job in jobs if job.job_id in kept])),
         "policies": {name: _json_safe(summary) for name, summary in summaries.items()},
     }
     if candidate is not None:
@@ -212,26 +216,36 @@ def run_from_store(server: str | None, since: str | None, gpus: int | None,
     return done.outcomes, done.summaries, done.report
 
 
-def render_recorded(report: Mapping[str, Any]) -> Table:
-    """The replays beside what the store recorded, and how far each is from it."""
+def seconds(value: float | None) -> str:
+    """Milliseconds below a second, tenths below a minute (a sweep's waits and launches),
+    and as `trainyard sim` says the others."""
     from trainyard.cli.sim import hours
 
+    if value is not None and value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value is not None and value < 60:
+        return f"{value:.1f} s"
+    return hours(value)
+
+
+def render_recorded(report: Mapping[str, Any]) -> Table:
+    """The replays beside what the store recorded, and how far each is from it."""
     record = report["recorded"]
     table = Table(title="Against the record (wait: the time a job did not hold its "
                         "resources)",
-                  caption=f"recorded: mean launch {hours(record['mean_launch'])}, mean wait "
+                  caption=f"recorded: mean launch {seconds(record['mean_launch'])}, mean wait "
                           f"as users felt it (launching included) "
-                          f"{hours(record['mean_wait_felt'])}")
+                          f"{seconds(record['mean_wait_felt'])}")
     for column in ("", "jobs", "mean wait", "median wait", "p95 wait", "mean JCT",
                    "median JCT", "p95 JCT", "mean wait vs recorded"):
         table.add_column(column, justify="left" if not column else "right", no_wrap=True)
     rows = [("recorded", record), *report["policies"].items()]
     for name, figures in rows:
         off = "" if name == "recorded" else _off(figures["mean_wait"], record["mean_wait"])
-        table.add_row(name, f"{figures['jobs']:,}", hours(figures["mean_wait"]),
-                      hours(figures["median_wait"]), hours(figures["p95_wait"]),
-                      hours(figures["mean_jct"]), hours(figures["median_jct"]),
-                      hours(figures["p95_jct"]), off)
+        table.add_row(name, f"{figures['jobs']:,}", seconds(figures["mean_wait"]),
+                      seconds(figures["median_wait"]), seconds(figures["p95_wait"]),
+                      seconds(figures["mean_jct"]), seconds(figures["median_jct"]),
+                      seconds(figures["p95_jct"]), off)
     return table
 
 
