@@ -234,6 +234,8 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "ListQueueAccess": (admin("ListQueueAccess", lambda w: pb.ListQueueAccessRequest()),
                         ADMIN_ONLY),
     "ListAudit": (admin("ListAudit", lambda w: pb.ListAuditRequest()), ADMIN_ONLY),
+    "ExportHistory": (admin("ExportHistory", lambda w: pb.ExportHistoryRequest()),
+                      ADMIN_ONLY),
 }
 
 

@@ -161,6 +161,7 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
                                                 f.fresh("q"), [], ["blue"]),
     ADMIN + "ListQueueAccess": lambda f, c: bind(f.services.access.queue_acls),
     ADMIN + "ListAudit": lambda f, c: bind(f.services.access.list_audit, 10),
+    ADMIN + "ExportHistory": lambda f, c: bind(f.services.history.export, None, 0, ""),
 }
 # The one RPC without a use case: the servicer answers it from the caller's identity alone.
 NO_USE_CASE = {TRAINING + "WhoAmI"}

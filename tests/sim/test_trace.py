@@ -3,11 +3,20 @@ bad traces refused with the line and the problem."""
 
 from __future__ import annotations
 
+import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from trainyard.sim.trace import TraceError, generate_trace, queue_per_team, read_trace
+from trainyard.sim.trace import (
+    TraceError,
+    generate_trace,
+    queue_per_team,
+    read_trace,
+    write_rows,
+    write_trace,
+)
 
 HEADER = "job_id,submit_time,duration,num_gpus,team,user,queue,priority,name\n"
 # The project's shared data: shared/ inside the checkout, or beside it. It is data, not a
@@ -131,3 +140,17 @@ def test_queue_per_team_and_generated_traces(tmp_path: Path) -> None:
     assert len(jobs) == 1000 and all(1 <= job.gpus <= 8 for job in jobs)
     assert [job.submit_time for job in jobs] == sorted(job.submit_time for job in jobs)
     assert generate_trace(1000, 64, seed=1) == jobs
+
+
+def test_a_written_trace_reads_back_as_it_was(tmp_path: Path) -> None:
+    jobs = [replace(job, cpus=1.5 * (i % 3), memory_mb=512 * i, submit_time=
+                    job.submit_time + 1_234_567.891)  # past what 6 digits would keep
+            for i, job in enumerate(generate_trace(50, 16, seed=3))]
+    write_trace(jobs, tmp_path / "out.csv")
+    header = (tmp_path / "out.csv").read_text().splitlines()[0]
+    assert header == HEADER.strip() + ",cpus,memory_mb"
+    assert list(read_trace(tmp_path / "out.csv").jobs) == jobs
+    buffer = io.StringIO(newline="")
+    write_rows(jobs[:2], buffer)
+    written = (tmp_path / "out.csv").read_bytes().decode().splitlines(keepends=True)
+    assert buffer.getvalue() == "".join(written[:3])  # the same rows, to any text stream

@@ -134,6 +134,7 @@ CALLS: dict[str, Build] = {
     "SetQueueAccess": lambda w: ({"queue": w.fresh("q")}, "", {"teams": ["blue"]}),
     "ListQueueAccess": lambda w: ({}, "", None),
     "ListAudit": lambda w: ({}, "", None),
+    "ExportHistory": lambda w: ({}, "", None),
 }
 # The routes that act on mia's job or run, or submit to her team's queue: past the access
 # table, the caller must also be one who may see her jobs.

@@ -1,4 +1,5 @@
-"""The AdminService servicer: users, teams, tokens, queue access and the audit log."""
+"""The AdminService servicer: users, teams, tokens, queue access, the audit log, and the
+service's history for a replay."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import grpc
 
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
+from trainyard.api.convert_history import history_page_to_pb, since_from_pb
 from trainyard.api.errors import grpc_errors
 from trainyard.services.access import AccessService
+from trainyard.services.history import HistoryService
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, access: AccessService) -> None:
+    def __init__(self, access: AccessService, history: HistoryService) -> None:
         self.access = access
+        self.history = history
 
     @grpc_errors
     def CreateUser(self, request: pb.CreateUserRequest,
@@ -84,3 +88,10 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                   context: grpc.ServicerContext) -> pb.ListAuditResponse:
         events = self.access.list_audit(current_identity(), request.limit)
         return pb.ListAuditResponse(events=[convert.audit_to_pb(e) for e in events])
+
+    @grpc_errors
+    def ExportHistory(self, request: pb.ExportHistoryRequest,
+                      context: grpc.ServicerContext) -> pb.HistoryPage:
+        page = self.history.export(current_identity(), since_from_pb(request),
+                                   request.page_size, request.page_token)
+        return history_page_to_pb(page)

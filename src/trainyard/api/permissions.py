@@ -46,6 +46,7 @@ RPC_ACCESS: dict[str, Access] = {
     ADMIN + "SetQueueAccess": Access.ADMIN,
     ADMIN + "ListQueueAccess": Access.ADMIN_READ,
     ADMIN + "ListAudit": Access.ADMIN_READ,
+    ADMIN + "ExportHistory": Access.ADMIN_READ,
     # One attempt's own data, with the token minted for it alone (auth/job_tokens.py); a
     # job token is refused everywhere else.
     RUNTIME + "GetAttempt": Access.JOB,

@@ -9,6 +9,7 @@ import typer
 from trainyard.cli import jobs, login
 from trainyard.cli.admin import admin_app
 from trainyard.cli.datasets import datasets_app
+from trainyard.cli.history import history_app
 from trainyard.cli.images import images_app
 from trainyard.cli.models import models_app
 from trainyard.cli.runs import runs_app
@@ -21,6 +22,7 @@ app.add_typer(datasets_app, name="datasets")  # cli/datasets.py
 app.add_typer(images_app, name="images")  # cli/images.py
 app.add_typer(admin_app, name="admin")  # cli/admin.py
 app.command("sim")(sim_command)  # cli/sim.py
+app.add_typer(history_app, name="history")  # cli/history.py
 app.add_typer(runs_app, name="runs")  # cli/runs.py
 app.add_typer(models_app, name="models")  # cli/models.py
 app.command()(server)  # cli/server.py

@@ -1,7 +1,9 @@
 """`trainyard sim TRACE`: replay a job trace through the scheduler and compare policies.
 
 Offline: no server. The cluster and policy come from `--config FILE`, a policy file as the
-server reads it with an optional `[sim]` section, or from `--gpus N`."""
+server reads it with an optional `[sim]` section, or from `--gpus N`. With `--from-store`
+the trace is the server's own history and the policy the one in force there (cli/sim_store.py),
+and `--config` is the candidate replayed beside it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainyard.cli.common import ServerOpt
+from trainyard.cli.history import SinceOpt
 from trainyard.cli.output import errors
 
 # Wide enough for the tables when the output is a file or a pipe.
@@ -33,8 +37,10 @@ class SimError(Exception):
 
 
 def sim(
-    trace: Annotated[Path, typer.Argument(help="Job trace: the project's CSV format or the "
-                                               "Alibaba openb pod list.")],
+    ctx: typer.Context,
+    trace: Annotated[Path | None, typer.Argument(
+        help="Job trace: the project's CSV format or the Alibaba openb pod list (not with "
+        "--from-store).", show_default=False)] = None,
     gpus: Annotated[int | None, typer.Option(
         help="Replay on one pool of N GPUs under a generated policy (see README).")] = None,
     config: Annotated[Path | None, typer.Option(
@@ -60,12 +66,32 @@ def sim(
     time_limit: Annotated[float, typer.Option(
         help="Stop a policy's replay after this many seconds of wall-clock time and report "
         "how far it got (0: no limit).")] = 0.0,
+    from_store: Annotated[bool, typer.Option(
+        "--from-store", help="Replay the server's own finished jobs under its policy in "
+        "force and, with --config, under that candidate, beside what the store recorded.")] =
+        False,
+    since: SinceOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Replay a job trace through the scheduler with a simulated clock and executor, and
     compare policies: completion times, queueing delay, utilization, fairness."""
     try:
-        report, comparison = _run(trace, gpus, config, policies, restart_overhead, window,
-                                  trace_format, queue_per_team, time_limit)
+        if from_store:
+            if trace is not None:
+                raise SimError("give either a TRACE or --from-store, not both")
+            from trainyard.cli.sim_store import run_from_store
+
+            outcomes, summaries, report = run_from_store(
+                server, since, gpus, config, policies != POLICY_NAMES, restart_overhead,
+                window, trace_format, queue_per_team, time_limit)
+        else:
+            if trace is None:  # as the parser says it of a required argument
+                ctx.fail("Missing argument 'trace'.")
+            if since is not None:
+                raise SimError("--since needs --from-store")
+            report, comparison = _run(trace, gpus, config, policies, restart_overhead,
+                                      window, trace_format, queue_per_team, time_limit)
+            outcomes, summaries = comparison.outcomes, comparison.summaries
         render(report)
         if json_path is not None:
             _write_json(json_path, report)
@@ -74,7 +100,7 @@ def sim(
             from trainyard.sim.plots import write_plots
 
             try:
-                written = write_plots(comparison.outcomes, comparison.summaries, plots)
+                written = write_plots(outcomes, summaries, plots)
             except OSError as exc:
                 raise SimError(f"cannot write plots to {plots}: {exc.strerror or exc}") \
                     from exc
@@ -99,15 +125,7 @@ def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
         raise SimError("--gpus must be at least 1")
     if gpus is not None and gpus > MAX_GPUS:
         raise SimError(f"--gpus must be at most {MAX_GPUS:,}")
-    if not restart_overhead >= 0 or math.isinf(restart_overhead):
-        raise SimError("--restart-overhead must be a number of seconds, at least 0")
-    if not window > 0 or math.isinf(window):
-        raise SimError("--window must be a number of seconds, more than 0")
-    if window < MIN_WINDOW_S:
-        # The timeline has a row per window: a tiny window over a long trace never ends.
-        raise SimError(f"--window must be at least {MIN_WINDOW_S:g} second")
-    if not time_limit >= 0:
-        raise SimError("--time-limit must be a number of seconds, at least 0")
+    _check_numbers(restart_overhead, window, time_limit)
     chosen = [name.strip() for name in names.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in POLICIES]
     if unknown or not chosen:
@@ -145,6 +163,18 @@ def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
                         "time_limit_s": time_limit,
                         "queue_per_team": per_team, "qos_queues": dict(qos)}
     return report, comparison
+
+
+def _check_numbers(restart_overhead: float, window: float, time_limit: float) -> None:
+    if not restart_overhead >= 0 or math.isinf(restart_overhead):
+        raise SimError("--restart-overhead must be a number of seconds, at least 0")
+    if not window > 0 or math.isinf(window):
+        raise SimError("--window must be a number of seconds, more than 0")
+    if window < MIN_WINDOW_S:
+        # The timeline has a row per window: a tiny window over a long trace never ends.
+        raise SimError(f"--window must be at least {MIN_WINDOW_S:g} second")
+    if not time_limit >= 0:
+        raise SimError("--time-limit must be a number of seconds, at least 0")
 
 
 def _read_config(path: Path) -> tuple[Any, dict[str, Any]]:
@@ -239,5 +269,9 @@ def render(report: Mapping[str, Any]) -> None:
                           f"{t['share']:.1%}", "-" if ratio is None else f"{ratio:.2f}",
                           f"{t['preemptions']:,}")
     console.print(teams)
+    if "recorded" in report:
+        from trainyard.cli.sim_store import render_recorded
+
+        console.print(render_recorded(report))
     for why, count in report["trace"]["refused"].items():
         errors.print(f"[yellow]refused[/] {count} job(s): {escape(why)}", highlight=False)

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from trainyard.client import credentials
 from trainyard.client.errors import TrainyardError, translate
 from trainyard.client.failover import Channels, FailoverStub, split_addresses
+from trainyard.client.history import History, read_history
 from trainyard.client.messages import (
     Dataset,
     JobStatus,
@@ -309,6 +311,24 @@ class Client:
     def list_audit(self, limit: int = 0) -> list[dict[str, Any]]:
         return [as_dict(e) for e in self._call(self._admin.ListAudit,
                                                 build(pb.ListAuditRequest, limit=limit)).events]
+
+    def export_history(self, since: float | None = None, *, page_size: int = 0) -> History:
+        """The finished jobs that ran (submitted at or after `since`, seconds since the
+        epoch; None: all), read a page at a time as `History.jobs` is iterated, and the
+        policy in force. For admins."""
+        since_ts = None
+        if since is not None:
+            since_ts = Timestamp()
+            since_ts.FromNanoseconds(int(since * 1e9))
+
+        def page(token: str) -> pb.HistoryPage:
+            request = pb.ExportHistoryRequest(page_size=page_size, page_token=token)
+            if since_ts is not None:
+                request.since.CopyFrom(since_ts)
+            reply: pb.HistoryPage = self._call(self._admin.ExportHistory, request)
+            return reply
+
+        return read_history(page)
 
     def health(self) -> str:
         stub = FailoverStub(self._channels, health_pb2_grpc.HealthStub)

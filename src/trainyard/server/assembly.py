@@ -45,6 +45,7 @@ from trainyard.services.backpressure import Backpressure
 from trainyard.services.bundle import Services
 from trainyard.services.datasets import DatasetService
 from trainyard.services.guard import Guard
+from trainyard.services.history import HistoryService
 from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
@@ -57,6 +58,7 @@ from trainyard.store.access import AccessStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.faults import warn_if_armed
+from trainyard.store.history import HistoryStore
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.lease import FencedDatabase, Lease, Term
@@ -302,6 +304,7 @@ class TrainyardServer:
             runtime=JobRuntimeService(
                 JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
                 self.pushed, on_exit=lambda: self._tell_tracker(EXITED)),
+            history=HistoryService(HistoryStore(self.db), self.policy, guard),
         )
 
     def fair_share_half_life(self) -> float:

@@ -31,7 +31,7 @@ class UserServicers:
     def __init__(self, services: Services) -> None:
         self.callers = AuthInterceptor(services.access, services.runtime)
         self.training = TrainingServicer(services)
-        self.admin = AdminServicer(services.access)
+        self.admin = AdminServicer(services.access, services.history)
 
     def by_service(self) -> dict[str, object]:
         return {SERVICE_NAME: self.training, ADMIN_SERVICE_NAME: self.admin}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from trainyard.services.access import AccessService
 from trainyard.services.datasets import DatasetService
+from trainyard.services.history import HistoryService
 from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
@@ -24,3 +25,4 @@ class Services:
     access: AccessService
     policy: PolicyService
     runtime: JobRuntimeService  # what remote attempts ask, with their job tokens
+    history: HistoryService  # the finished jobs and the policy in force, for a replay

@@ -27,7 +27,7 @@ from trainyard.auth.policy import LOCAL_USER
 from trainyard.domain.access import QueueAccess
 from trainyard.domain.policy import Policy, Queue, Team, default_policy
 from trainyard.domain.pools import PoolCapacity
-from trainyard.services.policy_file import PolicyError, load_policy
+from trainyard.services.policy_file import PolicyError, load_policy_document
 from trainyard.store.access import AccessStore
 
 log = logging.getLogger(__name__)
@@ -100,13 +100,18 @@ class PolicyService:
         # What the file leaves to the pools' engines to say (a Slurm pool's capacity).
         self.complete = complete or (lambda policy: policy)
         self._file: Policy | None = None  # the file as read, before `complete`
+        self._text = ("", "")  # the file's text as read, and its format
         self._lock = threading.Lock()
         self._declared: Policy | None = None
         self._read: _Read | None = None
         self._generation = 0  # counts changes made here, so a read in flight is not kept
         self.loaded_at = time.time()
         if path is not None:
-            self._file = self._checked(path, read) if read is not None else self._load(path)
+            if read is not None:
+                self._file = self._checked(path, read)
+                self._text = _text_of(path)
+            else:
+                self._file, self._text = self._load(path)
             self._declared = self.complete(self._file)
 
     @property
@@ -114,14 +119,20 @@ class PolicyService:
         """The policy file as read; None without one."""
         return self._declared
 
+    @property
+    def file_text(self) -> tuple[str, str]:
+        """The policy file's text as last read, and its format ("toml" or "yaml"); empty
+        without a file."""
+        return self._text
+
     def reload(self) -> Policy | None:
         """Read the file again; on any problem keep the policy in force and raise."""
         if self.path is None:
             return None
-        read = self._load(self.path)
+        read, text = self._load(self.path)
         with self._lock:  # so that a recomplete() meanwhile cannot be undone
             fresh = self.complete(read)
-            self._file, self._declared = read, fresh
+            self._file, self._declared, self._text = read, fresh, text
             self.loaded_at = time.time()
         log.info("policy reloaded from %s: %d queues, %d pools, %d teams", self.path,
                  len(fresh.queues), len(fresh.pools), len(fresh.teams))
@@ -179,8 +190,9 @@ class PolicyService:
         view = self.effective()
         return view.policy if view.from_file else None
 
-    def _load(self, path: Path) -> Policy:
-        return self._checked(path, load_policy(path))
+    def _load(self, path: Path) -> tuple[Policy, tuple[str, str]]:
+        document = load_policy_document(path)
+        return self._checked(path, document.policy), (document.text, document.format)
 
     def _checked(self, path: Path, policy: Policy) -> Policy:
         missing = sorted({p.executor for p in policy.pools.values()} - self.executors)
@@ -188,3 +200,12 @@ class PolicyService:
             raise PolicyError([f"{path}: pools use the {', '.join(missing)} executor, "
                                "which this server does not run (start it with --docker)"])
         return policy
+
+
+def _text_of(path: Path) -> tuple[str, str]:
+    """A policy file's text and format, as read once more beside the policy read before."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "", ""
+    return text, "toml" if path.suffix.lower() == ".toml" else "yaml"

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from trainyard.domain.spec import DEFAULT_QUEUE, Resources
 
@@ -231,11 +231,19 @@ def _alibaba_rows(path: Path, header: list[str], rows: Reader,
 def write_trace(jobs: Iterable[TraceJob], path: Path) -> None:
     """In the project's format."""
     with path.open("w", newline="", encoding="utf-8") as file:
-        out = csv.writer(file)
-        out.writerow(COLUMNS[:9])
-        for job in jobs:
-            out.writerow([job.job_id, f"{job.submit_time:g}", f"{job.duration:g}", job.gpus,
-                          job.team, job.user, job.queue, job.priority, job.name])
+        write_rows(jobs, file)
+
+
+def write_rows(jobs: Iterable[TraceJob], file: TextIO) -> None:
+    """The header and one row a job, every column (read_trace reads them back as they were,
+    and a reader that knows only the first nine ignores the rest)."""
+    out = csv.writer(file)
+    out.writerow(COLUMNS)
+    for job in jobs:
+        # repr: the shortest text that reads back as the same float (":g" keeps 6 digits).
+        out.writerow([job.job_id, repr(float(job.submit_time)), repr(float(job.duration)),
+                      job.gpus, job.team, job.user, job.queue, job.priority, job.name,
+                      repr(float(job.cpus)), job.memory_mb])
 
 
 def generate_trace(count: int, gpus: int, *, load: float = 0.8, teams: int = 4,

@@ -776,6 +776,90 @@ class ListAuditResponse(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
     def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ...) -> None: ...
 
+class ExportHistoryRequest(_message.Message):
+    __slots__ = ("since", "page_size", "page_token")
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    since: _timestamp_pb2.Timestamp
+    page_size: int
+    page_token: str
+    def __init__(self, since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class HistoryJob(_message.Message):
+    __slots__ = ("job_id", "name", "owner", "team", "queue", "priority", "resources", "state", "submitted_at", "ended_at", "ran_seconds", "launch_seconds", "attempts")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    TEAM_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    RAN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    name: str
+    owner: str
+    team: str
+    queue: str
+    priority: int
+    resources: Resources
+    state: JobState
+    submitted_at: _timestamp_pb2.Timestamp
+    ended_at: _timestamp_pb2.Timestamp
+    ran_seconds: float
+    launch_seconds: float
+    attempts: int
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., team: _Optional[str] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ran_seconds: _Optional[float] = ..., launch_seconds: _Optional[float] = ..., attempts: _Optional[int] = ...) -> None: ...
+
+class PoolInForce(_message.Message):
+    __slots__ = ("name", "executor", "cpus", "memory_mb", "gpu_ids", "max_jobs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_JOBS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    executor: str
+    cpus: float
+    memory_mb: int
+    gpu_ids: _containers.RepeatedScalarFieldContainer[str]
+    max_jobs: int
+    def __init__(self, name: _Optional[str] = ..., executor: _Optional[str] = ..., cpus: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ...) -> None: ...
+
+class PolicyInForce(_message.Message):
+    __slots__ = ("source", "text", "format", "max_running", "pools")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    text: str
+    format: str
+    max_running: int
+    pools: _containers.RepeatedCompositeFieldContainer[PoolInForce]
+    def __init__(self, source: _Optional[str] = ..., text: _Optional[str] = ..., format: _Optional[str] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[_Union[PoolInForce, _Mapping]]] = ...) -> None: ...
+
+class HistoryPage(_message.Message):
+    __slots__ = ("jobs", "next_page_token", "policy", "total", "first_submit")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SUBMIT_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[HistoryJob]
+    next_page_token: str
+    policy: PolicyInForce
+    total: int
+    first_submit: _timestamp_pb2.Timestamp
+    def __init__(self, jobs: _Optional[_Iterable[_Union[HistoryJob, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., policy: _Optional[_Union[PolicyInForce, _Mapping]] = ..., total: _Optional[int] = ..., first_submit: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class Resources(_message.Message):
     __slots__ = ("cpus", "memory_mb", "gpus")
     CPUS_FIELD_NUMBER: _ClassVar[int]

@@ -1102,6 +1102,11 @@ class AdminServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.ListAuditRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.ListAuditResponse.FromString,
                 _registered_method=True)
+        self.ExportHistory = channel.unary_unary(
+                '/trainyard.v1.AdminService/ExportHistory',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ExportHistoryRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.HistoryPage.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -1178,6 +1183,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportHistory(self, request, context):
+        """The finished jobs that ran, page by page, and (on the first page) the policy
+        in force: what a replay of the service's own history needs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1235,6 +1248,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListAudit,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.ListAuditRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.ListAuditResponse.SerializeToString,
+            ),
+            'ExportHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportHistory,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ExportHistoryRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.HistoryPage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1537,6 +1555,33 @@ class AdminService:
             '/trainyard.v1.AdminService/ListAudit',
             trainyard_dot_v1_dot_training__pb2.ListAuditRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.ListAuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.AdminService/ExportHistory',
+            trainyard_dot_v1_dot_training__pb2.ExportHistoryRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.HistoryPage.FromString,
             options,
             channel_credentials,
             insecure,

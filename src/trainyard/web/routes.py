@@ -110,4 +110,6 @@ ROUTES: tuple[Route, ...] = (
        "a queue"),
     _a("GET", "/admin/queues/access", "ListQueueAccess", "Who may submit to each queue"),
     _a("GET", "/admin/audit", "ListAudit", "The audit log, newest first"),
+    _a("GET", "/admin/history", "ExportHistory", "The finished jobs that ran, a page at a "
+       "time, and the policy in force"),
 )

@@ -101,6 +101,8 @@ class PolicyDocument:
     sections: Mapping[str, object]  # the extra sections present, as parsed
     source: str
     lines: Mapping[KeyPath, int]  # where each key path is written, for messages
+    text: str = ""  # the document as read
+    format: str = ""  # "toml" or "yaml"
 
     def where(self, path: KeyPath) -> str:
         """"FILE, line N: a.b.c" for a key path, as policy problems are reported."""
@@ -158,4 +160,5 @@ def _parse(text: str, fmt: str, source: str, sections: Collection[str]) -> Polic
                                  in_file_order=isinstance(reading.data, dict)))
     assert isinstance(reading.data, dict)
     extra = {key: reading.data[key] for key in sections if key in reading.data}
-    return PolicyDocument(checked, extra, source, reading.lines)
+    return PolicyDocument(checked, extra, source, reading.lines, text,
+                          "toml" if fmt == "toml" else "yaml")
