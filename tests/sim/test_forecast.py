@@ -125,3 +125,12 @@ def test_a_window_gives_the_starts_a_whole_backlog_gives() -> None:
     windowed = forecast(queue, Scheduling(None, max_running=2), rolls=1, window=4,
                         resolution=0.0).predictions
     assert whole == windowed
+
+
+def test_a_cpu_budget_stops_the_rolls_after_the_fewest() -> None:
+    queue = LiveQueue(NOW, [waiting(f"w{i}", i + 2, 50 + i) for i in range(30)],
+                      [running("a", 1, 100, 0)], {"local": PoolCapacity("local", max_jobs=1)})
+    budgeted = forecast(queue, Scheduling(None, max_running=1), rolls=10, cpu_budget_s=0.0)
+    assert budgeted.rolls == 3
+    assert forecast(queue, Scheduling(None, max_running=1), rolls=10).rolls == 10
+    assert all(p.p50 is not None for p in budgeted.predictions.values())

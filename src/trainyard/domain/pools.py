@@ -182,8 +182,13 @@ def allocate_gpus(pool: PoolCapacity, taken: set[str], count: int) -> tuple[str,
     """`count` free device ids of the pool in its declared order, or None if too few are free."""
     if count == 0:
         return ()
-    free = [gpu for gpu in pool.gpu_ids if gpu not in taken]
-    return tuple(free[:count]) if len(free) >= count else None
+    free = []
+    for gpu in pool.gpu_ids:  # the first `count` free: a large pool is not read to its end
+        if gpu not in taken:
+            free.append(gpu)
+            if len(free) == count:
+                return tuple(free)
+    return None
 
 
 def add(a: Resources, b: Resources) -> Resources:

@@ -173,6 +173,9 @@ class Replay:
     feed: Feed = field(init=False, default_factory=Feed)
     preemptions: int = field(init=False, default=0)
     passes: int = field(init=False, default=0)
+    # The jobs that started for the first time, in order (a forecast stops once all it
+    # predicts for have).
+    first_starts: list[str] = field(init=False, default_factory=list)
     # Why each job left waiting by the last pass waits.
     last_pending: Mapping[str, PendingReason] = field(init=False, default_factory=dict)
 
@@ -183,7 +186,10 @@ class Replay:
         self._wakes: list[tuple[float, int, str, int]] = []  # (time, seq, id, epoch)
         self.states = self.progress.states
         self.running = self.progress.running
-        self._running_list: list[RunningJob] | None = None  # in submit order, when known
+        # The running jobs in submit order, kept so as they start and stop (with their seqs,
+        # to find a job's place), as the store lists them.
+        self._running_list: list[RunningJob] = []
+        self._running_seqs: list[int] = []
         self._taken: set[str] = set()  # GPU ids held
         self._team_index = {team: i for i, team in enumerate(self.teams)}
         self._held = [0] * len(self.teams)
@@ -211,7 +217,7 @@ class Replay:
                           run_start=run.started_at, team=team)
         self.states[run.job_id] = state
         self.running[run.job_id] = run
-        self._running_list = None
+        self._listed(run, job.seq)
         self._taken.update(run.gpu_ids)
         heapq.heappush(self._completions, (now + remaining, job.seq, run.job_id, state.epoch))
         self._team(team, held=run.resources.gpus, demand=run.resources.gpus)
@@ -220,10 +226,6 @@ class Replay:
     def snapshot(self, now: float) -> Snapshot:
         """What the tracker would hand the policy now: the running jobs in submit order, as
         the store lists them (a policy breaks ties by their order)."""
-        if self._running_list is None:
-            states = self.states
-            self._running_list = sorted(self.running.values(),
-                                        key=lambda run: states[run.job_id].pending.seq)
         return self.feed.snapshot(self.backlog, self._running_list, now, pools=self.pools,
                                   unavailable=self.unavailable,
                                   sweep_limits=self.sweep_limits,
@@ -269,7 +271,7 @@ class Replay:
             if state.epoch != epoch:
                 continue  # preempted since: it was requeued
             run = self.running.pop(job_id)
-            self._running_list = None
+            self._unlisted(state.pending.seq)
             self._release(run, state, now)
             state.remaining = 0.0
             state.finish = now
@@ -339,10 +341,11 @@ class Replay:
                          job.team, now, now, sweep=job.sweep, attained=state.attained,
                          priority=job.priority)
         self.running[job_id] = run
-        self._running_list = None
+        self._listed(run, job.seq)
         state.run_start = now
         if state.first_start is None:
             state.first_start = now
+            self.first_starts.append(job_id)
         heapq.heappush(self._completions, (now + state.remaining, job.seq, job_id,
                                            state.epoch))
         self._team(state.team, held=job.resources.gpus)
@@ -352,8 +355,8 @@ class Replay:
         run = self.running.pop(job_id, None)
         if run is None:
             raise RuntimeError(f"the policy preempted {job_id!r}, which is not running")
-        self._running_list = None
         state = self.states[job_id]
+        self._unlisted(state.pending.seq)
         self._release(run, state, now)
         state.remaining = max(0.0, state.remaining - (now - state.run_start)) + \
             self.restart_overhead
@@ -364,6 +367,16 @@ class Replay:
         if self.by_service:
             state.pending = replace(state.pending, attained=state.attained)
         self._wait(state.pending)
+
+    def _listed(self, run: RunningJob, seq: int) -> None:
+        index = bisect_left(self._running_seqs, seq)
+        self._running_seqs.insert(index, seq)
+        self._running_list.insert(index, run)
+
+    def _unlisted(self, seq: int) -> None:
+        index = bisect_left(self._running_seqs, seq)
+        del self._running_seqs[index]
+        del self._running_list[index]
 
     def withdraw(self, job_id: str) -> PendingJob | None:
         """Take a waiting job out of the backlog, keeping what it has left to run; rejoin()

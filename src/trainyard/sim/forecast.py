@@ -12,14 +12,15 @@ A roll ends when every job has started, when the horizon is reached, or when not
 can happen: a job still waiting then cannot start under the policy as it stands (its queue
 does not take it, no quota can ever hold it), and the policy's own reason says why.
 
-Pure: the caller brings the snapshot and the estimates; nothing here reads a clock or the
-store.
+Pure: the caller brings the snapshot and the estimates; nothing here reads the store or the
+time of day (only, with a CPU budget, how much CPU the rolls have taken).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import time
 from bisect import insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,7 @@ from trainyard.sim.estimates import RunTimes
 from trainyard.sim.policies import queue_policy_wake
 
 DEFAULT_ROLLS = 10
+MIN_ROLLS = 3  # a CPU budget never cuts a forecast to fewer
 DEFAULT_HORIZON_S = 30 * 86400.0
 # A pass sees each queue's first WINDOW waiting jobs: those behind them could start only
 # by fitting where all of them do not, and a pass over a whole long backlog costs its length.
@@ -140,15 +142,24 @@ class Forecast:
 
 def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_ROLLS,
              horizon_s: float = DEFAULT_HORIZON_S, window: int = DEFAULT_WINDOW,
-             resolution: float = DEFAULT_RESOLUTION, seed: int = 0) -> Forecast:
-    """Every waiting job's predicted start (see the module's text)."""
+             resolution: float = DEFAULT_RESOLUTION, seed: int = 0,
+             cpu_budget_s: float | None = None) -> Forecast:
+    """Every waiting job's predicted start (see the module's text). With `cpu_budget_s`,
+    rolls stop once this thread has spent that much CPU on them and MIN_ROLLS are done:
+    a queue too long for all of them in time gets a coarser bound sooner."""
     if rolls < 1:
         raise ValueError("a forecast needs at least one roll")
+    began = time.thread_time()
     starts: dict[str, list[float]] = {w.job.job_id: [] for w in queue.waiting
                                       if not w.job.job_id.startswith(EXPECTED)}
     blocked: dict[str, str] = {}
     events = passes = 0
+    done = 0
     for roll in range(rolls):
+        if cpu_budget_s is not None and roll >= MIN_ROLLS and \
+                time.thread_time() - began >= cpu_budget_s:
+            break
+        done += 1
         rng = random.Random(seed * 1_000_003 + roll)  # each roll its own: see _roll's draws
         started, stuck, roll_events, roll_passes = _roll(queue, scheduling, rng, horizon_s,
                                                          window, resolution)
@@ -162,16 +173,16 @@ def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_R
     predictions = {}
     for job_id, times in starts.items():
         times.sort()
-        if len(times) * 2 <= rolls and job_id in blocked:
+        if len(times) * 2 <= done and job_id in blocked:
             predictions[job_id] = PredictedStart(queue.now, cannot_start=blocked[job_id],
                                                  horizon_s=horizon_s)
             continue
         # The bound's rank is that of a prediction interval: a start drawn as the rolls are
         # falls at or below the k-th of n rolls with chance k / (n + 1).
         predictions[job_id] = PredictedStart(
-            queue.now, _rank(times, 0.5, rolls), _rank(times, 0.9 * (rolls + 1) / rolls,
-                                                        rolls), horizon_s=horizon_s)
-    return Forecast(predictions, rolls, events, passes)
+            queue.now, _rank(times, 0.5, done), _rank(times, 0.9 * (done + 1) / done, done),
+            horizon_s=horizon_s)
+    return Forecast(predictions, done, events, passes)
 
 
 def _rank(times: Sequence[float], share: float, rolls: int) -> float | None:
@@ -206,9 +217,17 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
     arrivals.sort(key=lambda item: item[:2])
     horizon = now + horizon_s
     index, events = 0, 0
+    # The roll is over once every job it predicts for has started.
+    unstarted = {w.job.job_id for w in queue.waiting if not w.job.job_id.startswith(EXPECTED)}
+    seen = 0
     overflow.top_up()
     replay.schedule(now)
-    while (replay.backlog or index < len(arrivals)) and events < MAX_EVENTS:
+    while events < MAX_EVENTS:
+        firsts = replay.first_starts
+        unstarted.difference_update(firsts[seen:])
+        seen = len(firsts)
+        if not unstarted or not (replay.backlog or index < len(arrivals)):
+            break
         at = replay.next_event(now, arrivals[index][0] if index < len(arrivals) else None)
         if at is None or at > horizon:
             break
@@ -225,7 +244,7 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
     started = {job_id: state.first_start for job_id, state in replay.states.items()
                if state.first_start is not None}
     stuck: dict[str, str] = {}
-    if replay.backlog and index == len(arrivals) and not overflow and \
+    if unstarted and index == len(arrivals) and not overflow and \
             replay.next_event(now, None) is None:
         for job in replay.backlog:
             reason = replay.last_pending.get(job.job_id)

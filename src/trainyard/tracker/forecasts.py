@@ -51,6 +51,7 @@ MAX_CPU_SHARE = 0.1  # of one core, over a refresh and the wait after it
 class ForecastConfig:
     interval_s: float = 30.0  # between refreshes; 0: no predictions
     rolls: int = DEFAULT_ROLLS
+    cpu_budget_s: float = 2.0  # past it, a refresh makes no more rolls than MIN_ROLLS
     horizon_s: float = DEFAULT_HORIZON_S
     history_s: float = 30 * 86400.0  # run times are learned from jobs finished since
     history_limit: int = 20_000  # at most this many of them, the newest
@@ -118,7 +119,8 @@ class Forecasts:
         scheduling = self.scheduling()
         queue, learned = self.live_queue(scheduling)
         result = forecast(queue, scheduling, rolls=self.config.rolls,
-                          horizon_s=self.config.horizon_s)
+                          horizon_s=self.config.horizon_s,
+                          cpu_budget_s=self.config.cpu_budget_s)
         self.predictions.replace(result.predictions)
         self.last = Refresh(queue.now, len(queue.waiting), len(queue.active), learned,
                             result.rolls, result.events, time.thread_time() - began_cpu,
