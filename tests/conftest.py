@@ -20,6 +20,7 @@ from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.testbed import kube_apiserver
 from trainyard.testbed import slurm_cluster as testbed
 from trainyard.tracker import TrackerConfig
+from trainyard.tracker.forecasts import ForecastConfig
 
 if TYPE_CHECKING:
     from tests.kubeflow_operator import KubeflowOperator
@@ -147,6 +148,7 @@ def pg(pg_url: str) -> Iterator[Database]:
 
 
 def start_server(tmp_path: Path, database_url: str = "", **tracker: object) -> TrainyardServer:
+    tracker.setdefault("forecasts", ForecastConfig(interval_s=0))  # asked for where tested
     config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url, port=0,
                           tracker=TrackerConfig(**tracker))  # type: ignore[arg-type]
     server = TrainyardServer(config)

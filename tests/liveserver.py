@@ -15,9 +15,12 @@ from trainyard.domain.retry import Backoff
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.tracker import TrackerConfig
+from trainyard.tracker.forecasts import ForecastConfig
 
+# No background forecast: tests of predicted starts write them, or ask for one.
 FAST = TrackerConfig(active_interval=0.1, idle_interval=0.2, cancel_grace=2.0,
-                     retry_backoff=Backoff(base_s=0.5, cap_s=2.0))
+                     retry_backoff=Backoff(base_s=0.5, cap_s=2.0),
+                     forecasts=ForecastConfig(interval_s=0))
 ACTIVE = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING)
 
 

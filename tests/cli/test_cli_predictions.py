@@ -26,7 +26,9 @@ def iso(epoch: float) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("cli") / "data", max_concurrent=1).start()
+    # Its own forecast off: the tests write the predictions.
+    proc = ServerProcess(tmp_path_factory.mktemp("cli") / "data", max_concurrent=1,
+                         extra_args=("--predict-every", "0")).start()
     yield proc
     proc.stop()
 

@@ -78,13 +78,13 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
     return out
 
 
-def duration(text: str, option: str) -> float:
-    """A duration option ("90s", "2h", "1d", or seconds) in seconds, above zero; a bad one
-    is refused naming the option."""
+def duration(text: str, option: str, *, zero: bool = False) -> float:
+    """A duration option ("90s", "2h", "1d", or seconds) in seconds, above zero (or zero, where
+    `zero` says it means "none"); a bad one is refused naming the option."""
     seconds = duration_seconds(text.strip())
     if seconds is None:
         raise typer.BadParameter(f"{text!r} is not {DURATION_HINT}", param_hint=option)
-    if seconds <= 0:
+    if seconds <= 0 and not (zero and seconds == 0):
         raise typer.BadParameter("must be longer than zero", param_hint=option)
     return seconds
 

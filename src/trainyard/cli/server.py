@@ -111,7 +111,8 @@ def server(
                           tracker=TrackerConfig(
                               max_concurrent=max_concurrent, retry_backoff=backoff,
                               forecasts=ForecastConfig(
-                                  interval_s=duration(predict_every, "--predict-every"))),
+                                  interval_s=duration(predict_every, "--predict-every",
+                                                      zero=True))),
                           docker=docker_config, tls_cert=tls_cert, tls_key=tls_key,
                           share_team_jobs=share_team_jobs, policy_file=policy,
                           max_log_bytes=_log_bytes(max_log_size),
