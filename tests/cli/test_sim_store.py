@@ -185,6 +185,17 @@ def test_under_a_policy_file_its_text_and_scheduler_are_replayed(tmp_path: Path)
         report = replayed(address, tmp_path, "--config", str(tmp_path / "policy.toml"),
                           "--plots", str(tmp_path / "plots"))
         exported = srv.services.history.in_force()
+        wrote = trainyard(address, "history", "export", "--output", str(tmp_path / "t.csv"),
+                          "--policy", str(tmp_path / "in-force.toml"), cwd=tmp_path)
+        assert wrote.returncode == 0, wrote.stderr
+    # The trace and the policy exported replay offline as the server's history does.
+    offline = trainyard("", "sim", str(tmp_path / "t.csv"), "--config",
+                        str(tmp_path / "in-force.toml"), "--policies", "default", "--json",
+                        str(tmp_path / "offline.json"), cwd=tmp_path)
+    assert offline.returncode == 0, offline.stderr
+    assert (tmp_path / "in-force.toml").read_text() == POLICY
+    alone = json.loads((tmp_path / "offline.json").read_text())["policies"]["default"]
+    assert without_clock(alone) == without_clock(report["policies"]["current"])
     assert report["policy_in_force"]["scheduler"] == "default"
     assert report["policy_in_force"]["source"].endswith("policy.toml")
     assert exported.text == POLICY and exported.format == "toml"
