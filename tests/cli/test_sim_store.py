@@ -207,6 +207,23 @@ def test_under_a_policy_file_its_text_and_scheduler_are_replayed(tmp_path: Path)
         "jct_cdf.png", "team_shares.png", "utilization.png"]
 
 
+def test_a_queue_closed_to_others_takes_the_admins_jobs_in_the_replay_too(
+        tmp_path: Path) -> None:
+    closed = POLICY.replace('priority = -1', 'priority = -1\nusers = ["ann"]')
+    with live_server(tmp_path, "", policy=closed) as srv:
+        ids = [srv.service.train(LOCAL, JobSpec(name=f"j{i}", command="true",
+                                                queue="batch"))[0] for i in range(2)]
+        for job_id in ids:
+            wait_for(srv, job_id, {JobState.SUCCEEDED})
+        assert srv.services.history.in_force().admins == ("local",)
+        report = replayed(f"127.0.0.1:{srv.port}", tmp_path, "--config",
+                          str(tmp_path / "policy.toml"))
+    # The single user is an admin, whose jobs the queue took: so does each replay.
+    assert report["trace"]["refused"] == {} and report["trace"]["refused_by_candidate"] == {}
+    assert report["recorded"]["jobs"] == report["policies"]["current"]["jobs"] == \
+        report["policies"]["candidate"]["jobs"] == 2
+
+
 def test_mistakes_are_sentences_naming_the_option(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[pools.local]\nmax_jobs = 0\n[queues.default]\npools = ['local']\n")

@@ -34,7 +34,7 @@ history_app = typer.Typer(help="The service's own history: its finished jobs as 
 
 SinceOpt = Annotated[str | None, typer.Option(
     help="Only jobs submitted within this long before now (\"30d\", \"12h\", \"90m\", or "
-    "seconds) [default: every one].")]
+    "seconds); without it, every one.")]
 HISTORY_SOURCE = "the server's history"
 
 
@@ -125,7 +125,7 @@ def _write(jobs: Iterable[TraceJob], out: TextIO) -> int:
 def export(
     since: SinceOpt = None,
     output: Annotated[Path | None, typer.Option(
-        "--output", help="Write the trace to this file [default: standard output].")] = None,
+        "--output", help="Write the trace to this file, not to standard output.")] = None,
     policy: Annotated[Path | None, typer.Option(
         "--policy", help="Also write the policy in force to this file (.toml, or .yaml for "
         "a YAML policy file), for trainyard sim --config.")] = None,

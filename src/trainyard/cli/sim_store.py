@@ -59,7 +59,7 @@ def policy_in_force(policy: PolicyInForce, queues: Sequence[str]) -> tuple[cfg.P
         # Without a file any queue name is open, on every pool.
         open_queues = {name: cfg.Queue(name, pools=tuple(pools))
                        for name in sorted({*queues, "default"})}
-        return cfg.Policy(pools=pools, queues=open_queues,
+        return cfg.Policy(pools=pools, queues=open_queues, admins=frozenset(policy.admins),
                           max_running=max(1, policy.max_running)), "fifo"
     try:
         declared = parse_policy(policy.text, policy.format or "toml",
@@ -71,7 +71,7 @@ def policy_in_force(policy: PolicyInForce, queues: Sequence[str]) -> tuple[cfg.P
         capacities[name], node_cpus=pool.capacity.node_cpus,
         node_memory_mb=pool.capacity.node_memory_mb, node_gpus=pool.capacity.node_gpus))
         if name in capacities else pool for name, pool in declared.pools.items()}
-    return replace(declared, pools=pools), "default"
+    return replace(declared, pools=pools, admins=frozenset(policy.admins)), "default"
 
 
 def recorded(jobs: Sequence[HistoryJob]) -> dict[str, Any]:
@@ -108,6 +108,9 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     runs: list[tuple[str, Cluster, str, Trace]] = [(CURRENT, Cluster(current), scheduler,
                                                     trace)]
     if candidate is not None:
+        # Loaded by this server, its queues would take the store's admins' jobs too.
+        candidate = replace(candidate, admins=candidate.admins | frozenset(
+            history.policy.admins))
         runs.append((CANDIDATE, Cluster(candidate), "default",
                      queue_per_team(trace) if candidate_per_team else trace))
     outcomes: dict[str, Outcome] = {}
