@@ -26,6 +26,7 @@ from trainyard.client.history import History, HistoryJob, PolicyInForce
 
 if TYPE_CHECKING:
     from trainyard.domain import policy as cfg
+    from trainyard.sim.cluster import Cluster
     from trainyard.sim.engine import Outcome
     from trainyard.sim.trace import Trace
 
@@ -134,7 +135,7 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
 
     report = {
         "trace": {"source": trace.source, "format": "trainyard", "rows": len(jobs),
-                  "jobs": len(jobs), "skipped": {}, "refused": refused[CURRENT],
+                  "jobs": len(kept), "skipped": {}, "refused": refused[CURRENT],
                   "since_s": since_s},
         "cluster": clusters[CURRENT],
         "clusters": clusters,
@@ -150,7 +151,7 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     return StoreReplay(report, outcomes, summaries)
 
 
-def _replay(trace: Trace, cluster: Any, policy_name: str, restart_overhead: float,
+def _replay(trace: Trace, cluster: Cluster, policy_name: str, restart_overhead: float,
             window: float, time_limit: float) -> tuple[Outcome, dict[str, Any], dict[str, int]]:
     """One replay, as sim.compare runs each, on a cluster that may count no GPU (its
     utilization is then 0: utilization is of GPUs)."""
@@ -169,7 +170,7 @@ def _replay(trace: Trace, cluster: Any, policy_name: str, restart_overhead: floa
         dict(submitted.refused)
 
 
-def _cluster_json(cluster: Any, scheduler: str) -> dict[str, Any]:
+def _cluster_json(cluster: Cluster, scheduler: str) -> dict[str, Any]:
     policy = cluster.policy
     return {"gpus": cluster.gpus, "generated": False, "scheduler": scheduler,
             "max_running": policy.max_running,
@@ -178,7 +179,6 @@ def _cluster_json(cluster: Any, scheduler: str) -> dict[str, Any]:
                              "executor": pool.executor}
                       for name, pool in policy.pools.items()},
             "queues": sorted(policy.queues), "team_quota_gpus": cluster.team_quotas}
-
 
 
 def run_from_store(server: str | None, since: str | None, gpus: int | None,
