@@ -17,6 +17,7 @@ from trainyard.auth.policy import LOCAL, Identity
 from trainyard.domain.spec import JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import TrainyardServer
+from trainyard.services.policy_file import load_policy
 from trainyard.sim.trace import read_trace
 from trainyard.store.jobs import JobStore
 
@@ -78,6 +79,22 @@ def test_export_writes_the_finished_jobs_that_ran(tmp_path: Path) -> None:
         assert "exported 1 finished job submitted in the last 1d" in recent.stderr
         assert [j.job_id for j in read_trace(tmp_path / "recent.csv").jobs] == [gang]
         assert read_trace(tmp_path / "recent.csv").jobs[0].submit_time == 0.0
+
+        # FIFO's pools and limit as a policy file, with every exported queue open on them.
+        fifo = trainyard(srv, "history", "export", "--output", str(tmp_path / "t.csv"),
+                         "--policy", str(tmp_path / "fifo.toml"), cwd=tmp_path)
+        assert fifo.returncode == 0, fifo.stderr
+        policy = load_policy(tmp_path / "fifo.toml")
+        assert policy.max_running == 1
+        assert [(p.name, p.executor, p.capacity.max_jobs, p.capacity.cpus)
+                for p in policy.pools.values()] == [("local", "local", 1, None)]
+        assert sorted(policy.queues) == ["batch", "default"]
+        assert all(q.pools == ("local",) and q.access.admits("x", frozenset())
+                   for q in policy.queues.values())
+        named = trainyard(srv, "history", "export", "--policy", str(tmp_path / "p.yaml"),
+                          cwd=tmp_path)
+        assert named.returncode == 2 and "--policy" in named.stderr
+        assert "name the file .toml" in named.stderr and "Traceback" not in named.stderr
 
 
 @pytest.mark.parametrize(("since", "says"), [

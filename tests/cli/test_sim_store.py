@@ -185,6 +185,17 @@ def test_under_a_policy_file_its_text_and_scheduler_are_replayed(tmp_path: Path)
         report = replayed(address, tmp_path, "--config", str(tmp_path / "policy.toml"),
                           "--plots", str(tmp_path / "plots"))
         exported = srv.services.history.in_force()
+        wrote = trainyard(address, "history", "export", "--output", str(tmp_path / "t.csv"),
+                          "--policy", str(tmp_path / "in-force.toml"), cwd=tmp_path)
+        assert wrote.returncode == 0, wrote.stderr
+    # The trace and the policy exported replay offline as the server's history does.
+    offline = trainyard("", "sim", str(tmp_path / "t.csv"), "--config",
+                        str(tmp_path / "in-force.toml"), "--policies", "default", "--json",
+                        str(tmp_path / "offline.json"), cwd=tmp_path)
+    assert offline.returncode == 0, offline.stderr
+    assert (tmp_path / "in-force.toml").read_text() == POLICY
+    alone = json.loads((tmp_path / "offline.json").read_text())["policies"]["default"]
+    assert without_clock(alone) == without_clock(report["policies"]["current"])
     assert report["policy_in_force"]["scheduler"] == "default"
     assert report["policy_in_force"]["source"].endswith("policy.toml")
     assert exported.text == POLICY and exported.format == "toml"
@@ -194,6 +205,23 @@ def test_under_a_policy_file_its_text_and_scheduler_are_replayed(tmp_path: Path)
     assert without_clock(current) == without_clock(candidate)
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
         "jct_cdf.png", "team_shares.png", "utilization.png"]
+
+
+def test_a_queue_closed_to_others_takes_the_admins_jobs_in_the_replay_too(
+        tmp_path: Path) -> None:
+    closed = POLICY.replace('priority = -1', 'priority = -1\nusers = ["ann"]')
+    with live_server(tmp_path, "", policy=closed) as srv:
+        ids = [srv.service.train(LOCAL, JobSpec(name=f"j{i}", command="true",
+                                                queue="batch"))[0] for i in range(2)]
+        for job_id in ids:
+            wait_for(srv, job_id, {JobState.SUCCEEDED})
+        assert srv.services.history.in_force().admins == ("local",)
+        report = replayed(f"127.0.0.1:{srv.port}", tmp_path, "--config",
+                          str(tmp_path / "policy.toml"))
+    # The single user is an admin, whose jobs the queue took: so does each replay.
+    assert report["trace"]["refused"] == {} and report["trace"]["refused_by_candidate"] == {}
+    assert report["recorded"]["jobs"] == report["policies"]["current"]["jobs"] == \
+        report["policies"]["candidate"]["jobs"] == 2
 
 
 def test_mistakes_are_sentences_naming_the_option(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ def since_from_pb(request: pb.ExportHistoryRequest) -> float | None:
 
 def policy_to_pb(policy: PolicyInForce) -> pb.PolicyInForce:
     out = pb.PolicyInForce(source=policy.source, text=policy.text, format=policy.format,
-                           max_running=policy.max_running)
+                           max_running=policy.max_running, admins=list(policy.admins))
     for pool in policy.pools:
         added = out.pools.add(name=pool.name, executor=pool.executor,
                               gpu_ids=list(pool.gpu_ids), max_jobs=pool.max_jobs)

@@ -26,6 +26,7 @@ from trainyard.client.history import History, HistoryJob, PolicyInForce
 
 if TYPE_CHECKING:
     from trainyard.domain import policy as cfg
+    from trainyard.sim.cluster import Cluster
     from trainyard.sim.engine import Outcome
     from trainyard.sim.trace import Trace
 
@@ -59,7 +60,7 @@ def policy_in_force(policy: PolicyInForce, queues: Sequence[str]) -> tuple[cfg.P
         # Without a file any queue name is open, on every pool.
         open_queues = {name: cfg.Queue(name, pools=tuple(pools))
                        for name in sorted({*queues, "default"})}
-        return cfg.Policy(pools=pools, queues=open_queues,
+        return cfg.Policy(pools=pools, queues=open_queues, admins=frozenset(policy.admins),
                           max_running=max(1, policy.max_running)), "fifo"
     try:
         declared = parse_policy(policy.text, policy.format or "toml",
@@ -71,7 +72,7 @@ def policy_in_force(policy: PolicyInForce, queues: Sequence[str]) -> tuple[cfg.P
         capacities[name], node_cpus=pool.capacity.node_cpus,
         node_memory_mb=pool.capacity.node_memory_mb, node_gpus=pool.capacity.node_gpus))
         if name in capacities else pool for name, pool in declared.pools.items()}
-    return replace(declared, pools=pools), "default"
+    return replace(declared, pools=pools, admins=frozenset(policy.admins)), "default"
 
 
 def recorded(jobs: Sequence[HistoryJob]) -> dict[str, Any]:
@@ -108,6 +109,9 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     runs: list[tuple[str, Cluster, str, Trace]] = [(CURRENT, Cluster(current), scheduler,
                                                     trace)]
     if candidate is not None:
+        # Loaded by this server, its queues would take the store's admins' jobs too.
+        candidate = replace(candidate, admins=candidate.admins | frozenset(
+            history.policy.admins))
         runs.append((CANDIDATE, Cluster(candidate), "default",
                      queue_per_team(trace) if candidate_per_team else trace))
     outcomes: dict[str, Outcome] = {}
@@ -131,7 +135,7 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
 
     report = {
         "trace": {"source": trace.source, "format": "trainyard", "rows": len(jobs),
-                  "jobs": len(jobs), "skipped": {}, "refused": refused[CURRENT],
+                  "jobs": len(kept), "skipped": {}, "refused": refused[CURRENT],
                   "since_s": since_s},
         "cluster": clusters[CURRENT],
         "clusters": clusters,
@@ -147,7 +151,7 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     return StoreReplay(report, outcomes, summaries)
 
 
-def _replay(trace: Trace, cluster: Any, policy_name: str, restart_overhead: float,
+def _replay(trace: Trace, cluster: Cluster, policy_name: str, restart_overhead: float,
             window: float, time_limit: float) -> tuple[Outcome, dict[str, Any], dict[str, int]]:
     """One replay, as sim.compare runs each, on a cluster that may count no GPU (its
     utilization is then 0: utilization is of GPUs)."""
@@ -166,7 +170,7 @@ def _replay(trace: Trace, cluster: Any, policy_name: str, restart_overhead: floa
         dict(submitted.refused)
 
 
-def _cluster_json(cluster: Any, scheduler: str) -> dict[str, Any]:
+def _cluster_json(cluster: Cluster, scheduler: str) -> dict[str, Any]:
     policy = cluster.policy
     return {"gpus": cluster.gpus, "generated": False, "scheduler": scheduler,
             "max_running": policy.max_running,
@@ -175,7 +179,6 @@ def _cluster_json(cluster: Any, scheduler: str) -> dict[str, Any]:
                              "executor": pool.executor}
                       for name, pool in policy.pools.items()},
             "queues": sorted(policy.queues), "team_quota_gpus": cluster.team_quotas}
-
 
 
 def run_from_store(server: str | None, since: str | None, gpus: int | None,

@@ -57,6 +57,7 @@ class PolicyInForce:
     format: str  # "toml" or "yaml"; "" without a file
     max_running: int
     pools: tuple[PoolInForce, ...]
+    admins: tuple[str, ...] = ()  # whom every queue takes jobs from, whatever its rules
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def _policy(policy: pb.PolicyInForce) -> PolicyInForce:
         p.name, p.executor, p.cpus if p.HasField("cpus") else None,
         p.memory_mb if p.HasField("memory_mb") else None, tuple(p.gpu_ids), p.max_jobs)
         for p in policy.pools)
-    return PolicyInForce(policy.source, policy.text, policy.format, policy.max_running, pools)
+    return PolicyInForce(policy.source, policy.text, policy.format, policy.max_running, pools,
+                         tuple(policy.admins))
 
 
 def read_history(page: Callable[[str], pb.HistoryPage]) -> History:

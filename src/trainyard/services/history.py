@@ -38,6 +38,7 @@ class PolicyInForce:
     format: str  # "toml" or "yaml"; "" for FIFO
     max_running: int
     pools: tuple[PoolInForce, ...]
+    admins: tuple[str, ...] = ()  # whom every queue takes jobs from, whatever its rules
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class HistoryService:
                       for name, pool in view.policy.pools.items())
         text, fmt = self.policy.file_text if view.from_file else ("", "")
         return PolicyInForce(view.source if view.from_file else "", text, fmt,
-                             view.policy.max_running, pools)
+                             view.policy.max_running, pools, tuple(sorted(view.policy.admins)))
 
 
 def _after(page_token: str) -> int:

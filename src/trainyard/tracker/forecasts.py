@@ -102,7 +102,7 @@ class Forecasts:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=5)  # a daemon: a long roll is not waited out
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -833,18 +833,20 @@ class PoolInForce(_message.Message):
     def __init__(self, name: _Optional[str] = ..., executor: _Optional[str] = ..., cpus: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., max_jobs: _Optional[int] = ...) -> None: ...
 
 class PolicyInForce(_message.Message):
-    __slots__ = ("source", "text", "format", "max_running", "pools")
+    __slots__ = ("source", "text", "format", "max_running", "pools", "admins")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
+    ADMINS_FIELD_NUMBER: _ClassVar[int]
     source: str
     text: str
     format: str
     max_running: int
     pools: _containers.RepeatedCompositeFieldContainer[PoolInForce]
-    def __init__(self, source: _Optional[str] = ..., text: _Optional[str] = ..., format: _Optional[str] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[_Union[PoolInForce, _Mapping]]] = ...) -> None: ...
+    admins: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source: _Optional[str] = ..., text: _Optional[str] = ..., format: _Optional[str] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[_Union[PoolInForce, _Mapping]]] = ..., admins: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HistoryPage(_message.Message):
     __slots__ = ("jobs", "next_page_token", "policy", "total", "first_submit")
