@@ -212,7 +212,7 @@ def accuracy(samples: Sequence[Sample]) -> dict[str, Any]:
         "median_error_ratio": num(ours, 4),
         "baseline_median_error_ratio": num(naive, 4),
         "per_slot_baseline_median_error_ratio": num(per_slot, 4),
-        "error_vs_baseline": num(ours / naive, 4) if ours is not None and naive else None,
+        "error_vs_baseline": num(ours / naive, 6) if ours is not None and naive else None,
         "median_true_wait_s": num(sorted(s.true_start - s.at for s in long)[len(long) // 2]
                                   if long else None, 1),
     }
