@@ -134,3 +134,33 @@ def test_a_cpu_budget_stops_the_rolls_after_the_fewest() -> None:
     assert budgeted.rolls == 3
     assert forecast(queue, Scheduling(None, max_running=1), rolls=10).rolls == 10
     assert all(p.p50 is not None for p in budgeted.predictions.values())
+
+
+def test_a_window_keeps_each_group_of_alike_jobs_in_sight() -> None:
+    # A sweep that may run one trial at a time waits ahead of another user's job, and a team
+    # over its quota ahead of another team's: the later job starts at once either way, as
+    # with the whole backlog in sight.
+    trials = [WaitingJob(PendingJob(f"t{i}", "default", 0, i + 2, Resources(1, 0, 0),
+                                    owner="u", submitted_at=NOW, sweep="s"), known(100))
+              for i in range(10)]
+    other = waiting("x", 20, 10, owner="v")
+    queue = LiveQueue(NOW, [*trials, other], [], {"local": PoolCapacity("local", max_jobs=20)},
+                      sweep_limits={"s": 1})
+    for window in (2, 1000):
+        result = forecast(queue, Scheduling(None, max_running=20), rolls=1,
+                          window=window).predictions
+        assert offsets(result, "x", "t9") == [(0, 0), (900, 900)]
+    team_a = [waiting(f"a{i}", i + 2, 100, gpus=2, team="a") for i in range(6)]
+    queue = LiveQueue(NOW, [*team_a, waiting("b1", 20, 10, gpus=1, team="b")],
+                      [running("r", 1, 400, 0, gpus=("0", "1"), team="a", pool="gpu")],
+                      {"gpu": PoolCapacity("gpu", max_jobs=10, gpu_ids=("0", "1", "2", "3"))})
+    for window in (3, 1000):
+        result = forecast(queue, Scheduling(quota_policy()), rolls=1, window=window)
+        assert offsets(result.predictions, "b1") == [(0, 0)]
+
+
+def test_more_than_a_window_starts_at_once_when_there_is_room() -> None:
+    jobs = [waiting(f"w{i}", i + 1, 10) for i in range(30)]
+    queue = LiveQueue(NOW, jobs, [], {"local": PoolCapacity("local", max_jobs=30)})
+    result = forecast(queue, Scheduling(None, max_running=30), rolls=1, window=4).predictions
+    assert {p.p50 for p in result.values()} == {NOW}

@@ -23,7 +23,7 @@ import random
 import time
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from trainyard.domain import policy as cfg
@@ -42,9 +42,10 @@ from trainyard.sim.policies import queue_policy_wake
 DEFAULT_ROLLS = 10
 MIN_ROLLS = 3  # a CPU budget never cuts a forecast to fewer
 DEFAULT_HORIZON_S = 30 * 86400.0
-# A pass sees each queue's first WINDOW waiting jobs: those behind them could start only
-# by fitting where all of them do not, and a pass over a whole long backlog costs its length.
-DEFAULT_WINDOW = 256
+# A pass sees the first WINDOW waiting jobs of each group of alike jobs (_Overflow): a pass
+# over a whole long backlog costs its length.
+DEFAULT_WINDOW = 64
+MAX_REFILLS = 8  # passes at one time while whole windows start
 # Events within this share of the time ahead of the forecast's start are taken in one pass:
 # 2% of the wait is well inside what the run-time estimates can tell apart.
 DEFAULT_RESOLUTION = 0.02
@@ -143,10 +144,12 @@ class Forecast:
 def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_ROLLS,
              horizon_s: float = DEFAULT_HORIZON_S, window: int = DEFAULT_WINDOW,
              resolution: float = DEFAULT_RESOLUTION, seed: int = 0,
-             cpu_budget_s: float | None = None) -> Forecast:
+             cpu_budget_s: float | None = None,
+             halt: Callable[[], bool] = lambda: False) -> Forecast:
     """Every waiting job's predicted start (see the module's text). With `cpu_budget_s`,
     rolls stop once this thread has spent that much CPU on them and MIN_ROLLS are done:
-    a queue too long for all of them in time gets a coarser bound sooner."""
+    a queue too long for all of them in time gets a coarser bound sooner. `halt` true stops
+    them after the roll under way."""
     if rolls < 1:
         raise ValueError("a forecast needs at least one roll")
     began = time.thread_time()
@@ -156,9 +159,9 @@ def forecast(queue: LiveQueue, scheduling: Scheduling, *, rolls: int = DEFAULT_R
     events = passes = 0
     done = 0
     for roll in range(rolls):
-        if cpu_budget_s is not None and roll >= MIN_ROLLS and \
+        if roll and halt() or cpu_budget_s is not None and roll >= MIN_ROLLS and \
                 time.thread_time() - began >= cpu_budget_s:
-            break
+            break  # halted (after one roll: a forecast always has one), or over budget
         done += 1
         rng = random.Random(seed * 1_000_003 + roll)  # each roll its own: see _roll's draws
         started, stuck, roll_events, roll_passes = _roll(queue, scheduling, rng, horizon_s,
@@ -220,8 +223,7 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
     # The roll is over once every job it predicts for has started.
     unstarted = {w.job.job_id for w in queue.waiting if not w.job.job_id.startswith(EXPECTED)}
     seen = 0
-    overflow.top_up()
-    replay.schedule(now)
+    _pass(replay, overflow, now)
     while events < MAX_EVENTS:
         firsts = replay.first_starts
         unstarted.difference_update(firsts[seen:])
@@ -239,8 +241,7 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
         while index < len(arrivals) and arrivals[index][0] <= now:
             overflow.add(arrivals[index][2])
             index += 1
-        overflow.top_up()
-        replay.schedule(now)
+        _pass(replay, overflow, now)
     started = {job_id: state.first_start for job_id, state in replay.states.items()
                if state.first_start is not None}
     stuck: dict[str, str] = {}
@@ -253,53 +254,71 @@ def _roll(queue: LiveQueue, scheduling: Scheduling, rng: random.Random, horizon_
     return started, stuck, events, replay.passes
 
 
+def _pass(replay: Replay, overflow: _Overflow, now: float) -> None:
+    """The passes at one time, again while a group's whole window started in one."""
+    for _ in range(MAX_REFILLS):
+        overflow.top_up()
+        replay.schedule(now)
+        if not overflow.top_up():
+            return
+    replay.schedule(now)
+
+
 class _Overflow:
-    """The waiting jobs behind each queue's first `window`, in the queue's order: a pass
-    looks at the window only, and a job joins it as those ahead of it start. A job that
-    comes back behind the window (preempted, with the service it attained) leaves it again,
-    keeping what it has left to run."""
+    """The waiting jobs behind the first `window` of each group of alike jobs, in their
+    queue's order. A group is the jobs of one queue, kind, team, sweep and request: the
+    policy tells them apart by nothing else, so a job of a group starts only once those of
+    its group ahead of it have (or all fit), and a pass need not see the others. A job
+    joins the window as those ahead of it start; one that comes back behind the window
+    (preempted, with the service it attained) leaves it again, keeping what it has left
+    to run."""
 
     def __init__(self, replay: Replay, draws: Mapping[str, float], window: int) -> None:
         self.replay, self.draws, self.window = replay, draws, window
-        # Each queue's, last in line first, so the next is pop()ped: a job not yet in the
+        # Each group's, last in line first, so the next is pop()ped: a job not yet in the
         # replay (a WaitingJob), or one that was (its PendingJob).
-        self.queues: dict[str, list[tuple[_Key, WaitingJob | PendingJob]]] = \
+        self.groups: dict[_Group, list[tuple[_Key, WaitingJob | PendingJob]]] = \
             defaultdict(list)
 
     def add(self, waiting: WaitingJob) -> None:
         self._put(waiting.job, waiting)
 
     def _put(self, job: PendingJob, entry: WaitingJob | PendingJob) -> None:
-        listed = self.queues[job.queue]
+        listed = self.groups[_group(job)]
         key = _reversed(queue_order(job))
         if not listed or listed[0][0] > key:
             listed.insert(0, (key, entry))  # the usual case: added in order, last in line
         else:
             insort(listed, (key, entry), key=_first)
 
-    def top_up(self) -> None:
-        """Each queue's window holds its first `window` jobs, and no more."""
+    def top_up(self) -> bool:
+        """Each group's window holds its first `window` jobs, and no more. True if a group
+        whose window had emptied got jobs (a pass may then start more at once)."""
         replay = self.replay
-        for waiting in list(replay.backlog.queues.values()):
-            extra = len(waiting) - self.window
-            if extra > 0:
-                for job in list(waiting[-extra:]):
-                    replay.withdraw(job.job_id)
-                    self._put(job, job)
-        queues = replay.backlog.queues
-        for name, listed in self.queues.items():
-            room = self.window - len(queues.get(name, ()))
+        inside: dict[_Group, list[PendingJob]] = defaultdict(list)
+        for waiting in replay.backlog.queues.values():
+            for job in waiting:
+                inside[_group(job)].append(job)  # in the queue's order
+        refilled = False
+        for jobs in inside.values():
+            for job in jobs[self.window:]:
+                replay.withdraw(job.job_id)
+                self._put(job, job)
+            del jobs[self.window:]
+        for group, listed in self.groups.items():
+            jobs = inside.get(group, [])
+            refilled = refilled or (not jobs and bool(listed))
+            room = self.window - len(jobs)
             while room > 0 and listed:
                 self._enter(listed.pop()[1])
                 room -= 1
             # A job that arrived behind the window but goes before its last changes places.
-            window = queues.get(name)
-            while listed and window and listed[-1][0] > _reversed(queue_order(window[-1])):
-                last = window[-1]
+            while listed and jobs and listed[-1][0] > _reversed(queue_order(jobs[-1])):
+                last = jobs.pop()
                 self._enter(listed.pop()[1])
                 replay.withdraw(last.job_id)
                 self._put(last, last)
-                window = queues.get(name)
+        return refilled
 
     def _enter(self, entry: WaitingJob | PendingJob) -> None:
         if isinstance(entry, WaitingJob):
@@ -308,7 +327,15 @@ class _Overflow:
             self.replay.rejoin(entry)
 
     def __bool__(self) -> bool:
-        return any(self.queues.values())
+        return any(self.groups.values())
+
+
+_Group = tuple[str, str, str, float, int, int, str]
+
+
+def _group(job: PendingJob) -> _Group:
+    need = job.resources
+    return (job.queue, job.kind, job.team, need.cpus, need.memory_mb, need.gpus, job.sweep)
 
 
 _Key = tuple[int, ...]

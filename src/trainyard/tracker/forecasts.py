@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 MAX_CPU_SHARE = 0.1  # of one core, over a refresh and the wait after it
 
 
+class _Stopped(Exception):
+    """A refresh cut short by stop(): nothing is written."""
+
+
 @dataclass(frozen=True)
 class ForecastConfig:
     interval_s: float = 30.0  # between refreshes; 0: no predictions
@@ -102,13 +106,15 @@ class Forecasts:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)  # a daemon: a long roll is not waited out
+            self._thread.join(timeout=10)  # a roll in progress ends first
 
     def _run(self) -> None:
         while not self._stop.is_set():
             spent = 0.0
             try:
                 spent = self.refresh().cpu_s
+            except _Stopped:
+                return
             except Exception:  # predictions are advice: a failed refresh is tried again
                 log.exception("could not refresh the predicted starts")
             self._stop.wait(max(self.config.interval_s, spent / MAX_CPU_SHARE - spent))
@@ -120,7 +126,9 @@ class Forecasts:
         queue, learned = self.live_queue(scheduling)
         result = forecast(queue, scheduling, rolls=self.config.rolls,
                           horizon_s=self.config.horizon_s,
-                          cpu_budget_s=self.config.cpu_budget_s)
+                          cpu_budget_s=self.config.cpu_budget_s, halt=self._stop.is_set)
+        if self._stop.is_set():
+            raise _Stopped  # the tracker stopped meanwhile: its term may be over
         self.predictions.replace(result.predictions)
         self.last = Refresh(queue.now, len(queue.waiting), len(queue.active), learned,
                             result.rolls, result.events, time.thread_time() - began_cpu,
@@ -137,8 +145,13 @@ class Forecasts:
         estimator = RunTimeEstimator(
             FinishedJob(_traits(row), row.held_s, row.updated_at) for row in finished)
         traits = self.history.live()
+        queued = self.jobs.queued()
+        records = self.jobs.in_states(ACTIVE_STATES)
+        launched = {record.id for record in records}  # since it was read as waiting
         waiting: list[WaitingJob] = []
-        for row in self.jobs.queued():
+        for row in queued:
+            if row.id in launched:
+                continue
             known = traits.get(row.id)
             arrives = row.retry_after if row.retry_after is not None and \
                 row.retry_after > now else None
@@ -146,7 +159,7 @@ class Forecasts:
                 pending_job(row, by_service), estimator.run_times(_traits(known)),
                 held_s=row.held_s, arrives_at=arrives))
         active: list[ActiveJob] = []
-        for record in self.jobs.in_states(ACTIVE_STATES):
+        for record in records:
             run_times = estimator.run_times(_traits(traits.get(record.id)))
             ran = record.held_s + (max(0.0, now - record.started_at)
                                    if record.started_at is not None else 0.0)
@@ -160,11 +173,15 @@ class Forecasts:
         if self.config.arrivals_s > 0:
             recent = self.history.submitted(now - self.config.arrivals_s,
                                             self.config.arrivals_limit)
-            last_seq = max((record.seq for record, _ in recent), default=0)
+            # Cut at the limit, the submits cover less than the window: repeat what they cover.
+            window = self.config.arrivals_s if len(recent) < self.config.arrivals_limit \
+                else max(1.0, now - min(record.submitted_at for record, _ in recent))
+            last_seq = max([record.seq for record, _ in recent] +
+                           [w.job.seq for w in waiting] + [a.job.seq for a in active],
+                           default=0)
             waiting += repeated([(_waiting_again(record, False),
                                   estimator.run_times(_traits(row)))
-                                 for record, row in recent],
-                                now, self.config.arrivals_s, last_seq + 1)
+                                 for record, row in recent], now, window, last_seq + 1)
         groups = {w.job.sweep for w in waiting} | {a.run.sweep for a in active}
         limits, titles = self.jobs.group_limits(group for group in groups if group)
         feed = self.feed()
