@@ -39,7 +39,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,14 @@ from trainyard.sim.forecast import (
     repeated,
 )
 from trainyard.sim.policies import replay_for
-from trainyard.sim.trace import Trace, TraceJob, generate_trace, queue_per_team, read_trace
+from trainyard.sim.trace import (
+    Trace,
+    TraceError,
+    TraceJob,
+    generate_trace,
+    queue_per_team,
+    read_trace,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "predict.json"
 PLOT = Path(__file__).resolve().parent / "results" / "predict.png"
@@ -248,16 +255,13 @@ def refresh_cost(waiting: int, running: int, rolls: int) -> dict[str, Any]:
             JobTraits(f"{team}-user", f"a{i % 20}"))))
     pools = {name: p.capacity for name, p in policy.pools.items()}
     out: dict[str, Any] = {"waiting": waiting, "running": running, "rolls": rolls}
-    for name, scheduling in (("fifo", Scheduling(None, max_running=running)),
-                             ("default", Scheduling(policy))):
-        queue = LiveQueue(now, queued, active,
-                          pools if name == "default" else {"local": pools[pool]})
-        if name == "fifo":
-            queue = LiveQueue(now, queued, [
-                ActiveJob(active_job(a.run.job_id, a.run.queue, a.run.resources, "local",
-                                     a.run.gpu_ids, a.run.team, a.run.started_at, now),
-                          a.job, a.run_times, a.elapsed_s) for a in active],
-                {"local": pools[pool]})
+    # FIFO knows pools by the kind of job they run: the same jobs, in the pool "local".
+    as_local = [ActiveJob(replace(a.run, pool="local"), a.job, a.run_times, a.elapsed_s)
+                for a in active]
+    for name, scheduling, queue in (
+            ("fifo", Scheduling(None, max_running=running),
+             LiveQueue(now, queued, as_local, {"local": pools[pool]})),
+            ("default", Scheduling(policy), LiveQueue(now, queued, active, pools))):
         began = time.process_time()
         result = forecast(queue, scheduling, rolls=rolls)
         cpu = time.process_time() - began
@@ -332,7 +336,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.add_column(col, justify="left" if col == "trace" else "right", no_wrap=True)
     report: dict[str, Any] = {"traces": {}}
     all_samples: dict[str, list[Sample]] = {}
-    for name, (trace, policy) in load_traces(paths, generated).items():
+    try:
+        traces = load_traces(paths, generated)
+    except TraceError as exc:
+        console.print(f"[red]error[/]: {exc}", highlight=False)
+        return 2
+    for name, (trace, policy) in traces.items():
         began = time.perf_counter()
         console.log(f"{name}: {len(trace.jobs):,} jobs, sampling {args.samples} waiting "
                     "submits")

@@ -63,3 +63,15 @@ def test_figures_follow_their_definitions() -> None:
     assert figures["long_waits"] == 2
     assert figures["median_error_ratio"] == 0.25  # the upper of 1/6 and 1/4
     assert figures["baseline_median_error_ratio"] == round(3800 / 1200, 4)
+
+
+def test_a_bad_trace_is_a_sentence_and_writes_nothing(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from predict import main
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    out = tmp_path / "predict.json"
+    assert main(["--trace", str(empty), "--cost-waiting", "0", "--json", str(out),
+                 "--plot", str(tmp_path / "p.png")]) == 2
+    assert "empty: expected a header line" in capsys.readouterr().out
+    assert not out.exists()
