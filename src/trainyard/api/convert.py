@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from trainyard.auth.policy import Identity
 from trainyard.domain.access import QueueAccess
+from trainyard.domain.dependencies import Dependency, Need, dependency
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.prediction import PredictedStart
 from trainyard.domain.spec import DEFAULT_QUEUE, DatasetRef, JobSpec, Resources
@@ -81,7 +82,17 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
     )
 
 
-def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
+def after_from_request(req: pb.TrainRequest) -> list[Dependency]:
+    """The jobs a submit waits for; a bad one is refused naming `after`."""
+    return [dependency(d.job_id, d.condition) for d in req.after]
+
+
+def needs_to_pb(needs: list[Need]) -> list[pb.JobDependency]:
+    return [pb.JobDependency(job_id=n.job_id, condition=n.dependency.condition.value,
+                             state=state_to_pb(n.state), met=n.met) for n in needs]
+
+
+def spec_to_pb(spec: JobSpec, needs: list[Need] | None = None) -> pb.JobSpec:
     msg = pb.JobSpec(
         name=spec.name, command=spec.command, image=spec.image,
         hyperparameters=spec.hyperparameters,
@@ -91,7 +102,7 @@ def spec_to_pb(spec: JobSpec) -> pb.JobSpec:
         git_commit=spec.git_commit, model_name=spec.model_name, framework=spec.framework,
         max_attempts=spec.max_attempts, retry_on_failure=spec.retry_on_failure,
         retry_exit_codes=list(spec.retry_exit_codes), time_limit_seconds=spec.time_limit_s,
-        pending_timeout_seconds=spec.pending_timeout_s,
+        pending_timeout_seconds=spec.pending_timeout_s, after=needs_to_pb(needs or []),
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
@@ -127,7 +138,7 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
     msg = pb.TrainingStatus(
         job_id=job.id, state=state_to_pb(job.state), queue_position=status.queue_position,
         message=job.message, has_exit_code=job.exit_code is not None,
-        exit_code=job.exit_code or 0, spec=spec_to_pb(job.spec),
+        exit_code=job.exit_code or 0, spec=spec_to_pb(job.spec, status.needs),
         transitions=[transition_to_pb(e) for e in status.events],
         submitted_at=timestamp(job.submitted_at), attempt=job.attempt,
         malformed_metric_lines=job.malformed_metric_lines,
@@ -160,11 +171,13 @@ def prediction_to_pb(prediction: PredictedStart) -> pb.PredictedStart:
     return msg
 
 
-def summary_to_pb(job: JobRecord, prediction: PredictedStart | None = None) -> pb.JobSummary:
+def summary_to_pb(job: JobRecord, prediction: PredictedStart | None = None,
+                  needs: list[Need] | None = None) -> pb.JobSummary:
     msg = pb.JobSummary(
         job_id=job.id, name=job.spec.name, state=state_to_pb(job.state), queue=job.spec.queue,
         priority=job.spec.priority, submitted_at=timestamp(job.submitted_at),
         updated_at=timestamp(job.updated_at), labels=job.spec.labels, message=job.message,
+        after=needs_to_pb(needs or []),
     )
     if job.state is JobState.WAITING and prediction is not None:
         msg.predicted_start.CopyFrom(prediction_to_pb(prediction))

@@ -29,7 +29,8 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
                                            convert.spec_from_request(request),
                                            client_request_id=request.client_request_id,
                                            pipeline=request.pipeline,
-                                           pipeline_max_parallel=request.pipeline_max_parallel)
+                                           pipeline_max_parallel=request.pipeline_max_parallel,
+                                           after=convert.after_from_request(request))
         return pb.TrainResponse(job_id=job_id, existing=existing)
 
     @grpc_errors
@@ -47,8 +48,10 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
             page_token=request.page_token,
         )
         predicted = self.jobs.predicted_starts(records)
+        needs = self.jobs.needs_of(records)
         return pb.ListJobsResponse(
-            jobs=[convert.summary_to_pb(r, predicted.get(r.id)) for r in records],
+            jobs=[convert.summary_to_pb(r, predicted.get(r.id), needs.get(r.id))
+                  for r in records],
             next_page_token=token)
 
     @grpc_errors

@@ -68,6 +68,10 @@ def submit(
              "the job fails [default: the queue's, else none].")] = "",
     pending_timeout: Annotated[str, typer.Option(
         help="Cancel it if still waiting to start after this long, e.g. 1d.")] = "",
+    after: Annotated[list[str] | None, typer.Option(
+        help="Wait for this job: JOB_ID or JOB_ID:succeeded (start once it succeeds; "
+             "cancelled if it fails or is cancelled) or JOB_ID:finished (once it ends, "
+             "however) (repeatable).")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show live state and "
                                          "progress until the job ends.")] = False,
     server: ServerOpt = None,
@@ -87,7 +91,7 @@ def submit(
         retry_exit_codes=tuple(retry_exit_code or ()),
         time_limit_s=duration(time_limit, "--time-limit") if time_limit else 0.0,
         pending_timeout_s=duration(pending_timeout, "--pending-timeout") if pending_timeout
-        else 0.0,
+        else 0.0, after=tuple(after or ()),
     )
     with client_for(server) as client:
         submitted = client.train(spec)

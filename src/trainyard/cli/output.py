@@ -71,6 +71,8 @@ def render_status(st: JobStatus) -> None:
                                    f"[dim]({st.predicted_start.age()})[/]")
     if st.message:
         table.add_row("message", escape(st.message))
+    if st.after:
+        table.add_row("after", escape(", ".join(d.describe() for d in st.after)))
     spec = st.spec
     if spec["image"]:
         table.add_row("image", escape(spec["image"]))
@@ -114,10 +116,17 @@ def render_jobs(jobs: list[JobSummary]) -> None:
     table = Table("JOB", "NAME", "STATE", "QUEUE", "PRI", "SUBMITTED", "STARTS", "MESSAGE")
     for j in jobs:
         starts = j.predicted_start.brief() if j.predicted_start else "-"
+        message = j.message or _waits_for(j)
         table.add_row(escape(j.job_id), escape(j.name), styled_state(j.state),
                       escape(j.queue), str(j.priority),
-                      (j.submitted_at or "")[:19], escape(starts), escape(j.message))
+                      (j.submitted_at or "")[:19], escape(starts), escape(message))
     console.print(table)
+
+
+def _waits_for(job: JobSummary) -> str:
+    """What a waiting job still waits for (--after): "after abc123 to succeed (RUNNING)"."""
+    open_ = [d.describe() for d in job.after if not d.met]
+    return "after " + ", ".join(open_) if job.state == "WAITING" and open_ else ""
 
 
 def render_images(images: list[ImageInfo]) -> None:

@@ -6,6 +6,7 @@ from trainyard.client.errors import TrainyardError
 from trainyard.client.messages import (
     FINAL_STATES,
     Dataset,
+    Dependency,
     JobStatus,
     JobSummary,
     PredictedStart,
@@ -13,8 +14,8 @@ from trainyard.client.messages import (
     Transition,
 )
 from trainyard.client.sdk import DEFAULT_SERVER, REGISTER_TIMEOUT, SERVER_ENV, Client
-from trainyard.client.spec import Resources, TrainSpec, model_ref
+from trainyard.client.spec import After, Resources, TrainSpec, model_ref
 
-__all__ = ["DEFAULT_SERVER", "FINAL_STATES", "REGISTER_TIMEOUT", "SERVER_ENV", "Client",
-           "Dataset", "JobStatus", "JobSummary", "PredictedStart", "Resources", "Submitted",
-           "TrainSpec", "Transition", "TrainyardError", "model_ref"]
+__all__ = ["DEFAULT_SERVER", "FINAL_STATES", "REGISTER_TIMEOUT", "SERVER_ENV", "After",
+           "Client", "Dataset", "Dependency", "JobStatus", "JobSummary", "PredictedStart",
+           "Resources", "Submitted", "TrainSpec", "Transition", "TrainyardError", "model_ref"]

@@ -130,6 +130,34 @@ class PredictedStart:
                    p.horizon_seconds)
 
 
+@dataclass(frozen=True)
+class Dependency:
+    """A job another waits for (--after): its id, how it must end ("succeeded" or
+    "finished"), its state now, and whether it has ended so."""
+
+    job_id: str
+    condition: str
+    state: str
+    met: bool
+
+    def __str__(self) -> str:
+        return f"{self.job_id}:{self.condition}"
+
+    def describe(self) -> str:
+        """'abc123 to succeed (RUNNING)', 'abc123 finished (FAILED)'."""
+        verb = "succeed" if self.condition == "succeeded" else "finish"
+        done = "succeeded" if self.condition == "succeeded" else "finished"
+        return f"{self.job_id} {done if self.met else 'to ' + verb} ({self.state})"
+
+    @classmethod
+    def from_pb(cls, d: pb.JobDependency) -> Dependency:
+        return cls(d.job_id, d.condition, state_name(d.state), d.met)
+
+
+def _after(items: Any) -> tuple[Dependency, ...]:
+    return tuple(Dependency.from_pb(d) for d in items)
+
+
 def _predicted(message: pb.TrainingStatus | pb.JobSummary) -> PredictedStart | None:
     if not message.HasField("predicted_start"):
         return None
@@ -160,6 +188,7 @@ class JobStatus:
     retries: int = 0  # attempts lost or failed and retried
     retry_after: str | None = None  # while it backs off: when its next attempt may start
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
+    after: tuple[Dependency, ...] = ()  # the jobs it waits for (--after)
 
     @property
     def is_final(self) -> bool:
@@ -206,7 +235,7 @@ class JobStatus:
             cancel_requested=s.cancel_requested, executor=s.executor,
             gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
-            predicted_start=_predicted(s),
+            predicted_start=_predicted(s), after=_after(s.spec.after),
         )
 
 
@@ -222,6 +251,7 @@ class JobSummary:
     labels: dict[str, str]
     message: str
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
+    after: tuple[Dependency, ...] = ()  # the jobs it waits for (--after)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -232,7 +262,7 @@ class JobSummary:
     def from_pb(cls, j: pb.JobSummary) -> JobSummary:
         return cls(j.job_id, j.name, state_name(j.state), j.queue, j.priority,
                    iso(j.submitted_at), iso(j.updated_at), dict(j.labels), j.message,
-                   _predicted(j))
+                   _predicted(j), _after(j.after))
 
 
 def _predicted_dict(prediction: PredictedStart | None) -> dict[str, Any] | None:

@@ -34,6 +34,28 @@ class Resources:
         return mib
 
 
+@dataclass(frozen=True)
+class After:
+    """A job to wait for: the new job joins the queue once it has ended as `condition`
+    asks: "succeeded" (the default; its failure or cancellation cancels the new job) or
+    "finished" (any end). The server checks both."""
+
+    job_id: str
+    condition: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> After:
+        """"JOB_ID", "JOB_ID:succeeded" or "JOB_ID:finished", as `--after` takes it."""
+        job_id, _, condition = text.strip().partition(":")
+        return cls(job_id, condition)
+
+
+def after_to_pb(items: Sequence[str | After]) -> list[dict[str, str]]:
+    """The TrainRequest's `after`, from strings as `--after` takes them or After values."""
+    parsed = [After.parse(item) if isinstance(item, str) else item for item in items]
+    return [{"job_id": a.job_id, "condition": a.condition} for a in parsed]
+
+
 @dataclass
 class TrainSpec:
     """A job to submit. The defaults are the server's (trainyard.domain.spec.JobSpec); a test
@@ -62,6 +84,9 @@ class TrainSpec:
     retry_exit_codes: Sequence[int] = ()
     time_limit_s: float = 0.0  # each attempt's running time; 0: the queue's default, or none
     pending_timeout_s: float = 0.0  # cancelled if still waiting to start then; 0: never
+    # Jobs it waits for: "JOB_ID", "JOB_ID:succeeded" (the default) or "JOB_ID:finished",
+    # or After values. It joins the queue once each has ended so.
+    after: Sequence[str | After] = ()
 
     def to_pb(self) -> pb.TrainRequest:
         req = build(
@@ -75,7 +100,7 @@ class TrainSpec:
             git_commit=self.git_commit, model_name=self.model_name, framework=self.framework,
             max_attempts=self.max_attempts, retry_on_failure=self.retry_on_failure,
             retry_exit_codes=list(self.retry_exit_codes), time_limit_seconds=self.time_limit_s,
-            pending_timeout_seconds=self.pending_timeout_s,
+            pending_timeout_seconds=self.pending_timeout_s, after=after_to_pb(self.after),
         )
         if self.dataset:
             name, _, version = self.dataset.partition(":")

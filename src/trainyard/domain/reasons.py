@@ -25,6 +25,8 @@ class ReasonCode(StrEnum):
     PREEMPTED = "PREEMPTED"
     # Set by the tracker on a job waiting out the back-off before its next attempt.
     BACKOFF = "BACKOFF"
+    # Set at submit on a job that waits for other jobs (--after) until they end as it asks.
+    DEPENDENCY = "DEPENDENCY"
 
 
 # Reasons for which how many jobs are ahead is the news.

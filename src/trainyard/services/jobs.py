@@ -10,7 +10,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Access, Identity
-from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
+from trainyard.domain.dependencies import (
+    FIELD,
+    Dependency,
+    Need,
+    checked,
+    cycle_sentence,
+    find_cycle,
+    met,
+    never_met,
+    never_sentence,
+)
+from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound, StaleState
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
 from trainyard.domain.position import QueuePlace, explained
@@ -23,6 +34,7 @@ from trainyard.scheduler.usage import Held, PoolUse, pool_use, team_use
 from trainyard.services.guard import Guard
 from trainyard.services.policy import PolicyService
 from trainyard.services.submission import SubmitCheck
+from trainyard.store.dependencies import DependencyStore
 from trainyard.store.jobs import JobFilter, JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
@@ -46,6 +58,8 @@ class JobStatus:
     model: ModelRecord | None
     # While it waits: the forecast's latest prediction of its start, if it made one.
     prediction: PredictedStart | None = None
+    # The jobs it waits for (--after), each with its state now.
+    needs: list[Need] = field(default_factory=list)
 
     @property
     def queue_position(self) -> int:
@@ -99,21 +113,28 @@ class JobService:
     fair_share_usage: Callable[[], tuple[dict[str, float], float | None]] = _no_usage
     # What the tracker's forecast last predicted (store/predictions.py): read, never made.
     predictions: PredictionStore = field(init=False)
+    dependencies: DependencyStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.predictions = PredictionStore(self.jobs.db)
+        self.dependencies = DependencyStore(self.jobs.db)
 
     def train(self, identity: Identity, spec: JobSpec, *, client_request_id: str = "",
               pipeline: str = "", pipeline_max_parallel: int = 0,
-              reproduced_from: str = "") -> tuple[str, bool]:
+              reproduced_from: str = "", after: Sequence[Dependency] = ()
+              ) -> tuple[str, bool]:
         """Store the job as WAITING. In a pipeline (the caller's, by name, made on its first
         submit), it runs only while fewer than the pipeline's limit of its jobs run.
-        `reproduced_from` links it to the run whose pinned spec it repeats."""
+        `reproduced_from` links it to the run whose pinned spec it repeats. With `after`, it
+        joins the queue only once those jobs have ended as each asks (domain.dependencies)."""
         self.guard.require(identity, Access.WRITE, "Train")
         check_text("client_request_id", client_request_id, 128)
         check_pipeline(pipeline, pipeline_max_parallel)
+        wanted = checked(after)
         accepted = self.check.accept(spec, identity)
-        if not (client_request_id and self.jobs.knows_request(client_request_id)):
+        retried = self.jobs.job_for_request(client_request_id) if client_request_id else None
+        needs = self._needs(identity, wanted, retried)
+        if retried is None:
             self.check.admit(identity, accepted.team)  # a retried submit is not counted
         group = pipeline_id(identity.user, pipeline) if pipeline else ""
         # The owner comes from the caller's identity, never from the request.
@@ -121,10 +142,16 @@ class JobService:
                                             team=accepted.team,
                                             kind=accepted.kind,
                                             client_request_id=client_request_id or None,
-                                            sweep_id=group, reproduced_from=reproduced_from)
+                                            sweep_id=group, reproduced_from=reproduced_from,
+                                            needs=needs)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")
+        if existing:
+            stored = {n.dependency for n in self.dependencies.needs_of([job_id]).get(job_id, [])}
+            if stored != set(wanted):
+                raise InvalidArgument("client_request_id", f"was already used for job {job_id} "
+                                      "with a different after")
         if not existing:
             # Only a submit that stored its job makes or changes the pipeline. Until this
             # write the job's group has no limit, which the tracker reads as none.
@@ -133,6 +160,31 @@ class JobService:
                                         time.time())
             self.on_submit()
         return job_id, existing
+
+    def _needs(self, identity: Identity, wanted: Sequence[Dependency],
+               retried: str | None) -> list[Need]:
+        """The jobs a submit waits for, each with its state now. One the caller may not see
+        is as unknown (NOT_FOUND, as a dataset version the submit names); one that already
+        ended so that it can never be met is refused; and so is a cycle, which only a
+        retried request (`retried`: the job it made) naming its own job could make: every
+        other submit's job is new, so no stored job waits for it."""
+        needs: list[Need] = []
+        for dep in wanted:
+            try:
+                job = self.jobs.get(dep.job_id)
+            except NotFound:
+                job = None
+            if job is None or not self.guard.may_see(identity, job.owner):
+                raise NotFound(f"{FIELD}: job", dep.job_id)
+            if retried is None and never_met(dep, job.state):
+                raise FailedPrecondition(f"{FIELD}: {never_sentence(dep.job_id, job.state)}")
+            needs.append(Need(dep, job.state, met(dep, job.state)))
+        if retried is not None and wanted:
+            ids = [d.job_id for d in wanted]
+            path = find_cycle(retried, ids, self.dependencies.edges_from(ids))
+            if path is not None:
+                raise InvalidArgument(FIELD, cycle_sentence(path))
+        return needs
 
     def _visible(self, identity: Identity, job: JobRecord, action: str) -> JobRecord:
         return self.guard.job(identity, job, action, _VERBS[action])
@@ -152,6 +204,7 @@ class JobService:
                 latest_metrics=self.metrics.latest(job_id, conn),
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,
                 prediction=self.predictions.get(job_id, conn) if waiting else None,
+                needs=self.dependencies.needs_of([job_id], conn).get(job_id, []),
             )
 
     def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),
@@ -174,6 +227,11 @@ class JobService:
                                            page_size=page_size or DEFAULT_PAGE_SIZE,
                                            after_seq=after)
         return records, "" if next_seq is None else str(next_seq)
+
+    def needs_of(self, records: Sequence[JobRecord]) -> dict[str, list[Need]]:
+        """What each of a page of jobs waits for (--after), by job id: one query for the
+        page."""
+        return self.dependencies.needs_of([r.id for r in records])
 
     def predicted_starts(self, records: Sequence[JobRecord]) -> dict[str, PredictedStart]:
         """The latest predictions of the waiting ones of a page of jobs (list_jobs), by job

@@ -24,13 +24,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from trainyard.domain.dependencies import Need, waiting_sentence
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
 from trainyard.domain.kinds import kind_for
 from trainyard.domain.pipeline import PIPELINE, group_title, pipeline_id
 from trainyard.domain.position import QueuePlace
+from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
-from trainyard.store import faults
+from trainyard.store import dependencies, faults
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
@@ -57,14 +59,16 @@ _SELECT_EVENTS = (
     .order_by(job_events.c.id)
 )
 _HIGHER = func.sum(case((jobs.c.priority > bindparam("b_priority"), 1), else_=0))
+# A job still waiting for other jobs (--after) is not in the queue yet: never ahead.
 _PLACE_BY_SEQ = select(func.count(), literal(0)).select_from(jobs).where(
     jobs.c.state == JobState.WAITING.value, jobs.c.queue == bindparam("b_queue"),
-    jobs.c.seq < bindparam("b_seq"),
+    jobs.c.seq < bindparam("b_seq"), ~dependencies.held_back(),
 )
 _PLACE_BY_PRIORITY = select(func.count(), _HIGHER).select_from(jobs).where(
     jobs.c.state == JobState.WAITING.value, jobs.c.queue == bindparam("b_queue"),
     or_(jobs.c.priority > bindparam("b_priority"),
         and_(jobs.c.priority == bindparam("b_priority"), jobs.c.seq < bindparam("b_seq"))),
+    ~dependencies.held_back(),
 )
 _SET_PENDING_REASON = (
     update(jobs)
@@ -158,22 +162,27 @@ class JobStore:
     def create(
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
-        reproduced_from: str = "", kind: str | None = None,
+        reproduced_from: str = "", kind: str | None = None, needs: Sequence[Need] = (),
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job.
 
         `kind` is the executor that will run it, kept for good; None: the one its image
-        gives it (domain.kinds)."""
+        gives it (domain.kinds). `needs`: the jobs it waits for (--after), stored with it in
+        one transaction; while one is unmet it is held out of the queue, its reason
+        DEPENDENCY."""
         if client_request_id:
             found = self._by_request_id(client_request_id)
             if found is not None:
                 return self._same_request(found, spec), True
         now = time.time() if now is None else now
         job_id = new_job_id()
+        unmet = [n for n in needs if not n.met]
+        code, message = (ReasonCode.DEPENDENCY.value, waiting_sentence(unmet)) if unmet else \
+            ("", "")
         row = {
             "id": job_id, "client_request_id": client_request_id or None, "owner": owner,
             "state": JobState.WAITING.value, "attempt": 0, "message": "", "exit_code": None,
-            "cancel_requested": False, "pending_code": "", "pending_message": "",
+            "cancel_requested": False, "pending_code": code, "pending_message": message,
             "executor": "", "handle": "", "gpu_ids": "", "pool": "", "team": team,
             "preempt_requested": False, "started_at": None, "sweep_id": sweep_id,
             "metrics_offset": 0,
@@ -187,7 +196,8 @@ class JobStore:
                  "time": now, "reason": "submitted"}
         try:
             self.db.group.execute([(_INSERT_JOB, [row]), (_INSERT_LABEL, labels),
-                                  (_INSERT_EVENT, [event])])
+                                  (_INSERT_EVENT, [event]),
+                                  (dependencies.INSERT, dependencies.rows(job_id, needs))])
         except IntegrityError:
             # Lost a race with a concurrent retry of the same request.
             found = self._by_request_id(client_request_id) if client_request_id else None
@@ -389,7 +399,12 @@ class JobStore:
 
     def knows_request(self, request_id: str) -> bool:
         """Whether a job was stored for this client request id (a retried submit)."""
-        return self._by_request_id(request_id) is not None
+        return self.job_for_request(request_id) is not None
+
+    def job_for_request(self, request_id: str) -> str | None:
+        """The id of the job stored for this client request id, if one was."""
+        found = self._by_request_id(request_id)
+        return None if found is None else found.id
 
     def live_counts(self) -> dict[tuple[JobState, str], int]:
         """(state, queue) -> how many jobs are in it, for the states a job passes through
@@ -421,14 +436,16 @@ class JobStore:
         return [JobRecord.from_row(r) for r in rows]
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:
-        """The waiting jobs in submit order, with only the columns admission needs."""
+        """The waiting jobs in submit order, with only the columns admission needs; those
+        still waiting for other jobs (--after) are left out until their needs are met."""
         c = jobs.c
         with self.db.read() as conn:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
                        c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s,
                        c.retry_after, c.pending_timeout_s, c.attempt)
-                .where(c.state == JobState.WAITING.value, c.seq > after_seq).order_by(c.seq)
+                .where(c.state == JobState.WAITING.value, c.seq > after_seq,
+                       ~dependencies.held_back()).order_by(c.seq)
             ).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,

@@ -356,3 +356,20 @@ predicted_starts = Table(
     Column("cannot_start", Text, nullable=False, default="", server_default=""),
     Column("horizon_s", Float, nullable=False, default=0.0, server_default="0"),
 )
+
+# --- dependencies --------------------------------------------------------------------------
+
+# Jobs that wait for jobs (`--after`): job_id waits for needs_job_id to end as `condition`
+# asks ("succeeded" or "finished"). `met` is set once it has, for good (store/dependencies.py);
+# a waiting job with an unmet row is held out of the queue. Rows are found by the needed job
+# when it ends (ix_job_dependencies_needs), and by the dependent through the primary key.
+job_dependencies = Table(
+    "job_dependencies",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("needs_job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("condition", String(16), nullable=False),
+    Column("met", Boolean, nullable=False, default=False, server_default=sa_false()),
+    Index("ix_job_dependencies_needs", "needs_job_id"),
+)
+

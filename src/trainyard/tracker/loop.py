@@ -25,6 +25,7 @@ from trainyard.store.predictions import PredictionStore
 from trainyard.store.run_history import RunHistory
 from trainyard.store.usage import UsageStore
 from trainyard.tracker.admission import Admission
+from trainyard.tracker.dependencies import Dependencies
 from trainyard.tracker.fair_share import FairShareUsage
 from trainyard.tracker.follow import Follower, ReportedExit
 from trainyard.tracker.forecasts import ForecastConfig, Forecasts
@@ -100,6 +101,8 @@ class Tracker:
             executors_by_kind=executors_by_kind, launcher=self.launcher,
             fair_share=self.fair_share, clock=self.now,
             reconcile_soon=self._reconcile_soon, telemetry=telemetry)
+        # Jobs that wait for jobs (--after): held out of the queue until their needs are met.
+        self.dependencies = Dependencies(jobs=jobs, waiting=self.waiting, clock=self.now)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
         # Without a policy object that says, FIFO under the tracker's own limit.
@@ -192,11 +195,13 @@ class Tracker:
         return self.recovery.missing_executors()
 
     def run_once(self, reconcile: bool = True) -> bool:
-        """One pass: follow the active jobs (if reconcile), then admit. True while jobs are
-        active."""
+        """One pass: follow the active jobs and settle the jobs waiting for them (if
+        reconcile), then admit. True while jobs are active."""
         if reconcile:
             for job in self.jobs.in_states(ACTIVE_STATES):
                 self.follower.guarded(job, self.follower.track)
+            # After the ends just written, before admission: a job they release may start now.
+            self.dependencies.resolve()
         elif self.admission.explain_new_jobs():
             return True  # saturation means jobs are active
         return self.admission.run() > 0

@@ -881,7 +881,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -917,6 +917,7 @@ class TrainRequest(_message.Message):
     RETRY_EXIT_CODES_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -938,7 +939,8 @@ class TrainRequest(_message.Message):
     retry_exit_codes: _containers.RepeatedScalarFieldContainer[int]
     time_limit_seconds: float
     pending_timeout_seconds: float
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ...) -> None: ...
+    after: _containers.RepeatedCompositeFieldContainer[JobDependency]
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")
@@ -949,7 +951,7 @@ class TrainResponse(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -982,6 +984,7 @@ class JobSpec(_message.Message):
     RETRY_EXIT_CODES_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -1000,7 +1003,8 @@ class JobSpec(_message.Message):
     retry_exit_codes: _containers.RepeatedScalarFieldContainer[int]
     time_limit_seconds: float
     pending_timeout_seconds: float
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ...) -> None: ...
+    after: _containers.RepeatedCompositeFieldContainer[JobDependency]
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
 
 class PendingReason(_message.Message):
     __slots__ = ("code", "message")
@@ -1151,7 +1155,7 @@ class ListJobsRequest(_message.Message):
     def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., queue: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class JobSummary(_message.Message):
-    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message", "predicted_start")
+    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message", "predicted_start", "after")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1169,6 +1173,7 @@ class JobSummary(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     state: JobState
@@ -1179,7 +1184,8 @@ class JobSummary(_message.Message):
     labels: _containers.ScalarMap[str, str]
     message: str
     predicted_start: PredictedStart
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ...) -> None: ...
+    after: _containers.RepeatedCompositeFieldContainer[JobDependency]
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
@@ -1274,3 +1280,15 @@ class ListDatasetsResponse(_message.Message):
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     datasets: _containers.RepeatedCompositeFieldContainer[DatasetVersion]
     def __init__(self, datasets: _Optional[_Iterable[_Union[DatasetVersion, _Mapping]]] = ...) -> None: ...
+
+class JobDependency(_message.Message):
+    __slots__ = ("job_id", "condition", "state", "met")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CONDITION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MET_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    condition: str
+    state: JobState
+    met: bool
+    def __init__(self, job_id: _Optional[str] = ..., condition: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., met: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,152 @@
+"""Dependency rows (`--after`): which jobs each job waits for, written with the job itself
+(store/jobs.py create), and the reads and writes the tracker resolves them with. A waiting
+job with an unmet row is held out of the queue (`held_back`): the scheduler never sees it.
+
+The tracker finds what to look at from the needed jobs' events (`dependents_moved`, through
+ix_job_dependencies_needs), never by visiting every waiting job."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    bindparam,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from trainyard.domain.dependencies import Condition, Dependency, Need
+from trainyard.domain.reasons import ReasonCode
+from trainyard.domain.states import JobState
+from trainyard.store.db import Database
+from trainyard.store.schema import job_dependencies, job_events, jobs
+
+_d = job_dependencies.c
+INSERT = insert(job_dependencies)
+_IN_CHUNK = 1000  # well under every dialect's limit on bound parameters
+_WAITING = JobState.WAITING.value
+
+
+def held_back() -> ColumnElement[bool]:
+    """True for a job row (of the enclosing query on `jobs`) that still waits for a job."""
+    return exists().where(_d.job_id == jobs.c.id, _d.met.is_(False))
+
+
+def rows(job_id: str, needs: Iterable[Need]) -> list[dict[str, Any]]:
+    """The rows of a new job's needs, for its create's one transaction."""
+    return [{"job_id": job_id, "needs_job_id": n.job_id,
+             "condition": n.dependency.condition.value, "met": n.met} for n in needs]
+
+
+def _chunks(ids: Collection[str]) -> Iterable[list[str]]:
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), _IN_CHUNK):
+        yield wanted[start:start + _IN_CHUNK]
+
+
+_needed = jobs.alias("needed")
+_SELECT_NEEDS = (
+    select(_d.job_id, _d.needs_job_id, _d.condition, _d.met, _needed.c.state)
+    .join(_needed, _needed.c.id == _d.needs_job_id)
+    .where(_d.job_id.in_(bindparam("b_ids", expanding=True)))
+    .order_by(_d.job_id, _d.needs_job_id)
+)
+_dependent = jobs.alias("dependent")
+# Waiting jobs with an unmet row, with why they wait as written: what resolution concerns.
+_OPEN = select(_d.job_id, _dependent.c.pending_message).distinct().join(
+    _dependent, _dependent.c.id == _d.job_id).where(
+    _d.met.is_(False), _dependent.c.state == _WAITING)
+
+
+class DependencyStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def needs_of(self, job_ids: Collection[str],
+                 conn: Connection | None = None) -> dict[str, list[Need]]:
+        """Each of these jobs' needs, with the needed job's state now; jobs that wait for
+        none are left out."""
+        out: dict[str, list[Need]] = {}
+        if not job_ids:
+            return out
+        with self.db.read(conn) as c:
+            for chunk in _chunks(job_ids):
+                for r in c.execute(_SELECT_NEEDS, {"b_ids": chunk}):
+                    out.setdefault(r.job_id, []).append(Need(
+                        Dependency(r.needs_job_id, Condition(r.condition)), JobState(r.state),
+                        bool(r.met)))
+        return out
+
+    def edges_from(self, job_ids: Iterable[str], limit: int = 10_000) -> dict[str, list[str]]:
+        """What these jobs wait for, and what those wait for, and so on (at most `limit`
+        jobs): the part of the graph a cycle through a new edge to them would run along."""
+        edges: dict[str, list[str]] = {}
+        frontier = set(job_ids)
+        with self.db.read() as conn:
+            while frontier and len(edges) < limit:
+                found: set[str] = set()
+                for chunk in _chunks(frontier):
+                    for r in conn.execute(select(_d.job_id, _d.needs_job_id)
+                                          .where(_d.job_id.in_(chunk))):
+                        edges.setdefault(r.job_id, []).append(r.needs_job_id)
+                        found.add(r.needs_job_id)
+                for job_id in frontier:
+                    edges.setdefault(job_id, [])
+                frontier = found - edges.keys()
+        return edges
+
+    def last_event_id(self) -> int:
+        with self.db.read() as conn:
+            return int(conn.execute(select(func.max(job_events.c.id))).scalar() or 0)
+
+    def dependents_moved(self, after_id: int, upto_id: int) -> dict[str, str]:
+        """The waiting jobs with an unmet need that changed state in the events after
+        `after_id` up to `upto_id`, each with its pending message: only those events and the
+        needed jobs' rows are read."""
+        query = _OPEN.join(job_events, job_events.c.job_id == _d.needs_job_id).where(
+            job_events.c.id > after_id, job_events.c.id <= upto_id)
+        with self.db.read() as conn:
+            return {r.job_id: r.pending_message for r in conn.execute(query)}
+
+    def dependents_of(self, job_ids: Collection[str]) -> dict[str, str]:
+        """The waiting jobs with an unmet need on one of these, each with its pending
+        message."""
+        out: dict[str, str] = {}
+        with self.db.read() as conn:
+            for chunk in _chunks(job_ids):
+                out.update((r.job_id, r.pending_message) for r in conn.execute(
+                    _OPEN.where(_d.needs_job_id.in_(chunk))))
+        return out
+
+    def waiting(self) -> dict[str, str]:
+        """Every waiting job with an unmet need, with its pending message (at start, and now
+        and then to catch an event committed out of order, or a need that ended while the
+        job was being submitted)."""
+        with self.db.read() as conn:
+            return {r.job_id: r.pending_message for r in conn.execute(_OPEN)}
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def mark_met(self, job_id: str, needs: Sequence[str], *, pending: tuple[str, str]
+                 ) -> None:
+        """These needs of the job are met, for good; while it still waits, why it waits is
+        now `pending` (("", "") once it waits for nothing: the scheduler says next), in the
+        same transaction."""
+        code, message = pending
+        with self.db.write() as conn:
+            if needs:
+                conn.execute(update(job_dependencies).where(
+                    _d.job_id == job_id, _d.needs_job_id.in_(list(needs))).values(met=True))
+            conn.execute(update(jobs).where(
+                jobs.c.id == job_id, jobs.c.state == _WAITING,
+                jobs.c.pending_code == ReasonCode.DEPENDENCY.value,
+            ).values(pending_code=code, pending_message=message))
+        self.db.feed.notify()
