@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from tests.liveserver import live_server, wait_for, wait_until
 from tests.tracker.passes import stepped_server
@@ -21,6 +22,7 @@ from trainyard.domain.states import FINAL_STATES, JobState
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.dependencies import DependencyStore
 from trainyard.store.jobs import JobFilter
+from trainyard.tracker.dependencies import Dependencies
 
 FINAL = set(FINAL_STATES)
 
@@ -186,3 +188,36 @@ def test_a_restart_resolves_what_ended_while_no_tracker_ran(tmp_path: Path,
         assert srv.jobs.get(b).state is JobState.CANCELLED
         # C was released before admission, so that same pass launched it.
         assert srv.jobs.get(c).attempt == 1
+
+
+class Statements:
+    """Counts the SQL statements run on an engine (SQLAlchemy's own event hook)."""
+
+    def __init__(self, srv: TrainyardServer) -> None:
+        self.count = 0
+        event.listen(srv.db.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, *args: object) -> None:
+        self.count += 1
+
+
+def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
+        tmp_path: Path, database_url: str) -> None:
+    with stepped_server(tmp_path, database_url) as srv:
+        a = submit(srv, "true", name="a")
+        other = submit(srv, "true", name="other")
+        dependents = [submit(srv, "true", a, name=f"d{i}") for i in range(20)]
+        clock = [0.0]
+        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
+                                full_every=60.0, monotonic=lambda: clock[0])
+        assert resolver.resolve() == 0  # the first looks at all: nothing to settle yet
+        statements = Statements(srv)
+        assert resolver.resolve() == 0
+        assert statements.count == 1  # no event since: the newest event's id alone
+        srv.service.cancel(LOCAL, other)  # a job nobody waits for
+        statements.count = 0
+        assert resolver.resolve() == 0
+        assert statements.count == 2  # and the new event, joined to no dependent
+        srv.service.cancel(LOCAL, a)
+        assert resolver.resolve() == 20
+        assert {srv.jobs.get(d).state for d in dependents} == {JobState.CANCELLED}

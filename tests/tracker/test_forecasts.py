@@ -100,3 +100,20 @@ def test_expected_submits_wait_behind_and_get_no_prediction(db: Database) -> Non
         assert conn.execute(predicted_starts.select()).all()[0].job_id == waiting
     # Under FIFO they queue behind every real job: the waiting one starts as before.
     assert alone is not None and stored[waiting].p50 == alone.p50
+
+
+def test_a_job_waiting_for_another_gets_no_prediction_and_takes_no_place(
+        db: Database) -> None:
+    from trainyard.domain.dependencies import Need, parse_dependency
+
+    store = JobStore(db)
+    train = JobSpec(name="train", command="python train.py")
+    running = ran(store, train, NOW - 40, None)
+    dependent = store.create(train, owner="ann", now=NOW - 30, needs=[
+        Need(parse_dependency(running), JobState.RUNNING)])[0]
+    after = store.create(train, owner="ann", now=NOW - 20)[0]
+    refresh = forecasts(db).refresh()
+    # Until its need is met it is not in the queue the forecast rolls forward: it could
+    # not start before then, and it is not ahead of the job submitted after it.
+    assert refresh.waiting == 1
+    assert set(PredictionStore(db).many([dependent, after])) == {after}

@@ -289,3 +289,26 @@ def test_the_http_socket_says_tcp_so_each_connection_gets_nodelay(world: HttpWor
     assert listening.proto == socket.IPPROTO_TCP
     rest = world.rest()
     assert rest.get("/api/v1/whoami").status == 200
+
+
+def test_a_submit_may_wait_for_jobs_and_its_status_shows_them(world: HttpWorld) -> None:
+    rest = world.rest()
+    first = world.submit(name="first", command="exit 1")
+    world.wait(first, DONE)
+    second = world.submit(name="second", after=[{"job_id": first, "condition": "finished"}])
+    world.wait(second, DONE)
+    shown = rest.get(f"/api/v1/jobs/{second}").json()
+    assert shown["state"] == "SUCCEEDED"
+    assert shown["spec"]["after"] == [{"job_id": first, "condition": "finished",
+                                       "state": "FAILED", "met": True}]
+    before = job_count(world.server)
+    theirs = world.submit("other_team", name="theirs", queue="default")
+    for after, status, says in (
+            ([{"job_id": "ffffffff"}], 404, "after: job 'ffffffff' not found"),
+            ([{"job_id": theirs}], 404, f"after: job '{theirs}' not found"),  # not visible
+            ([{"job_id": first, "condition": "often"}], 400, "'often' is not a condition"),
+            ([{"job_id": first}], 409, f"job {first} already ended FAILED")):
+        reply = rest.post("/api/v1/jobs", {"name": "refused", "command": "true",
+                                           "queue": "red-q", "after": after})
+        assert reply.status == status and says in reply.error["message"], reply.body
+    assert job_count(world.server) == before + 1  # theirs alone
