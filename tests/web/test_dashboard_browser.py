@@ -333,6 +333,26 @@ def test_a_waiting_job_says_why_and_can_be_cancelled(page: WebDriver, site: Site
     site.api("POST", f"/jobs/{holder}/cancel", {})
 
 
+def test_a_job_waiting_for_another_says_so_and_links_it(page: WebDriver, site: Site) -> None:
+    gate = site.server.config.data_dir / "after-gate"
+    first = site.api("POST", "/jobs", {"name": "first", "command":
+                                       f"while [ ! -e {gate} ]; do sleep 0.05; done"})["job_id"]
+    then = site.api("POST", "/jobs", {"name": "then", "command": "true",
+                                      "after": [{"job_id": first}]})["job_id"]
+    wait_until(lambda: "(RUNNING)" in site.server.jobs.get(then).pending_message, WAIT_S,
+               "the dependent's reason")
+    page.get(site.base + f"/#/jobs/{then}")
+    pending = wait(page, lambda d: "waits for" in text_of(d, "#pending") and
+                   text_of(d, "#pending"), "why it waits")
+    assert pending.endswith(f"waits for job {first} (RUNNING) to succeed"), pending
+    assert text_of(page, "#job-after") == f"After {first} (succeeded; RUNNING)"
+    gate.touch()
+    wait(page, lambda d: text_of(d, "#job-state") == "SUCCEEDED", "the dependent's end")
+    assert text_of(page, "#job-after") == f"After {first} (succeeded; done)"
+    click(page, "#job-after a")
+    wait(page, lambda d: text_of(d, "#job-name") == "first", "the needed job's page")
+
+
 def test_compare_two_runs(page: WebDriver, site: Site) -> None:
     other = site.api("POST", "/jobs", {"name": "curve-b", "command": curve(5),
                                        "hyperparameters": {"lr": "0.5"}})["job_id"]

@@ -143,12 +143,18 @@ export async function jobPage(root, jobId) {
     const predicted = job.state === 'WAITING' && job.predicted_start ? h('p',
       {id: 'predicted-start'}, describeStart(job.predicted_start) + ' ',
       h('span', {class: 'muted'}, '(' + startAge(job.predicted_start) + ')')) : null;
+    // The jobs it waits for (--after), each a link, with its condition and its state now.
+    const needs = spec.after || [];
+    const after = needs.length ? h('p', {id: 'job-after'}, 'After ', ...needs.flatMap((d, i) => [
+      i ? ', ' : null, link('#/jobs/' + enc(d.job_id), d.job_id),
+      ' (' + (d.condition || 'succeeded') + '; ' + (d.met ? 'done' : d.state || '') + ')'])) : null;
     const model = job.model ? link('#/models/' + enc(job.model.model_name),
       'model ' + job.model.model_name + ' v' + job.model.version) : null;
     fill(summary,
       h('p', {}, h('span', {id: 'job-name', class: 'job-name'}, spec.name || ''), ' ',
         h('span', {id: 'job-state'}, badge(job.state)), ' ', cancel),
       waiting,
+      after,
       predicted,
       job.message ? h('p', {id: 'job-message'}, job.message) : null,
       table(['owner', 'queue', 'resources', 'hyperparameters', 'labels', 'attempt',
