@@ -13,7 +13,7 @@ from trainyard.domain import spec as domain
 from trainyard.quantities import size_mib
 
 # The SDK's own fields, which the domain's JobSpec does not hold.
-SDK_ONLY = {"client_request_id", "pipeline", "pipeline_max_parallel"}
+SDK_ONLY = {"client_request_id", "pipeline", "pipeline_max_parallel", "after"}
 # JobSpec's dataset is a reference or None; the SDK's, "NAME:VERSION" or "".
 SPELLED_OTHERWISE = {"dataset": ("", None)}
 

@@ -8,7 +8,7 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.store.db import Database, open_database
-from trainyard.store.dependencies import DependencyStore
+from trainyard.store.dependencies import DependencyStore, Met
 from trainyard.store.jobs import JobStore
 
 SPEC = JobSpec(name="job", command="true")
@@ -65,13 +65,16 @@ def test_needs_met_for_good_release_the_job_and_clear_its_reason(db: Database) -
     c, _ = store.create(SPEC)
     b, _ = store.create(SPEC, needs=needs((a, JobState.WAITING), (c + ":finished",
                                                                   JobState.WAITING)))
-    deps.mark_met(b, [c], pending=(ReasonCode.DEPENDENCY, "still a"))
+    deps.mark_met([Met(b, [c], (ReasonCode.DEPENDENCY, "still a"))])
     assert store.get(b).pending_message == "still a"
     assert {n.job_id: n.met for n in deps.needs_of([b])[b]} == {a: False, c: True}
     assert b not in {q.id for q in store.queued()}
-    deps.mark_met(b, [a], pending=("", ""))
+    assert deps.settleable() == {}  # c is met, and a has not ended
+    store.transition(a, JobState.WAITING, JobState.CANCELLED, reason="x")
+    assert deps.settleable() == {b: "still a"}
+    deps.mark_met([Met(b, [a], ("", ""))])
     assert store.get(b).pending_code == "" and b in {q.id for q in store.queued()}
-    assert deps.waiting() == {}
+    assert deps.waiting() == {} and deps.settleable() == {}
 
 
 def test_the_graph_is_read_along_the_needs(db: Database) -> None:
@@ -93,3 +96,18 @@ def test_dependencies_are_kept_across_a_reopen(db: Database) -> None:
         assert b not in {q.id for q in JobStore(again).queued()}
     finally:
         again.close()
+
+
+def test_waiting_jobs_are_cancelled_together_and_a_moved_one_is_left(db: Database) -> None:
+    store = JobStore(db)
+    a, _ = store.create(SPEC)
+    b, _ = store.create(SPEC)
+    moved, _ = store.create(SPEC)
+    store.transition(moved, JobState.WAITING, JobState.CANCELLED, reason="by request",
+                     message="by request")
+    done = store.cancel_waiting({a: "why a", moved: "why moved", b: "why b"}, now=5.0)
+    assert done == [a, b]
+    assert [(store.get(j).state, store.get(j).message) for j in (a, b, moved)] == [
+        (JobState.CANCELLED, "why a"), (JobState.CANCELLED, "why b"),
+        (JobState.CANCELLED, "by request")]
+    assert store.events(a)[-1].reason == "why a" and len(store.events(moved)) == 2

@@ -8,6 +8,7 @@ ix_job_dependencies_needs), never by visiting every waiting job."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -23,7 +24,7 @@ from sqlalchemy import (
 
 from trainyard.domain.dependencies import Condition, Dependency, Need
 from trainyard.domain.reasons import ReasonCode
-from trainyard.domain.states import JobState
+from trainyard.domain.states import FINAL_STATES, JobState
 from trainyard.store.db import Database
 from trainyard.store.schema import job_dependencies, job_events, jobs
 
@@ -50,6 +51,21 @@ def _chunks(ids: Collection[str]) -> Iterable[list[str]]:
         yield wanted[start:start + _IN_CHUNK]
 
 
+@dataclass(frozen=True)
+class Met:
+    """A waiting job's needs now met, and why it waits from now on."""
+
+    job_id: str
+    needs: Sequence[str]
+    pending: tuple[str, str]
+
+
+_SET_MET = update(job_dependencies).where(
+    _d.job_id == bindparam("b_job"), _d.needs_job_id == bindparam("b_needs")).values(met=True)
+_SET_PENDING = update(jobs).where(
+    jobs.c.id == bindparam("b_job"), jobs.c.state == _WAITING,
+    jobs.c.pending_code == ReasonCode.DEPENDENCY.value,
+).values(pending_code=bindparam("b_code"), pending_message=bindparam("b_message"))
 _needed = jobs.alias("needed")
 _SELECT_NEEDS = (
     select(_d.job_id, _d.needs_job_id, _d.condition, _d.met, _needed.c.state)
@@ -111,42 +127,62 @@ class DependencyStore:
         """The waiting jobs with an unmet need that changed state in the events after
         `after_id` up to `upto_id`, each with its pending message: only those events and the
         needed jobs' rows are read."""
-        query = _OPEN.join(job_events, job_events.c.job_id == _d.needs_job_id).where(
-            job_events.c.id > after_id, job_events.c.id <= upto_id)
         with self.db.read() as conn:
-            return {r.job_id: r.pending_message for r in conn.execute(query)}
+            moved = conn.execute(select(job_events.c.job_id).distinct().where(
+                job_events.c.id > after_id, job_events.c.id <= upto_id)).scalars().all()
+            return self._dependents(conn, moved)
 
     def dependents_of(self, job_ids: Collection[str]) -> dict[str, str]:
         """The waiting jobs with an unmet need on one of these, each with its pending
         message."""
-        out: dict[str, str] = {}
         with self.db.read() as conn:
-            for chunk in _chunks(job_ids):
-                out.update((r.job_id, r.pending_message) for r in conn.execute(
-                    _OPEN.where(_d.needs_job_id.in_(chunk))))
+            return self._dependents(conn, job_ids)
+
+    @staticmethod
+    def _dependents(conn: Connection, needed: Collection[str]) -> dict[str, str]:
+        """In steps, each by an index, so that no plan visits every waiting job: the unmet
+        rows of these needed jobs (ix_job_dependencies_needs), then those of their jobs that
+        still wait (the primary key)."""
+        waiting: set[str] = set()
+        for chunk in _chunks(needed):
+            waiting.update(conn.execute(select(_d.job_id).where(
+                _d.needs_job_id.in_(chunk), _d.met.is_(False))).scalars())
+        out: dict[str, str] = {}
+        for chunk in _chunks(waiting):
+            out.update((r.id, r.pending_message) for r in conn.execute(
+                select(jobs.c.id, jobs.c.pending_message).where(
+                    jobs.c.id.in_(chunk), jobs.c.state == _WAITING)))
         return out
 
     def waiting(self) -> dict[str, str]:
-        """Every waiting job with an unmet need, with its pending message (at start, and now
-        and then to catch an event committed out of order, or a need that ended while the
-        job was being submitted)."""
+        """Every waiting job with an unmet need, with its pending message (at start: what
+        happened while the service was down)."""
         with self.db.read() as conn:
             return {r.job_id: r.pending_message for r in conn.execute(_OPEN)}
 
+    def settleable(self) -> dict[str, str]:
+        """The waiting jobs with an unmet need whose job has ended, with their pending
+        messages: what an event committed out of order, or a need that ended while its
+        dependent was being submitted, would leave unsettled. Only rows are returned that
+        call for a write."""
+        query = _OPEN.join(_needed, _needed.c.id == _d.needs_job_id).where(
+            _needed.c.state.in_([s.value for s in FINAL_STATES]))
+        with self.db.read() as conn:
+            return {r.job_id: r.pending_message for r in conn.execute(query)}
+
     # --- writes ---------------------------------------------------------------------------
 
-    def mark_met(self, job_id: str, needs: Sequence[str], *, pending: tuple[str, str]
-                 ) -> None:
-        """These needs of the job are met, for good; while it still waits, why it waits is
-        now `pending` (("", "") once it waits for nothing: the scheduler says next), in the
-        same transaction."""
-        code, message = pending
+    def mark_met(self, changes: Sequence[Met]) -> None:
+        """For each job, these needs are met, for good, and while it still waits, why it
+        waits is now its `pending` (("", "") once it waits for nothing: the scheduler says
+        next): all in one transaction, each statement run once for every row."""
+        met = [{"b_job": c.job_id, "b_needs": n} for c in changes for n in c.needs]
+        pending = [{"b_job": c.job_id, "b_code": c.pending[0], "b_message": c.pending[1]}
+                   for c in changes]
+        if not pending:
+            return
         with self.db.write() as conn:
-            if needs:
-                conn.execute(update(job_dependencies).where(
-                    _d.job_id == job_id, _d.needs_job_id.in_(list(needs))).values(met=True))
-            conn.execute(update(jobs).where(
-                jobs.c.id == job_id, jobs.c.state == _WAITING,
-                jobs.c.pending_code == ReasonCode.DEPENDENCY.value,
-            ).values(pending_code=code, pending_message=message))
+            if met:
+                conn.execute(_SET_MET, met)
+            conn.execute(_SET_PENDING, pending)
         self.db.feed.notify()

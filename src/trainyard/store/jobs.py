@@ -240,6 +240,26 @@ class JobStore:
         self.db.feed.notify()
         self.db.telemetry.job_moved(move)
 
+    def cancel_waiting(self, reasons: Mapping[str, str], *, now: float) -> list[str]:
+        """Cancel these waiting jobs, each with its reason as its event's reason and its
+        message, in one transaction; those no longer waiting are left as they are. Returns
+        the ids cancelled."""
+        moves: list[tuple[str, JobMove]] = []
+        with self.db.write() as conn:
+            for job_id, why in reasons.items():
+                try:
+                    moves.append((job_id, _move(
+                        conn, job_id, JobState.WAITING, JobState.CANCELLED, why, now,
+                        {"message": why, "pending_code": "", "pending_message": ""})))
+                except StaleState:
+                    continue  # its update matched no row: nothing of it was written
+        for job_id, move in moves:
+            faults.job_written(job_id)
+            self.db.telemetry.job_moved(move)
+        if moves:
+            self.db.feed.notify()
+        return [job_id for job_id, _ in moves]
+
     def mark_running(self, job_id: str, *, reason: str, now: float) -> None:
         """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now."""
         self.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason=reason, now=now,

@@ -5,11 +5,12 @@ it; one still waiting has its pending message kept up to date ("waits for job ab
 to succeed").
 
 What to look at comes from the needed jobs' events since the last pass (one read of the new
-events, joined through the index on needs_job_id), so a pass costs nothing when no needed
-job moved. Every `full_every` seconds, and at the first pass after a start, every waiting
-dependent is looked at instead: that catches what happened while the service was down, an
-event another server committed out of order, and a need that ended while its dependent was
-being submitted."""
+events, joined through the index on needs_job_id), so a pass where no needed job moved
+costs one read of the newest event's id. The first pass after a start looks at every
+waiting dependent (what happened while the service was down); every `full_every` seconds
+a pass also reads the dependents whose need has ended (an event another server committed
+out of order, a need that ended while its dependent was being submitted). Its writes are
+batched: one transaction for the needs met, one for the jobs cancelled."""
 
 from __future__ import annotations
 
@@ -18,10 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from trainyard.domain.dependencies import judge, waiting_sentence
-from trainyard.domain.errors import StaleState
 from trainyard.domain.reasons import ReasonCode
-from trainyard.domain.states import JobState
-from trainyard.store.dependencies import DependencyStore
+from trainyard.store.dependencies import DependencyStore, Met
 from trainyard.store.jobs import JobStore
 from trainyard.tracker.waiting import WaitingJobs
 
@@ -46,15 +45,20 @@ class Dependencies:
     def resolve(self) -> int:
         """Settle the waiting dependents whose needs moved. Returns how many joined the
         queue or were cancelled."""
-        upto = self.store.last_event_id()
-        if self._cursor is None or self._monotonic() - self._full_at >= self._full_every:
-            self._full_at = self._monotonic()
-            todo = self.store.waiting()
-        elif upto == self._cursor:
-            return 0
+        upto = self.store.last_event_id()  # read first: a later event is seen next time
+        now = self._monotonic()
+        todo: dict[str, str] = {}
+        if self._cursor is None:
+            todo = self.store.waiting()  # after a start: every one, its sentence too
+            self._full_at = now
         else:
-            todo = self.store.dependents_moved(self._cursor, upto)
-        self._cursor = upto  # read before the jobs: a later event is seen next time
+            if upto != self._cursor:
+                todo = self.store.dependents_moved(self._cursor, upto)
+            if now - self._full_at >= self._full_every:
+                # Only those an ended need settles: sentences follow the events.
+                todo = {**self.store.settleable(), **todo}
+                self._full_at = now
+        self._cursor = upto
         return self._settle(todo)
 
     def _settle(self, todo: Mapping[str, str]) -> int:
@@ -62,36 +66,33 @@ class Dependencies:
         released = False
         while todo:
             needs = self.store.needs_of(todo.keys())
-            cancelled: list[str] = []
+            cancel: dict[str, str] = {}
+            changes: list[Met] = []
             for job_id, said in sorted(todo.items()):
                 verdict = judge(needs.get(job_id, []))
                 if verdict.cancel:
-                    if self._cancel(job_id, verdict.cancel):
-                        cancelled.append(job_id)
-                        settled += 1
+                    cancel[job_id] = verdict.cancel
                 elif verdict.ready:
-                    self.store.mark_met(job_id, verdict.newly_met, pending=("", ""))
-                    log.info("job %s: the jobs it waits for are done; it joins the queue",
-                             job_id)
-                    released = True
-                    settled += 1
+                    changes.append(Met(job_id, verdict.newly_met, ("", "")))
                 else:
                     sentence = waiting_sentence(verdict.waiting)
                     if verdict.newly_met or sentence != said:
-                        self.store.mark_met(job_id, verdict.newly_met,
-                                            pending=(ReasonCode.DEPENDENCY, sentence))
+                        changes.append(Met(job_id, verdict.newly_met,
+                                           (ReasonCode.DEPENDENCY, sentence)))
+            self.store.mark_met(changes)
+            for change in changes:
+                if not change.pending[0]:
+                    log.info("job %s: the jobs it waits for are done; it joins the queue",
+                             change.job_id)
+                    released = True
+                    settled += 1
+            # Those cancelled meanwhile, or that moved, are left out.
+            cancelled = self.jobs.cancel_waiting(cancel, now=self.clock())
+            for job_id in cancelled:
+                log.info("job %s: %s", job_id, cancel[job_id])
+            settled += len(cancelled)
             # A cancelled job is a need that ended CANCELLED: its dependents go next.
             todo = self.store.dependents_of(cancelled) if cancelled else {}
         if released:
             self.waiting.invalidate()  # an old submit order, now in the queue
         return settled
-
-    def _cancel(self, job_id: str, why: str) -> bool:
-        try:
-            self.jobs.transition(job_id, JobState.WAITING, JobState.CANCELLED, reason=why,
-                                 now=self.clock(), message=why, pending_code="",
-                                 pending_message="")
-        except StaleState:
-            return False  # cancelled, or moved, meanwhile
-        log.info("job %s: %s", job_id, why)
-        return True
