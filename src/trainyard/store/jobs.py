@@ -417,12 +417,9 @@ class JobStore:
                 c.state == JobState.WAITING.value, c.team == team)).scalar_one() if team else 0
         return int(mine), int(theirs)
 
-    def knows_request(self, request_id: str) -> bool:
-        """Whether a job was stored for this client request id (a retried submit)."""
-        return self.job_for_request(request_id) is not None
-
     def job_for_request(self, request_id: str) -> str | None:
-        """The id of the job stored for this client request id, if one was."""
+        """The id of the job stored for this client request id (a retried submit), if one
+        was."""
         found = self._by_request_id(request_id)
         return None if found is None else found.id
 
