@@ -25,6 +25,8 @@ class ReasonCode(StrEnum):
     PREEMPTED = "PREEMPTED"
     # Set by the tracker on a job waiting out the back-off before its next attempt.
     BACKOFF = "BACKOFF"
+    # Its team's or queue's budget of GPU- or CPU-hours over a period is used (domain.budgets).
+    BUDGET = "BUDGET"
 
 
 # Reasons for which how many jobs are ahead is the news.
