@@ -33,7 +33,7 @@ from trainyard.domain.budgets import (
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.quantities import describe_duration
-from trainyard.scheduler.model import PendingJob, PendingReason, RunningJob
+from trainyard.scheduler.model import PendingJob, PendingReason, Policy, RunningJob
 
 _GPU, _CPU = "GPU-hours", "CPU-hours"
 
@@ -44,6 +44,13 @@ def declared_budgets(policy: cfg.Policy) -> dict[BudgetScope, Budget]:
              if team.budget is not None}
     found.update({BudgetScope(QUEUE, name): queue.budget
                   for name, queue in policy.queues.items() if queue.budget is not None})
+    return found
+
+
+def budgets_in(policy: Policy) -> Mapping[BudgetScope, Budget]:
+    """The budgets a scheduler.Policy decides by (a policy says so with a `budgets`
+    attribute, as QueuePolicy does): only for them is usage read and handed to it."""
+    found: Mapping[BudgetScope, Budget] = getattr(policy, "budgets", None) or {}
     return found
 
 
