@@ -225,10 +225,10 @@ class QueuePolicy:
         """Once the global limit is reached: the reason _try would give each job still
         waiting, on its turn, where it differs from the global limit's (schedule() gives
         the rest that one). Before the global limit _try checks only the job's sweep, the
-        queue's access rules and the queue's limit, none of which changes once nothing more
-        starts; the first of a queue's jobs that passes the first two gets the queue's limit
-        or the global one, and so does every job after it. So no job's reason depends on the
-        order the queues go in, and they need not take turns."""
+        queue's access rules, the budgets and the queue's limit, none of which changes once
+        nothing more starts; the first of a queue's jobs that passes the first three gets the
+        queue's limit or the global one, and so does every job after it. So no job's reason
+        depends on the order the queues go in, and they need not take turns."""
         sweeps = state.sweeps
         full = {sweep for sweep, most in sweeps.limits.items()
                 if not sweeps.running[sweep] < most}  # as SweepSlots.blocked has it

@@ -315,7 +315,9 @@ budget_usage = Table(
     Column("cpus", Float, nullable=False),
     Column("started_at", Float, nullable=False),
     Column("ended_at", Float, nullable=False),
-    Index("ix_budget_usage_ended_at", "ended_at"),
+    # A budget's attempts in its window, each index holding every column its sum reads.
+    Index("ix_budget_usage_team", "team", "ended_at", "started_at", "gpus", "cpus"),
+    Index("ix_budget_usage_queue", "queue", "ended_at", "started_at", "gpus", "cpus"),
 )
 
 # --- the job runtime -----------------------------------------------------------------------
