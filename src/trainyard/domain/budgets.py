@@ -62,6 +62,11 @@ class BudgetUse:
 NO_USE = BudgetUse()
 
 
+def scopes_of(team: str, queue: str) -> tuple[BudgetScope, BudgetScope]:
+    """The budgets a job draws on: its team's and its queue's (a job of no team: "")."""
+    return BudgetScope(TEAM, team), BudgetScope(QUEUE, queue)
+
+
 def inside_window(start: float, end: float, now: float, period_s: float) -> float:
     """Seconds of [start, end] inside the window [now - period, now]."""
     return max(0.0, min(end, now) - max(start, now - period_s))

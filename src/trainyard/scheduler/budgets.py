@@ -28,10 +28,11 @@ from trainyard.domain.budgets import (
     BudgetScope,
     BudgetUse,
     hours,
+    scopes_of,
+    use_of,
     used_sentence,
 )
 from trainyard.domain.reasons import ReasonCode
-from trainyard.domain.spec import Resources
 from trainyard.quantities import describe_duration
 from trainyard.scheduler.model import PendingJob, PendingReason, Policy, RunningJob
 
@@ -59,15 +60,6 @@ def periods_of(budgets: Mapping[BudgetScope, Budget]) -> dict[BudgetScope, float
     return {scope: budget.period_s for scope, budget in budgets.items()}
 
 
-def scopes_of(team: str, queue: str) -> tuple[BudgetScope, BudgetScope]:
-    """The budgets a job draws on: its team's and its queue's."""
-    return BudgetScope(TEAM, team), BudgetScope(QUEUE, queue)
-
-
-def _may_use(resources: Resources, seconds: float) -> BudgetUse:
-    return BudgetUse(resources.gpus * seconds, resources.cpus * seconds)
-
-
 @dataclass
 class _Account:
     budget: Budget
@@ -91,7 +83,7 @@ class Budgets:
         for job in running:
             if job.time_limit_s > 0:
                 left = max(0.0, job.time_limit_s - max(0.0, now - job.started_at))
-                self._charge(job.team, job.queue, _may_use(job.resources, left))
+                self._charge(job.team, job.queue, use_of(job.resources, left))
 
     def __bool__(self) -> bool:
         return bool(self.accounts)
@@ -104,12 +96,12 @@ class Budgets:
 
     def take(self, job: PendingJob) -> None:
         if self.accounts and job.time_limit_s > 0:
-            self._charge(job.team, job.queue, _may_use(job.resources, job.time_limit_s))
+            self._charge(job.team, job.queue, use_of(job.resources, job.time_limit_s))
 
     def blocked(self, job: PendingJob) -> PendingReason | None:
         if not self.accounts:
             return None
-        need = _may_use(job.resources, job.time_limit_s)
+        need = use_of(job.resources, job.time_limit_s)
         for scope in scopes_of(job.team, job.queue):
             account = self.accounts.get(scope)
             if account is None or not scope.name:

@@ -18,6 +18,7 @@ from trainyard.domain.budgets import (
     BudgetScope,
     BudgetUse,
     inside_window,
+    scopes_of,
     use_of,
 )
 from trainyard.domain.spec import Resources
@@ -60,10 +61,6 @@ def record_attempt(conn: Connection, job_id: str, now: float) -> None:
         started))
 
 
-def _scope_keys(team: str, queue: str) -> tuple[BudgetScope, BudgetScope]:
-    return BudgetScope(TEAM, team), BudgetScope(QUEUE, queue)
-
-
 class BudgetUsageStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -83,7 +80,7 @@ class BudgetUsageStore:
                 found[scope] = BudgetUse(row.gpu_s or 0.0, row.cpu_s or 0.0)
             running = conn.execute(_RUNNING).all()
         for r in running:
-            for scope in _scope_keys(r.team, r.queue):
+            for scope in scopes_of(r.team, r.queue):
                 period = periods.get(scope)
                 if period is not None and scope.name:
                     found[scope] = found[scope] + use_of(
