@@ -154,7 +154,7 @@ def test_service_levels_can_be_turned_off(fmt: str) -> None:
      "gpus, gpu_ids, max_jobs, partition, account, qos, staging, cache_dir, cache_mb, "
      "python, service_address, spread, grace, kubernetes)"),
     ("yaml", "    members: [ann]", "    members: [ann]\n    lead: ann",
-     "line 19: teams.vision.lead: unknown key (expected one of: members, quota)"),
+     "line 19: teams.vision.lead: unknown key (expected one of: members, quota, budget)"),
     ("toml", "max_running = 4", "max_running = 4\n[queue.default]",
      "line 2: queue: unknown key (expected one of: max_running, fair_share_half_life, "
      "reserve_after, min_runtime, service_levels, limits, pools, queues, teams)"),

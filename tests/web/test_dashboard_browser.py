@@ -56,6 +56,7 @@ pools = ["local"]
 max_running = 1
 [teams.lab]
 members = ["root"]
+budget = { cpu_hours = 1000, period = "7d" }
 [teams.lab.quota.local]
 cpus = 4
 memory_mb = 8192
@@ -242,6 +243,9 @@ def test_each_page_opens(page: WebDriver, site: Site) -> None:
     page.get(site.base + "/#/queues")
     wait(page, lambda d: "default" in text_of(d, ".page"), "the default queue")
     assert "local" in text_of(page, ".page")  # its pool
+    # The team's budget over time, used against its limit.
+    assert re.search(r"team lab\s+7 days\s+—\s+[0-9.]+ of 1,000",
+                     text_of(page, ".page")), text_of(page, ".page")
     page.get(site.base + "/#/jobs")
     wait(page, lambda d: "warm-up" in text_of(d, "#jobs"), "the job in the list")
     Select(page.find_element(By.ID, "filter-state")).select_by_value("RUNNING")

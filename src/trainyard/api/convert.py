@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from trainyard.auth.policy import Identity
 from trainyard.domain.access import QueueAccess
+from trainyard.domain.budgets import NO_USE, QUEUE, TEAM, Budget, BudgetScope, BudgetUse
 from trainyard.domain.dependencies import Dependency, Need, dependency
 from trainyard.domain.errors import InvalidArgument
 from trainyard.domain.prediction import PredictedStart
@@ -232,6 +233,15 @@ def _usage(res: Resources) -> pb.Usage:
     return pb.Usage(cpus=res.cpus, memory_mb=res.memory_mb, gpus=res.gpus)
 
 
+def budget_to_pb(scope: BudgetScope, budget: Budget, use: BudgetUse) -> pb.BudgetUsage:
+    out = pb.BudgetUsage(kind=scope.kind, name=scope.name, period_seconds=budget.period_s)
+    if budget.gpu_hours is not None:
+        out.gpu_hours.CopyFrom(pb.BudgetHours(used=use.gpu_hours, limit=budget.gpu_hours))
+    if budget.cpu_hours is not None:
+        out.cpu_hours.CopyFrom(pb.BudgetHours(used=use.cpu_hours, limit=budget.cpu_hours))
+    return out
+
+
 def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
     policy = view.policy
     none = Resources(0.0, 0, 0)
@@ -240,12 +250,16 @@ def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
     if view.usage_at is not None:
         out.fair_share_as_of.CopyFrom(timestamp(view.usage_at))
     for q in sorted(policy.queues.values(), key=lambda q: (-q.priority, q.name)):
-        out.queues.add(name=q.name, priority=q.priority, max_running=q.max_running or 0,
-                       pools=list(q.pools), weight=q.weight, users=sorted(q.users),
-                       teams=sorted(q.teams), waiting=view.waiting.get(q.name, 0),
-                       running=view.running.get(q.name, 0),
-                       fair_share_usage=view.usage.get(q.name, 0.0),
-                       fair_share=view.standing.get(q.name, 0.0))
+        entry_queue = out.queues.add(
+            name=q.name, priority=q.priority, max_running=q.max_running or 0,
+            pools=list(q.pools), weight=q.weight, users=sorted(q.users),
+            teams=sorted(q.teams), waiting=view.waiting.get(q.name, 0),
+            running=view.running.get(q.name, 0), fair_share_usage=view.usage.get(q.name, 0.0),
+            fair_share=view.standing.get(q.name, 0.0))
+        if q.budget is not None:
+            scope = BudgetScope(QUEUE, q.name)
+            entry_queue.budget.CopyFrom(budget_to_pb(scope, q.budget,
+                                                     view.budget_use.get(scope, NO_USE)))
     for pool in policy.pools.values():
         cap = pool.capacity
         use = view.pools.get(pool.name)
@@ -266,4 +280,10 @@ def queues_to_pb(view: QueuesOverview) -> pb.QueuesOverview:
                 borrow_limit=_usage(Resources(quota.borrow_cpus, quota.borrow_memory_mb,
                                               quota.borrow_gpus)),
                 used=_usage(view.teams.get((team.name, pool_name), none)))
+        if team.budget is not None:
+            scope = BudgetScope(TEAM, team.name)
+            out.team_budgets.append(budget_to_pb(scope, team.budget,
+                                                 view.budget_use.get(scope, NO_USE)))
+    if any(q.budget for q in policy.queues.values()) or out.team_budgets:
+        out.budgets_as_of.CopyFrom(timestamp(view.budgets_at))
     return out

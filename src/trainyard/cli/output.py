@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainyard.client import Dataset, JobStatus, JobSummary
+from trainyard.domain.budgets import hours, period_words
 from trainyard.quantities import describe_duration
 
 if TYPE_CHECKING:  # the Docker SDK is imported only by the commands that need it
@@ -179,3 +180,18 @@ def render_queues(view: dict[str, Any]) -> None:
                 teams.add_row(escape(t["name"]), escape(quota["pool"]), _amount(quota["used"]),
                               _amount(quota["quota"]), _amount(quota["borrow_limit"]))
         console.print(teams)
+    budgets = [*view.get("team_budgets", ()),
+               *(q["budget"] for q in view["queues"] if q.get("budget"))]
+    if budgets:
+        table = Table("BUDGET", "IN THE LAST", "GPU-HOURS USED", "CPU-HOURS USED")
+        for b in budgets:
+            table.add_row(escape(f"{b['kind']} {b['name']}"), period_words(b["period_seconds"]),
+                          _budget_use(b.get("gpu_hours")), _budget_use(b.get("cpu_hours")))
+        console.print(table)
+
+
+def _budget_use(limited: dict[str, Any] | None) -> str:
+    """"982 of 1,000"; "-" for a resource the budget does not limit."""
+    if not limited:
+        return "-"
+    return f"{hours(limited.get('used', 0.0))} of {hours(limited.get('limit', 0.0))}"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from trainyard.domain.access import QueueAccess
+from trainyard.domain.budgets import Budget
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
 from trainyard.domain.kinds import JobKind, kind_in
 from trainyard.domain.limits import SubmitLimits
@@ -45,6 +46,8 @@ class Queue:
     max_attempts: int | None = None
     time_limit_s: float | None = None
     max_time_limit_s: float | None = None
+    # GPU- and CPU-hours all its jobs together may use in a rolling period (domain.budgets).
+    budget: Budget | None = None
 
     @property
     def access(self) -> QueueAccess:
@@ -73,6 +76,8 @@ class Team:
     name: str
     members: frozenset[str] = frozenset()
     quotas: Mapping[str, Quota] = field(default_factory=dict)  # by pool name
+    # GPU- and CPU-hours its jobs may use in a rolling period, in every queue.
+    budget: Budget | None = None
 
 
 def job_kind(policy: Policy, queue_name: str, image: str) -> str:

@@ -27,6 +27,8 @@ class ReasonCode(StrEnum):
     BACKOFF = "BACKOFF"
     # Set at submit on a job that waits for other jobs (--after) until they end as it asks.
     DEPENDENCY = "DEPENDENCY"
+    # Its team's or queue's budget of GPU- or CPU-hours over a period is used (domain.budgets).
+    BUDGET = "BUDGET"
 
 
 # Reasons for which how many jobs are ahead is the news.

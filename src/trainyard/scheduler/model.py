@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
+from trainyard.domain.budgets import BudgetScope, BudgetUse
 from trainyard.domain.kinds import JobKind
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.reasons import ReasonCode
@@ -27,6 +28,7 @@ class PendingJob:
     submitted_at: float = 0.0
     sweep: str = ""  # the sweep or pipeline it belongs to
     attained: float = 0.0  # service held in earlier runs (scheduler.attained), for its level
+    time_limit_s: float = 0.0  # each attempt's longest run; 0: none (scheduler.budgets)
 
     @property
     def service_level(self) -> int:
@@ -56,6 +58,7 @@ class RunningJob:
     sweep: str = ""
     attained: float = 0.0  # service held before this run (scheduler.attained)
     priority: int = 0  # the job's own, inside its queue
+    time_limit_s: float = 0.0  # this attempt's longest run; 0: none (scheduler.budgets)
 
     def service_level(self, now: float) -> int:
         """Its level at `now`: the service of its earlier runs and of this one so far."""
@@ -85,6 +88,10 @@ class Snapshot:
     # The last pass's Decisions.reclaiming: waiting jobs for which borrowed quota is being
     # taken back, each with the pool. What comes back is held for them, not lent again.
     reclaiming: Mapping[str, str] = field(default_factory=dict)
+    # What each budget over time (domain.budgets) has used in its window as of `now`, ended
+    # and running attempts alike; None: not tracked, and budgets are not checked (the
+    # replay). A budget missing from the mapping has used nothing.
+    budget_use: Mapping[BudgetScope, BudgetUse] | None = None
 
 
 @dataclass(frozen=True)

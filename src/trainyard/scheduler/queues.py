@@ -24,6 +24,7 @@ from trainyard.domain import policy as cfg
 from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.accounting import Ledger, PoolRoom, layout_of
 from trainyard.scheduler.backlog import Backlog
+from trainyard.scheduler.budgets import Budgets, declared_budgets
 from trainyard.scheduler.failures import Failures, Shape
 from trainyard.scheduler.fair_share import after_turn, share
 from trainyard.scheduler.model import (
@@ -57,6 +58,7 @@ class _Pass:
     reclaiming: dict[str, str]  # job -> pool taken back for it (Preemption's too)
     owners: Owners  # who the queues take jobs from
     sweeps: SweepSlots = field(default_factory=lambda: SweepSlots({}, ()))
+    budgets: Budgets = field(default_factory=lambda: Budgets({}, None, (), 0.0))
     admitted: list[str] = field(default_factory=list)
     gpu_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
     placed: dict[str, str] = field(default_factory=dict)  # job -> pool
@@ -73,6 +75,7 @@ class QueuePolicy:
         self.policy = policy
         self._layout = layout_of(policy)  # the policy does not change: worked out once
         self._queues: dict[str, QueueRules] = {}  # filled as queues are first looked up
+        self.budgets = declared_budgets(policy)  # what the caller reads usage for
 
     @property
     def orders_by_service(self) -> bool:
@@ -135,7 +138,9 @@ class QueuePolicy:
         state = _Pass(ledger, Preemption(self.policy, snapshot.now, ledger, reclaiming),
                       failures, reasons, reclaiming, Owners(self.policy),
                       sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
-                                        snapshot.sweep_titles))
+                                        snapshot.sweep_titles),
+                      budgets=Budgets(self.budgets, snapshot.budget_use, snapshot.running,
+                                      snapshot.now))
         # Capacity on its way back to a team is held for the job it was taken back for, so
         # that the borrower, requeued ahead of it, cannot take it again (and again).
         for job_id, pool_name in snapshot.reclaiming.items():
@@ -183,7 +188,8 @@ class QueuePolicy:
             # After a job of the queue fails and nothing changes in the pass, the queue's
             # and the global limit still let its next job by, and only the shape memo (and
             # the job's own claim, sweep and access) can tell it apart.
-            plain = not state.sweeps.limits and not self._rules(name).restricted
+            plain = not state.sweeps.limits and not self._rules(name).restricted and \
+                not state.budgets
             quiet = -1
             while True:
                 job = jobs[index]
@@ -219,10 +225,10 @@ class QueuePolicy:
         """Once the global limit is reached: the reason _try would give each job still
         waiting, on its turn, where it differs from the global limit's (schedule() gives
         the rest that one). Before the global limit _try checks only the job's sweep, the
-        queue's access rules and the queue's limit, none of which changes once nothing more
-        starts; the first of a queue's jobs that passes the first two gets the queue's limit
-        or the global one, and so does every job after it. So no job's reason depends on the
-        order the queues go in, and they need not take turns."""
+        queue's access rules, the budgets and the queue's limit, none of which changes once
+        nothing more starts; the first of a queue's jobs that passes the first three gets the
+        queue's limit or the global one, and so does every job after it. So no job's reason
+        depends on the order the queues go in, and they need not take turns."""
         sweeps = state.sweeps
         full = {sweep for sweep, most in sweeps.limits.items()
                 if not sweeps.running[sweep] < most}  # as SweepSlots.blocked has it
@@ -235,7 +241,7 @@ class QueuePolicy:
                 continue  # decided before the limit
             queue = self.policy.queues[name]
             # Not open to all (QueueAccess.open), asked without building the queue's rules.
-            if queue.users or queue.teams or \
+            if queue.users or queue.teams or state.budgets or \
                     (full and not full.isdisjoint(map(_SWEEP, jobs[start:]))):
                 # Some may be held by their sweep or the queue's access: in the queue's order,
                 # those before the first that is not get their own reason.
@@ -254,9 +260,9 @@ class QueuePolicy:
 
     def _blocked(self, job: PendingJob, rules: QueueRules,
                  state: _Pass) -> PendingReason | None:
-        """The first two checks of _try: the job's sweep, and the queue's access rules. A
-        claim on room taken back for the job (state.pre_held) ends when its queue no longer
-        takes it."""
+        """The first checks of _try: the job's sweep, the queue's access rules, and the budgets
+        it draws on. A claim on room taken back for the job (state.pre_held) ends when its
+        queue no longer takes it, or its budget holds it back."""
         if state.sweeps.limits:
             capped = state.sweeps.blocked(job)
             if capped is not None:
@@ -265,6 +271,11 @@ class QueuePolicy:
             _drop_claim(job, state)
             return PendingReason(ReasonCode.QUEUE_ACCESS, f"queue {rules.queue.name!r} no "
                                  f"longer takes jobs from {job.owner!r}")
+        if state.budgets:
+            spent = state.budgets.blocked(job)
+            if spent is not None:
+                _drop_claim(job, state)
+                return spent
         return None
 
     def _try(self, job: PendingJob, snapshot: Snapshot, state: _Pass,
@@ -275,7 +286,7 @@ class QueuePolicy:
         rules = self._queues.get(job.queue) or self._rules(job.queue)
         # A claim on room taken back for this job (state.pre_held) lasts while the job waits
         # behind a limit.
-        if rules.restricted or state.sweeps.limits:
+        if rules.restricted or state.sweeps.limits or state.budgets:
             blocked = self._blocked(job, rules, state)
             if blocked is not None:
                 return blocked
@@ -342,6 +353,7 @@ class QueuePolicy:
         ids = state.ledger.admit(job, room)
         state.admitted.append(job.job_id)
         state.sweeps.take(job)
+        state.budgets.take(job)
         state.placed[job.job_id] = room.name
         if ids:
             state.gpu_ids[job.job_id] = ids

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from trainyard.domain.budgets import BudgetScope, BudgetUse
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.fair_share import decayed_usage
@@ -19,14 +20,14 @@ from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapsho
 def active_job(job_id: str, queue: str, resources: Resources, pool: str,
                gpu_ids: tuple[str, ...], team: str, started_at: float | None, now: float, *,
                preempting: bool = False, sweep: str = "", attained: float = 0.0,
-               priority: int = 0) -> RunningJob:
+               priority: int = 0, time_limit_s: float = 0.0) -> RunningJob:
     """A job that holds its allocation, as a pass sees it. One not started yet (`started_at`
     None: still launching) counts as started now, as far as its minimum runtime and the
     service it attains go. `attained`: the service of its ended runs (for the tracker,
     scheduler.attained.held_service of the seconds they held it)."""
     return RunningJob(job_id, queue, resources, pool, gpu_ids, team,
                       now if started_at is None else started_at, preempting, sweep,
-                      attained=attained, priority=priority)
+                      attained=attained, priority=priority, time_limit_s=time_limit_s)
 
 
 class Feed:
@@ -52,7 +53,8 @@ class Feed:
                  now: float, *, pools: Mapping[str, PoolCapacity] | None = None,
                  unavailable: Mapping[str, str] | None = None,
                  sweep_limits: Mapping[str, int] | None = None,
-                 sweep_titles: Mapping[str, str] | None = None) -> Snapshot:
+                 sweep_titles: Mapping[str, str] | None = None,
+                 budget_use: Mapping[BudgetScope, BudgetUse] | None = None) -> Snapshot:
         """What a pass at `now` is given: the waiting and running jobs, with the usage and
         the claims this feed carries."""
         return Snapshot(pending=pending, running=running, now=now,
@@ -61,7 +63,7 @@ class Feed:
                         usage=self.usage,
                         sweep_limits={} if sweep_limits is None else sweep_limits,
                         sweep_titles={} if sweep_titles is None else sweep_titles,
-                        reclaiming=self.reclaiming)
+                        reclaiming=self.reclaiming, budget_use=budget_use)
 
     def after(self, decisions: Decisions) -> Feed:
         """What the next pass is handed once the policy decided."""

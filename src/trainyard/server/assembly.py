@@ -55,6 +55,7 @@ from trainyard.services.runs import RunService
 from trainyard.services.submission import SubmitCheck
 from trainyard.services.sweeps import SweepService
 from trainyard.store.access import AccessStore
+from trainyard.store.budget_usage import BudgetUsageStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
 from trainyard.store.faults import warn_if_armed
@@ -288,7 +289,9 @@ class TrainyardServer:
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
                           guard, on_submit=lambda: self._tell_tracker(SUBMITTED),
                           on_cancel=lambda: self._tell_tracker(CANCELLED),
-                          fair_share_usage=self.usage.load)
+                          fair_share_usage=self.usage.load,
+                          budget_use=BudgetUsageStore(self.db).used,
+                          clock=lambda: self.tracker.now())
         run_store = RunStore(self.db)
         runs = RunService(self.jobs, run_store, model_store, self.workspace, guard, jobs)
         return Services(

@@ -4,6 +4,10 @@ takes effect at the next pass)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from trainyard.domain.budgets import Budget, BudgetScope
+from trainyard.domain.policy import Policy
 from trainyard.scheduler import Decisions, FifoPolicy, Snapshot
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.services.policy import PolicyService
@@ -24,6 +28,17 @@ class ActivePolicy:
         declared = self.source.declared
         return declared is not None and declared.service_levels
 
+    @property
+    def budgets(self) -> Mapping[BudgetScope, Budget]:
+        """The budgets of the policy in force (none without a policy file)."""
+        current = self.source.for_scheduler()
+        return {} if current is None else self._queue_policy(current).budgets
+
+    def _queue_policy(self, current: Policy) -> QueuePolicy:
+        if self._queues is None or self._queues.policy is not current:
+            self._queues = QueuePolicy(current)
+        return self._queues
+
     def scheduling(self) -> Scheduling:
         """The policy in force, as a forecast rolls the queue forward under it."""
         return Scheduling(self.source.for_scheduler(), self._fifo.max_running)
@@ -32,6 +47,4 @@ class ActivePolicy:
         current = self.source.for_scheduler()
         if current is None:
             return self._fifo.schedule(snapshot)
-        if self._queues is None or self._queues.policy is not current:
-            self._queues = QueuePolicy(current)
-        return self._queues.schedule(snapshot)
+        return self._queue_policy(current).schedule(snapshot)

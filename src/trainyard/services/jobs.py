@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Access, Identity
+from trainyard.domain.budgets import BudgetScope, BudgetUse
 from trainyard.domain.dependencies import (
     FIELD,
     Dependency,
@@ -29,6 +30,7 @@ from trainyard.domain.prediction import PredictedStart
 from trainyard.domain.spec import JobSpec, Resources, check_text
 from trainyard.domain.states import JobState
 from trainyard.metadata.workspace import Workspace
+from trainyard.scheduler.budgets import declared_budgets, periods_of
 from trainyard.scheduler.fair_share import share
 from trainyard.scheduler.usage import Held, PoolUse, pool_use, team_use
 from trainyard.services.guard import Guard
@@ -87,6 +89,9 @@ class QueuesOverview:
     usage: dict[str, float] = field(default_factory=dict)
     usage_at: float | None = None
     standing: dict[str, float] = field(default_factory=dict)
+    # The budgets over time (domain.budgets): each one's use in its window as of budgets_at.
+    budget_use: dict[BudgetScope, BudgetUse] = field(default_factory=dict)
+    budgets_at: float = 0.0
 
 
 def _ignore() -> None:
@@ -95,6 +100,11 @@ def _ignore() -> None:
 
 def _no_usage() -> tuple[dict[str, float], float | None]:
     return {}, None
+
+
+def _no_budget_use(_periods: Mapping[BudgetScope, float], _now: float
+                   ) -> dict[BudgetScope, BudgetUse]:
+    return {}
 
 
 @dataclass
@@ -111,6 +121,11 @@ class JobService:
     on_cancel: Callable[[], None] = _ignore
     # The fair-share usage the tracker saves, and when (store/usage.py UsageStore.load).
     fair_share_usage: Callable[[], tuple[dict[str, float], float | None]] = _no_usage
+    # The budgets' use in their windows (store/budget_usage.py BudgetUsageStore.used), as of
+    # the tracker's clock.
+    budget_use: Callable[[Mapping[BudgetScope, float], float],
+                         dict[BudgetScope, BudgetUse]] = _no_budget_use
+    clock: Callable[[], float] = time.time
     # What the tracker's forecast last predicted (store/predictions.py): read, never made.
     predictions: PredictionStore = field(init=False)
     dependencies: DependencyStore = field(init=False)
@@ -332,6 +347,9 @@ class JobService:
         usage, usage_at = self.fair_share_usage()
         standing = {q.name: share(usage, q.name, q.weight)
                     for q in view.policy.queues.values() if q.weight > 0}
+        now = self.clock()
+        budgets = periods_of(declared_budgets(view.policy))
         return QueuesOverview(view.policy, view.source, view.loaded_at,
                               self.jobs.waiting_by_queue(), running, len(active),
-                              pool_use(held), team_use(held), usage, usage_at, standing)
+                              pool_use(held), team_use(held), usage, usage_at, standing,
+                              self.budget_use(budgets, now) if budgets else {}, now)

@@ -460,7 +460,7 @@ class JobStore:
             rows = conn.execute(
                 select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
                        c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s,
-                       c.retry_after, c.pending_timeout_s, c.attempt)
+                       c.retry_after, c.pending_timeout_s, c.attempt, c.time_limit_s)
                 .where(c.state == JobState.WAITING.value, c.seq > after_seq,
                        ~dependencies.held_back()).order_by(c.seq)
             ).all()
@@ -469,7 +469,7 @@ class JobStore:
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
                           r.kind, r.owner, r.team, r.submitted_at, r.sweep_id,
                           r.held_s, r.retry_after, pending_deadline(
-                              r.submitted_at, r.pending_timeout_s, r.attempt))
+                              r.submitted_at, r.pending_timeout_s, r.attempt), r.time_limit_s)
                 for r in rows]
 
     def events(self, job_id: str, after_id: int = 0,

@@ -117,6 +117,7 @@ class QueuedJob:
     retry_after: float | None = None
     # When it is cancelled if it has not started (None: never): its pending timeout.
     pending_deadline: float | None = None
+    time_limit_s: float = 0.0  # each attempt's longest run; 0: none (for its budgets)
 
 
 @dataclass(frozen=True)

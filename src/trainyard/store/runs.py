@@ -24,6 +24,7 @@ from sqlalchemy import (
 
 from trainyard.domain.runs import ALGORITHM_LABEL, MetricThreshold, Op
 from trainyard.domain.states import ACTIVE_STATES, JobState
+from trainyard.store.budget_usage import record_attempt
 from trainyard.store.db import Database
 from trainyard.store.records import JobRecord, RunRecord
 from trainyard.store.schema import job_labels, jobs, metrics, runs
@@ -77,6 +78,7 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
         ran = func.coalesce(now - started, 0.0)
         conn.execute(update(jobs).where(jobs.c.id == job_id).values(
             held_s=jobs.c.held_s + case((ran > 0.0, ran), else_=0.0)))
+        record_attempt(conn, job_id, now)  # and towards the budgets over time
     conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == current)
                  .values(**values))
 

@@ -301,6 +301,25 @@ queue_usage = Table(
     Column("updated_at", Float, nullable=False),
 )
 
+# What each attempt that ran held (all its workers' GPUs and CPUs) and from when to when,
+# written when it ends (store/budget_usage.py): the budgets over time sum the part of each
+# inside their window, found by when it ended.
+budget_usage = Table(
+    "budget_usage",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("team", String(64), nullable=False),
+    Column("queue", String(128), nullable=False),
+    Column("gpus", Integer, nullable=False),
+    Column("cpus", Float, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=False),
+    # A budget's attempts in its window, each index holding every column its sum reads.
+    Index("ix_budget_usage_team", "team", "ended_at", "started_at", "gpus", "cpus"),
+    Index("ix_budget_usage_queue", "queue", "ended_at", "started_at", "gpus", "cpus"),
+)
+
 # --- the job runtime -----------------------------------------------------------------------
 
 # A job token is "tyjob_<job>_<attempt>_<secret>", one per attempt; only the secret's

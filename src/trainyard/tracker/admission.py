@@ -16,8 +16,10 @@ from trainyard.executors.base import Executor
 from trainyard.executors.registry import executor_for
 from trainyard.scheduler import PendingReason, Policy, RunningJob, Snapshot
 from trainyard.scheduler.attained import held_service
+from trainyard.scheduler.budgets import budgets_in, periods_of
 from trainyard.scheduler.model import orders_by_service
 from trainyard.scheduler.snapshot import active_job
+from trainyard.store.budget_usage import BudgetUsageStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord, join_ids
 from trainyard.tracker.fair_share import FairShareUsage
@@ -46,6 +48,7 @@ class Admission:
         self._reconcile_soon = reconcile_soon  # the next pass delivers the stops asked
         self._saturated: PendingReason | None = None  # from the last full pass
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
+        self.budget_usage = BudgetUsageStore(jobs.db)  # read at each pass, for the budgets
 
     def run(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
@@ -143,11 +146,14 @@ class Admission:
             return None
         limits, titles = self.jobs.group_limits(
             self.waiting.sweeps.union(j.sweep for j in active))
+        # The budgets' use as of now, from the store: a restart forgets none of it.
+        budgets = budgets_in(self.policy())
+        used = self.budget_usage.used(periods_of(budgets), now) if budgets else {}
         return self.fair_share.feed.snapshot(
             waiting, active, now, pools=self.pools,
             unavailable={kind: why for kind, executor in self.executors_by_kind.items()
                          if (why := executor.unavailable()) is not None},
-            sweep_limits=limits, sweep_titles=titles)
+            sweep_limits=limits, sweep_titles=titles, budget_use=used)
 
     def _write_reasons(self, pending: Mapping[str, PendingReason]) -> None:
         """Write only reasons that changed; policies hand out shared reason objects, so the
@@ -170,4 +176,4 @@ def running_job(job: JobRecord, now: float) -> RunningJob:
                       job.gpu_ids, job.team, job.started_at, now,
                       preempting=job.preempt_requested, sweep=job.sweep_id,
                       attained=held_service(job.spec.total_resources, job.held_s),
-                      priority=job.spec.priority)
+                      priority=job.spec.priority, time_limit_s=job.spec.time_limit_s)

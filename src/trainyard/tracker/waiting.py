@@ -135,4 +135,5 @@ def pending_job(row: QueuedJob, by_service: bool) -> PendingJob:
     policy orders by it."""
     return PendingJob(row.id, row.queue, row.priority, row.seq, row.resources, row.kind,
                       row.owner, row.team, row.submitted_at, row.sweep_id,
-                      attained=held_service(row.resources, row.held_s) if by_service else 0.0)
+                      attained=held_service(row.resources, row.held_s) if by_service else 0.0,
+                      time_limit_s=row.time_limit_s)

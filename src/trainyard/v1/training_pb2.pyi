@@ -495,7 +495,7 @@ class GetQueuesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class QueueOverview(_message.Message):
-    __slots__ = ("name", "priority", "max_running", "pools", "weight", "users", "teams", "waiting", "running", "fair_share_usage", "fair_share")
+    __slots__ = ("name", "priority", "max_running", "pools", "weight", "users", "teams", "waiting", "running", "fair_share_usage", "fair_share", "budget")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MAX_RUNNING_FIELD_NUMBER: _ClassVar[int]
@@ -507,6 +507,7 @@ class QueueOverview(_message.Message):
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     FAIR_SHARE_USAGE_FIELD_NUMBER: _ClassVar[int]
     FAIR_SHARE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     name: str
     priority: int
     max_running: int
@@ -518,7 +519,8 @@ class QueueOverview(_message.Message):
     running: int
     fair_share_usage: float
     fair_share: float
-    def __init__(self, name: _Optional[str] = ..., priority: _Optional[int] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[str]] = ..., weight: _Optional[float] = ..., users: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., waiting: _Optional[int] = ..., running: _Optional[int] = ..., fair_share_usage: _Optional[float] = ..., fair_share: _Optional[float] = ...) -> None: ...
+    budget: BudgetUsage
+    def __init__(self, name: _Optional[str] = ..., priority: _Optional[int] = ..., max_running: _Optional[int] = ..., pools: _Optional[_Iterable[str]] = ..., weight: _Optional[float] = ..., users: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., waiting: _Optional[int] = ..., running: _Optional[int] = ..., fair_share_usage: _Optional[float] = ..., fair_share: _Optional[float] = ..., budget: _Optional[_Union[BudgetUsage, _Mapping]] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ("cpus", "memory_mb", "gpus")
@@ -573,7 +575,7 @@ class TeamOverview(_message.Message):
     def __init__(self, name: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ..., quotas: _Optional[_Iterable[_Union[TeamQuotaUsage, _Mapping]]] = ...) -> None: ...
 
 class QueuesOverview(_message.Message):
-    __slots__ = ("queues", "pools", "teams", "max_running", "running", "source", "loaded_at", "fair_share_as_of")
+    __slots__ = ("queues", "pools", "teams", "max_running", "running", "source", "loaded_at", "fair_share_as_of", "team_budgets", "budgets_as_of")
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     TEAMS_FIELD_NUMBER: _ClassVar[int]
@@ -582,6 +584,8 @@ class QueuesOverview(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     LOADED_AT_FIELD_NUMBER: _ClassVar[int]
     FAIR_SHARE_AS_OF_FIELD_NUMBER: _ClassVar[int]
+    TEAM_BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    BUDGETS_AS_OF_FIELD_NUMBER: _ClassVar[int]
     queues: _containers.RepeatedCompositeFieldContainer[QueueOverview]
     pools: _containers.RepeatedCompositeFieldContainer[PoolOverview]
     teams: _containers.RepeatedCompositeFieldContainer[TeamOverview]
@@ -590,7 +594,9 @@ class QueuesOverview(_message.Message):
     source: str
     loaded_at: _timestamp_pb2.Timestamp
     fair_share_as_of: _timestamp_pb2.Timestamp
-    def __init__(self, queues: _Optional[_Iterable[_Union[QueueOverview, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolOverview, _Mapping]]] = ..., teams: _Optional[_Iterable[_Union[TeamOverview, _Mapping]]] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., source: _Optional[str] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fair_share_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    team_budgets: _containers.RepeatedCompositeFieldContainer[BudgetUsage]
+    budgets_as_of: _timestamp_pb2.Timestamp
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueOverview, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[PoolOverview, _Mapping]]] = ..., teams: _Optional[_Iterable[_Union[TeamOverview, _Mapping]]] = ..., max_running: _Optional[int] = ..., running: _Optional[int] = ..., source: _Optional[str] = ..., loaded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fair_share_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team_budgets: _Optional[_Iterable[_Union[BudgetUsage, _Mapping]]] = ..., budgets_as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WhoAmIRequest(_message.Message):
     __slots__ = ()
@@ -1292,3 +1298,25 @@ class JobDependency(_message.Message):
     state: JobState
     met: bool
     def __init__(self, job_id: _Optional[str] = ..., condition: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., met: _Optional[bool] = ...) -> None: ...
+
+class BudgetUsage(_message.Message):
+    __slots__ = ("kind", "name", "period_seconds", "gpu_hours", "cpu_hours")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    CPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    period_seconds: float
+    gpu_hours: BudgetHours
+    cpu_hours: BudgetHours
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., period_seconds: _Optional[float] = ..., gpu_hours: _Optional[_Union[BudgetHours, _Mapping]] = ..., cpu_hours: _Optional[_Union[BudgetHours, _Mapping]] = ...) -> None: ...
+
+class BudgetHours(_message.Message):
+    __slots__ = ("used", "limit")
+    USED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    used: float
+    limit: float
+    def __init__(self, used: _Optional[float] = ..., limit: _Optional[float] = ...) -> None: ...

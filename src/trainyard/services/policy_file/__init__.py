@@ -47,9 +47,15 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
                                   # absent: none
     max_time_limit = "2d"         # the longest a job may ask for (and what one that asks
                                   # for none gets); absent: no maximum
+    budget = { gpu_hours = 500, period = "7d" }  # what all its jobs together may use in
+                                  # any rolling period (as a team's budget); absent: none
 
     [teams.<name>]
     members = ["ann", "bob"]
+    budget = { gpu_hours = 1000, cpu_hours = 5000, period = "7d" }
+                                  # GPU-hours and CPU-hours (numbers >= 0, at least one)
+                                  # its jobs may use in any rolling period (a duration);
+                                  # a job that would run past it waits (BUDGET); absent: none
     [teams.<name>.quota.<pool>]   # the team's share of a declared pool
     cpus = 1                      # number >= 0; absent: not counted
     memory_mb = 4096              # int >= 0; absent: not counted

@@ -77,6 +77,7 @@ SCHEMA_SENTENCES: dict[str, str] = {  # for the rules the schema adds (`problem`
     "slurm_required": 'is required for a pool of executor "slurm"',
     "not_a_staging": 'must be "pull" or "shared", got {shown}',
     "no_max_jobs": "is required",
+    "no_budget_limit": "must give gpu_hours, cpu_hours or both",
     "over_pool": "{amount} is more than the {limit} of pool {pool}",
     "over_pool_together": "the teams' quotas add up to {total} {unit} ({parts}), more than "
                           "the pool's {limit}",

@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
 
+from trainyard.domain.budgets import Budget
 from trainyard.domain.kinds import KINDS, JobKind
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import KUEUE_GPU_IDS, PoolCapacity, SlurmPool
@@ -175,14 +176,40 @@ class QuotaModel(Table):
                      self.borrow_memory_mb, self.borrow_gpus)
 
 
+class BudgetModel(Table):
+    """GPU- and CPU-hours in a rolling period (domain.budgets.Budget): a team's or a queue's
+    `budget = { gpu_hours = 1000, period = "7d" }`."""
+
+    KEYS = ("gpu_hours", "cpu_hours", "period")
+
+    gpu_hours: Annotated[NonNegativeNumber | None, not_null("float_type")] = None
+    cpu_hours: Annotated[NonNegativeNumber | None, not_null("float_type")] = None
+    period: Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False),
+                      seconds(positive=True)]
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> Self:
+        if self.gpu_hours is None and self.cpu_hours is None:
+            raise problem("no_budget_limit")
+        return self
+
+    def budget(self) -> Budget:
+        return Budget(self.period, self.gpu_hours, self.cpu_hours)
+
+
+Budgeted = Annotated[BudgetModel | None, not_null("model_type")]
+
+
 class TeamModel(Table):
     members: Names = ()
     quota: Annotated[dict[str, QuotaModel], _entries("pool", declared_only=True)] = Field(
         default_factory=dict)
+    budget: Budgeted = None
 
     def team(self, name: str) -> Team:
         return Team(name, members=frozenset(self.members),
-                    quotas={pool: quota.quota() for pool, quota in self.quota.items()})
+                    quotas={pool: quota.quota() for pool, quota in self.quota.items()},
+                    budget=self.budget.budget() if self.budget is not None else None)
 
 
 def _staging(value: object) -> object:
@@ -324,6 +351,7 @@ class QueueModel(Table):
     max_time_limit: Annotated[float | None, Field(gt=0, le=MAX_DURATION_S,
                                                   allow_inf_nan=False),
                               seconds(positive=True), not_null("float_type")] = None
+    budget: Budgeted = None
 
     @model_validator(mode="after")
     def _limit_within_longest(self) -> Self:
@@ -337,7 +365,8 @@ class QueueModel(Table):
                      max_running=self.max_running, users=frozenset(self.users),
                      teams=frozenset(self.teams), weight=self.weight,
                      preemptible=self.preemptible, max_attempts=self.max_attempts,
-                     time_limit_s=self.time_limit, max_time_limit_s=self.max_time_limit)
+                     time_limit_s=self.time_limit, max_time_limit_s=self.max_time_limit,
+                     budget=self.budget.budget() if self.budget is not None else None)
 
 
 Duration = Annotated[NonNegativeNumber, seconds(positive=False)]
@@ -391,6 +420,8 @@ def keys_at(table: KeyPath) -> tuple[str, ...]:
             model = QuotaModel
         case ("limits",):
             model = LimitsModel
+        case ("teams" | "queues", _, "budget"):
+            model = BudgetModel
         case _:
             return ()
     return model.documented_keys()

@@ -19,6 +19,39 @@ export function meter(used, total) {
   return bar;
 }
 
+// A budget's period as "in the last ..." reads: "7 days", "24 hours", "day".
+export function period(seconds) {
+  for (const [unit, size] of [['day', 86400], ['hour', 3600], ['minute', 60]]) {
+    if (seconds >= size && seconds % size === 0) {
+      const count = seconds / size;
+      return count === 1 ? unit : count.toLocaleString('en-US') + ' ' + unit + 's';
+    }
+  }
+  return number(seconds) + ' s';
+}
+
+// Hours with thousands separated, as the server's sentences write them: "982", "1,000", "2.5".
+export function hours(value) {
+  const v = value || 0;
+  return v.toLocaleString('en-US', {maximumFractionDigits: Math.abs(v) >= 100 ? 0 : 1});
+}
+
+function budgetCell(limited) {
+  if (!limited) return '—';
+  return [meter(limited.used, limited.limit), hours(limited.used) + ' of ' +
+    hours(limited.limit)];
+}
+
+// Each team's and queue's budget over time: GPU-hours and CPU-hours used in its window.
+export function budgetsTable(data) {
+  const budgets = [...(data.team_budgets || []),
+    ...(data.queues || []).filter((q) => q.budget).map((q) => q.budget)];
+  if (!budgets.length) return h('p', {class: 'muted'}, 'No budgets.');
+  return table(['budget', 'in the last', 'GPU-hours used', 'CPU-hours used'],
+    budgets.map((b) => [b.kind + ' ' + b.name, period(b.period_seconds || 0),
+      budgetCell(b.gpu_hours), budgetCell(b.cpu_hours)]));
+}
+
 export async function queuesPage(root) {
   const body = h('div');
   append(root, h('h1', {}, 'Queues'), body);
@@ -61,7 +94,11 @@ export async function queuesPage(root) {
         when(data.loaded_at) + ' · fair share as of ' +
         (data.fair_share_as_of ? when(data.fair_share_as_of) : 'no saved usage yet') +
         '; of queues of equal priority, the lowest standing goes next'),
-      h('h2', {}, 'Queues'), queues, h('h2', {}, 'Pools'), pools, h('h2', {}, 'Teams'), teams);
+      h('h2', {}, 'Queues'), queues, h('h2', {}, 'Pools'), pools, h('h2', {}, 'Teams'), teams,
+      h('h2', {}, 'Budgets'), h('p', {class: 'muted'}, 'GPU- and CPU-hours used in each ' +
+        'budget\'s rolling window, as of ' + (data.budgets_as_of ? when(data.budgets_as_of) :
+        '—') + '; a job that would run past one waits (BUDGET); running jobs are not stopped'),
+      budgetsTable(data));
   };
   await draw();
   every(draw, POLL_MS);
