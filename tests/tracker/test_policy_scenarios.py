@@ -67,16 +67,17 @@ def test_a_sweep_delays_the_other_teams_urgent_job_by_at_most_one_slot(
                                                resources=Resources(cpus=1)))[0]
              for i in range(8)]
     wait_for(server, sweep[3], {JobState.RUNNING})  # the pool is full: 2 owned, 2 borrowed
-    submitted = time.time()
     urgent, _ = server.service.train(BOB, JobSpec(name="fix", command="true", queue="urgent",
                                                   resources=Resources(cpus=1)))
-    assert server.jobs.get(urgent).team == "nlp"
+    record = server.jobs.get(urgent)
+    assert record.team == "nlp"
     wait_for(server, urgent, {JobState.SUCCEEDED})
     urgent_start = started(server, urgent)[0]
-    # No sweep job took a slot between the urgent submit and its start.
-    overtook = [j for j in sweep if any(submitted < t < urgent_start
+    # Between the urgent job's submit and its start, at most the one sweep job a pass already
+    # under way when it was submitted could launch; every slot freed after goes to it.
+    overtook = [j for j in sweep if any(record.submitted_at < t < urgent_start
                                         for t in started(server, j))]
-    assert overtook == []
+    assert len(overtook) <= 1
 
 
 def test_borrowed_quota_is_reclaimed_and_the_preempted_job_resumes(
