@@ -25,6 +25,10 @@ class ReasonCode(StrEnum):
     PREEMPTED = "PREEMPTED"
     # Set by the tracker on a job waiting out the back-off before its next attempt.
     BACKOFF = "BACKOFF"
+    # Sweeps as one unit (domain/sweep_control.py): its sweep is paused; its sweep may start
+    # no more trials (max_trials).
+    SWEEP_PAUSED = "SWEEP_PAUSED"
+    SWEEP_BUDGET = "SWEEP_BUDGET"
 
 
 # Reasons for which how many jobs are ahead is the news.

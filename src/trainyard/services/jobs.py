@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainyard.auth.policy import Access, Identity
+from trainyard.domain.early_stopping import STOPPED_EARLY
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, StaleState
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
@@ -141,7 +142,8 @@ class JobService:
         self.guard.require(identity, Access.READ, "GetTrainingStatus")
         with self.jobs.db.read() as conn:  # one pooled connection for all six reads
             job = self._visible(identity, self.jobs.get(job_id, conn), "GetTrainingStatus")
-            succeeded = job.state is JobState.SUCCEEDED
+            # A trial stopped early keeps its model as a success would.
+            succeeded = job.state is JobState.SUCCEEDED or job.end_reason == STOPPED_EARLY
             waiting = job.state is JobState.WAITING
             return JobStatus(
                 job=job,
