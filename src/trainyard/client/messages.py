@@ -160,6 +160,7 @@ class JobStatus:
     retries: int = 0  # attempts lost or failed and retried
     retry_after: str | None = None  # while it backs off: when its next attempt may start
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
+    end_reason: str = ""  # STOPPED_EARLY: its sweep's early-stopping rule stopped it
 
     @property
     def is_final(self) -> bool:
@@ -206,7 +207,7 @@ class JobStatus:
             cancel_requested=s.cancel_requested, executor=s.executor,
             gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
-            predicted_start=_predicted(s),
+            predicted_start=_predicted(s), end_reason=s.end_reason,
         )
 
 

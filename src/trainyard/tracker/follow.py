@@ -95,7 +95,10 @@ class Follower:
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
         if job.state is JobState.RUNNING:
-            job = self.early_stop.judge(self._ingest_metrics(job, final=False))
+            ingested = self._ingest_metrics(job, final=False)
+            if ingested.metrics_offset != job.metrics_offset:  # new points to judge
+                ingested = self.early_stop.judge(ingested)
+            job = ingested
         stop = job.cancel_requested or job.preempt_requested or \
             self.retries.over_time(job, self.clock()) > 0
         if stop and job.handle not in self._signalled and \
