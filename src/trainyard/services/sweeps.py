@@ -150,7 +150,7 @@ class SweepService:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
                                       "ListSweeps response") from None
         size = page_size or DEFAULT_PAGE_SIZE
-        found = self.sweeps.list(self.guard.owners(identity), limit=size + 1, before=before)
+        found = self.sweeps.newest(self.guard.owners(identity), limit=size + 1, before=before)
         page = found[:size]
         counts = self.sweeps.state_counts(s.id for s in page)
         use = self.sweeps.use([s.id for s in page], time.time())

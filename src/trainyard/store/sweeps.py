@@ -99,7 +99,7 @@ class SweepStore:
                                                      sweeps.c.kind == SWEEP)).all()
         return {r.id: SweepRecord.from_row(r) for r in rows}
 
-    def list(self, owners: frozenset[str] | None, *, limit: int,
+    def newest(self, owners: frozenset[str] | None, *, limit: int,
              before: float | None = None) -> list[SweepRecord]:
         """Newest first; `owners` None: anyone's."""
         query = select(sweeps).where(sweeps.c.kind == SWEEP).order_by(
@@ -156,7 +156,7 @@ class SweepStore:
         c = jobs.c
         ran = func.coalesce(runs.c.ended_at, now) - runs.c.started_at
         with self.db.read() as conn:
-            launched = dict(conn.execute(
+            launched: dict[str, int] = dict(conn.execute(
                 select(c.sweep_id, func.count()).where(c.sweep_id.in_(wanted), c.attempt > 0)
                 .group_by(c.sweep_id)).all())
             held = {r.sweep_id: (r.gpu_s or 0.0, r.cpu_s or 0.0) for r in conn.execute(
