@@ -4,7 +4,7 @@ One run, on one real `trainyard server` (the local-process executor, SQLite in a
 dir, --max-concurrent --parallel, forecasts off), driven by the Python SDK over gRPC on
 127.0.0.1. The digits dataset (examples/demo.py) is registered once; then the same random
 search (--trials trials, --seed: the same hyperparameters each time; LR log-uniform in
-[1e-3, 1], HIDDEN one of 64,64 / 256 / 256,256; EPOCHS --epochs, one CPU each, at most
+[1e-3, 1], HIDDEN one of 128 / 256,256 / 512,512; EPOCHS --epochs, one CPU each, at most
 --parallel at once) runs as three sweeps, one after the other, alone on the server:
 
   none     every trial runs to its end
@@ -16,7 +16,7 @@ trials, as `trainyard sweeps show` reports it), trials stopped early, the best t
 found, and the wall time. Goal, for each rule against none: at most 0.5x the CPU-hours for a
 best test_accuracy within 0.5 points.
 
-Usage: .venv/bin/python bench/sweeps.py [--trials 64] [--epochs 80] [--parallel 2]
+Usage: .venv/bin/python bench/sweeps.py [--trials 64] [--epochs 30] [--parallel 2]
                                         [--seed 1] [--rules median,asha] [--json PATH]
 """
 
@@ -46,7 +46,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "sweeps.json"
 TRAINER = ROOT / "examples" / "trainer.py"
 GOAL_CPU_RATIO = 0.5  # at most this share of the CPU-hours of the sweep without a rule
 GOAL_BEST_POINTS = 0.5  # best test_accuracy at most this many points below
-HIDDEN = ["64,64", "256", "256,256"]
+HIDDEN = ["128", "256,256", "512,512"]
 LR_RANGE = (1e-3, 1.0)
 SWEEP_TIMEOUT_S = 1800.0
 console = Console()
@@ -127,7 +127,7 @@ def compare(base: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=80)
+    parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rules", default="median,asha",
