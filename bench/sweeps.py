@@ -16,7 +16,7 @@ trials, as `trainyard sweeps show` reports it), trials stopped early, the best t
 found, and the wall time. Goal, for each rule against none: at most 0.5x the CPU-hours for a
 best test_accuracy within 0.5 points.
 
-Usage: .venv/bin/python bench/sweeps.py [--trials 64] [--epochs 30] [--parallel 2]
+Usage: .venv/bin/python bench/sweeps.py [--trials 64] [--epochs 150] [--parallel 2]
                                         [--seed 1] [--rules median,asha] [--json PATH]
 """
 
@@ -127,7 +127,7 @@ def compare(base: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=150)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rules", default="median,asha",
