@@ -3,8 +3,8 @@
 Runs as a Trainyard job: data from TRAINING_DATA_PATH (train.csv / test.csv, label in the
 first column, 64 pixel values after it), hyperparameters LR, EPOCHS, BATCH_SIZE, SEED and
 HIDDEN (hidden layer widths, e.g. "512,512"), one metrics line per epoch, and the weights
-written to MODEL_SAVE_PATH. It also runs outside the service:
-`LR=0.1 TRAINING_DATA_PATH=DIR python examples/trainer.py`.
+written to MODEL_SAVE_PATH after each epoch (a run stopped early keeps its latest). It also
+runs outside the service: `LR=0.1 TRAINING_DATA_PATH=DIR python examples/trainer.py`.
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ def train(config: Config, train_set: Split, test_set: Split) -> tuple[Params, fl
         _, test_acc = evaluate(params, test_set)
         runtime.log_metric(step=epoch, loss=loss, train_accuracy=train_acc,
                            test_accuracy=test_acc)
+        # The model as of this epoch: a trial its sweep stops early keeps it.
+        save_model(params, config, test_acc)
         print(f"epoch {epoch:3d}/{config.epochs}  loss {loss:.4f}  train_acc {train_acc:.4f}  "
               f"test_acc {test_acc:.4f}  ({time.perf_counter() - started:.2f}s)")
     return params, test_acc

@@ -147,6 +147,19 @@ def mia_run(world: World) -> str:
     return world.made["run"]
 
 
+def mia_sweep(world: World, paused: bool = False) -> str:
+    """A sweep owned by mia in her team's queue."""
+    stub = pb_grpc.TrainingServiceStub(world.channel)
+    sweep_id = stub.SubmitSweep(pb.SweepRequest(
+        template=pb.TrainRequest(name="mia-sweep", command="true", queue="red-q"),
+        parameters=[pb.SweepParameter(name="LR", values=["1"])]),
+        metadata=world.metadata("member"), timeout=10).sweep_id
+    if paused:
+        stub.PauseSweep(pb.SweepActionRequest(sweep_id=sweep_id),
+                        metadata=world.metadata("member"), timeout=10)
+    return sweep_id
+
+
 def mia_model(world: World) -> pb.ModelRef:
     """The model version of mia_run (reproductions add versions of the same model)."""
     mia_run(world)
@@ -194,6 +207,15 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "SubmitSweep": (training("SubmitSweep", lambda w: pb.SweepRequest(
         template=pb.TrainRequest(name="sw", command="true", queue="red-q"),
         parameters=[pb.SweepParameter(name="LR", values=["1"])])), MEMBER_WRITE),
+    "ListSweeps": (training("ListSweeps", lambda w: pb.SweepListRequest()), ANYONE_READ),
+    "GetSweep": (training("GetSweep", lambda w: pb.SweepGetRequest(sweep_id=mia_sweep(w))),
+                 MEMBER_READ_OWN),
+    "CancelSweep": (training("CancelSweep", lambda w: pb.SweepActionRequest(
+        sweep_id=mia_sweep(w))), MEMBER_WRITE),
+    "PauseSweep": (training("PauseSweep", lambda w: pb.SweepActionRequest(
+        sweep_id=mia_sweep(w))), MEMBER_WRITE),
+    "ResumeSweep": (training("ResumeSweep", lambda w: pb.SweepActionRequest(
+        sweep_id=mia_sweep(w, paused=True))), MEMBER_WRITE),
     "ListRuns": (training("ListRuns", lambda w: pb.ListRunsRequest()), ANYONE_READ),
     "GetRun": (training("GetRun", lambda w: pb.GetRunRequest(run_id=mia_run(w))),
                MEMBER_READ_OWN),

@@ -56,6 +56,16 @@ class Fixtures:
         job_id, _ = self.services.jobs.train(writer, JobSpec(name="waits", command="true"))
         return job_id
 
+    def sweep(self, caller: str, *, paused: bool = False) -> str:
+        """A sweep of the caller's (the read-only caller's is the member's)."""
+        writer = self.world.who["member" if caller == "read_only" else caller]
+        sweep_id, _ = self.services.sweeps.submit(
+            writer, JobSpec(name="sw", command="true"), [Parameter("LR", ("1",))],
+            search="grid", trials=0, seed=0, max_parallel=1)
+        if paused:
+            self.services.sweeps.pause(writer, sweep_id)
+        return sweep_id
+
     def model(self, caller: str) -> ModelRef:
         return ModelRef(f"{USERS[caller]}-model", 1)
 
@@ -132,6 +142,12 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
     TRAINING + "SubmitSweep": lambda f, c: bind(
         f.services.sweeps.submit, JobSpec(name="sw", command="true"),
         [Parameter("LR", ("1", "2"))], search="grid", trials=0, seed=0, max_parallel=1),
+    TRAINING + "ListSweeps": lambda f, c: bind(f.services.sweeps.list),
+    TRAINING + "GetSweep": lambda f, c: bind(f.services.sweeps.show, f.sweep(c)),
+    TRAINING + "CancelSweep": lambda f, c: bind(f.services.sweeps.cancel, f.sweep(c)),
+    TRAINING + "PauseSweep": lambda f, c: bind(f.services.sweeps.pause, f.sweep(c)),
+    TRAINING + "ResumeSweep": lambda f, c: bind(f.services.sweeps.resume,
+                                                f.sweep(c, paused=True)),
     TRAINING + "ListRuns": lambda f, c: bind(f.services.runs.list_runs, RunQuery()),
     TRAINING + "GetRun": lambda f, c: bind(f.services.runs.get, f.runs[c]),
     TRAINING + "CompareRuns": lambda f, c: bind(f.services.runs.compare, [f.runs[c]]),

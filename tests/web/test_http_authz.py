@@ -22,6 +22,7 @@ from trainyard.auth.policy import Identity, check_access, may_see_job
 from trainyard.domain.errors import PermissionDenied
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
+from trainyard.domain.sweep import Parameter
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.v1 import training_pb2 as pb
 from trainyard.web.routes import ROUTES, Route
@@ -59,6 +60,15 @@ class AuthzWorld:
             self.http.made.update(run=f"{job_id}-1", model=model.model_name,
                                   version=str(model.version))
         return self.http.made["run"]
+
+    def mia_sweep(self, paused: bool = False) -> str:
+        sweeps = self.server.services.sweeps
+        sweep_id, _ = sweeps.submit(self.identities["member"], JobSpec(
+            name="mia-sweep", command="true", queue="red-q"), [Parameter("LR", ("1",))],
+            search="grid", trials=0, seed=0, max_parallel=1)
+        if paused:
+            sweeps.pause(self.identities["member"], sweep_id)
+        return str(sweep_id)
 
     def model(self) -> tuple[str, str]:
         self.mia_run()
@@ -107,6 +117,11 @@ CALLS: dict[str, Build] = {
     "SubmitSweep": lambda w: ({}, "", {"template": {"name": "sw", "command": "true",
                                                     "queue": "red-q"},
                                        "parameters": [{"name": "LR", "values": ["1"]}]}),
+    "ListSweeps": lambda w: ({}, "", None),
+    "GetSweep": lambda w: ({"sweep_id": w.mia_sweep()}, "", None),
+    "CancelSweep": lambda w: ({"sweep_id": w.mia_sweep()}, "", None),
+    "PauseSweep": lambda w: ({"sweep_id": w.mia_sweep()}, "", None),
+    "ResumeSweep": lambda w: ({"sweep_id": w.mia_sweep(paused=True)}, "", None),
     "GetQueues": lambda w: ({}, "", None),
     "WhoAmI": lambda w: ({}, "", None),
     "ListRuns": lambda w: ({}, "", None),
@@ -139,7 +154,8 @@ CALLS: dict[str, Build] = {
 # The routes that act on mia's job or run, or submit to her team's queue: past the access
 # table, the caller must also be one who may see her jobs.
 MIAS = frozenset({"Train", "GetTrainingStatus", "CancelJob", "WatchJob", "StreamLogs",
-                  "SubmitSweep", "CompareRuns", "GetRun", "ReproduceRun", "SetModelAlias"})
+                  "SubmitSweep", "CompareRuns", "GetRun", "ReproduceRun", "SetModelAlias",
+                  "GetSweep", "CancelSweep", "PauseSweep", "ResumeSweep"})
 
 
 def expected_status(world: AuthzWorld, route: Route, role: str) -> int:

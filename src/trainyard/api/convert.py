@@ -145,6 +145,7 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         malformed_metric_lines=job.malformed_metric_lines,
         cancel_requested=job.cancel_requested, owner=job.owner, executor=job.executor,
         gpu_ids=list(job.gpu_ids), sweep_id=job.sweep_id, retries=job.retries,
+        end_reason=job.end_reason,
     )
     if job.state is JobState.WAITING and job.retry_after is not None:
         msg.retry_after.CopyFrom(timestamp(job.retry_after))
@@ -179,6 +180,7 @@ def summary_to_pb(job: JobRecord, prediction: PredictedStart | None = None,
         priority=job.spec.priority, submitted_at=timestamp(job.submitted_at),
         updated_at=timestamp(job.updated_at), labels=job.spec.labels, message=job.message,
         after=needs_to_pb(needs or []),
+        end_reason=job.end_reason,
     )
     if job.state is JobState.WAITING and prediction is not None:
         msg.predicted_start.CopyFrom(prediction_to_pb(prediction))

@@ -48,6 +48,8 @@ def run_to_pb(view: RunView) -> pb.Run:
         transitions=[transition_to_pb(e) for e in view.events],
         log_uri=view.log_path.as_uri(), log_size_bytes=view.log_size,
         reproduced_from=job.reproduced_from, reproduced_by=view.reproductions,
+        # The job's end reason belongs to its last attempt.
+        end_reason=job.end_reason if run.attempt == job.attempt else "",
     )
     if run.started_at is not None:
         msg.started_at.CopyFrom(timestamp(run.started_at))

@@ -9,8 +9,10 @@ import grpc
 from trainyard.api import convert
 from trainyard.api.auth import current_identity
 from trainyard.api.catalog_servicer import CatalogServicer
+from trainyard.api.convert_sweeps import sweep_to_pb
 from trainyard.api.errors import grpc_errors
 from trainyard.services.bundle import Services
+from trainyard.services.sweeps import SweepRules
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -105,5 +107,40 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
         sweep_id, job_ids = self.sweeps.submit(
             current_identity(), convert.spec_from_request(request.template),
             convert.parameters_from_pb(list(request.parameters)), search=request.search,
-            trials=request.trials, seed=request.seed, max_parallel=request.max_parallel)
+            trials=request.trials, seed=request.seed, max_parallel=request.max_parallel,
+            rules=SweepRules(
+                objective=request.objective, early_stop=request.early_stop,
+                min_steps=request.min_steps, reduction=request.reduction,
+                max_trials=request.max_trials, max_gpu_hours=request.max_gpu_hours,
+                max_cpu_hours=request.max_cpu_hours))
         return pb.SweepResponse(sweep_id=sweep_id, job_ids=job_ids)
+
+    # --- sweeps as one unit -----------------------------------------------------------------
+
+    @grpc_errors
+    def ListSweeps(self, request: pb.SweepListRequest,
+                   context: grpc.ServicerContext) -> pb.SweepListResponse:
+        views, token = self.sweeps.list(current_identity(), page_size=request.page_size,
+                                        page_token=request.page_token)
+        return pb.SweepListResponse(sweeps=[sweep_to_pb(v, with_trials=False) for v in views],
+                                    next_page_token=token)
+
+    @grpc_errors
+    def GetSweep(self, request: pb.SweepGetRequest,
+                 context: grpc.ServicerContext) -> pb.SweepStatus:
+        return sweep_to_pb(self.sweeps.show(current_identity(), request.sweep_id))
+
+    @grpc_errors
+    def CancelSweep(self, request: pb.SweepActionRequest,
+                    context: grpc.ServicerContext) -> pb.SweepStatus:
+        return sweep_to_pb(self.sweeps.cancel(current_identity(), request.sweep_id))
+
+    @grpc_errors
+    def PauseSweep(self, request: pb.SweepActionRequest,
+                   context: grpc.ServicerContext) -> pb.SweepStatus:
+        return sweep_to_pb(self.sweeps.pause(current_identity(), request.sweep_id))
+
+    @grpc_errors
+    def ResumeSweep(self, request: pb.SweepActionRequest,
+                    context: grpc.ServicerContext) -> pb.SweepStatus:
+        return sweep_to_pb(self.sweeps.resume(current_identity(), request.sweep_id))

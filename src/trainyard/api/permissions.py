@@ -35,6 +35,12 @@ RPC_ACCESS: dict[str, Access] = {
     TRAINING + "GetDatasetLineage": Access.READ,
     # Datasets are registered by admins, and deleted by them.
     TRAINING + "DeleteDataset": Access.ADMIN,
+    # Sweeps as one unit; which sweeps, services/sweeps.py decides (as for jobs).
+    TRAINING + "ListSweeps": Access.READ,
+    TRAINING + "GetSweep": Access.READ,
+    TRAINING + "CancelSweep": Access.WRITE,
+    TRAINING + "PauseSweep": Access.WRITE,
+    TRAINING + "ResumeSweep": Access.WRITE,
     ADMIN + "CreateUser": Access.ADMIN,
     ADMIN + "ListUsers": Access.ADMIN_READ,
     ADMIN + "CreateTeam": Access.ADMIN,

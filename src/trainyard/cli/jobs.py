@@ -158,6 +158,24 @@ def sweep(
     queue: Annotated[str, typer.Option(help="Queue name.")] = DEFAULT_QUEUE,
     priority: Annotated[int, typer.Option(help="Higher runs earlier.")] = 0,
     label: Annotated[list[str] | None, typer.Option(help="Label KEY=VALUE (repeatable).")] = None,
+    objective: Annotated[str, typer.Option(
+        help="The metric trials are judged on: METRIC:max or METRIC:min (e.g. "
+        "test_accuracy:max).")] = "",
+    early_stop: Annotated[str, typer.Option(
+        help="Stop losing trials on --objective: median, asha or none.")] = "none",
+    min_steps: Annotated[int, typer.Option(
+        help="The first step the rule judges (median) or the first rung (asha) "
+        "[default: 1].")] = 0,
+    reduction: Annotated[int, typer.Option(
+        help="asha: rungs at min-steps x reduction^k; a trial goes on in the top "
+        "1/reduction [default: 3].")] = 0,
+    max_trials: Annotated[int, typer.Option(
+        help="At most this many trials launched in all (0: no limit).")] = 0,
+    max_gpu_hours: Annotated[float, typer.Option(
+        help="GPU-hours of all trials together; once used, no more trials start "
+        "(0: no limit).")] = 0.0,
+    max_cpu_hours: Annotated[float, typer.Option(
+        help="CPU-hours of all trials together, likewise (0: no limit).")] = 0.0,
     server: ServerOpt = None,
     output: OutputOpt = Output.text,
 ) -> None:
@@ -179,7 +197,11 @@ def sweep(
                     ) as client:
         sweep_id, job_ids = client.sweep(template, grid=split, choices=choices,
                                          ranges=_ranges(range_ or []), trials=trials,
-                                         seed=seed, max_parallel=max_parallel)
+                                         seed=seed, max_parallel=max_parallel,
+                                         objective=objective, early_stop=early_stop,
+                                         min_steps=min_steps, reduction=reduction,
+                                         max_trials=max_trials, max_gpu_hours=max_gpu_hours,
+                                         max_cpu_hours=max_cpu_hours)
     if output is Output.json:
         print_json({"sweep_id": sweep_id, "job_ids": job_ids})
         return

@@ -15,6 +15,7 @@ from trainyard.cli.models import models_app
 from trainyard.cli.runs import runs_app
 from trainyard.cli.server import server
 from trainyard.cli.sim import sim as sim_command
+from trainyard.cli.sweeps import sweeps_app
 
 app = typer.Typer(help="Trainyard: submit, queue, run and track training jobs.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -25,6 +26,7 @@ app.command("sim")(sim_command)  # cli/sim.py
 app.add_typer(history_app, name="history")  # cli/history.py
 app.add_typer(runs_app, name="runs")  # cli/runs.py
 app.add_typer(models_app, name="models")  # cli/models.py
+app.add_typer(sweeps_app, name="sweeps")  # cli/sweeps.py
 app.command()(server)  # cli/server.py
 app.command()(jobs.submit)  # cli/jobs.py
 app.command()(jobs.sweep)

@@ -61,7 +61,8 @@ def render_status(st: JobStatus) -> None:
     # Everything a user wrote (commands, names, messages) is escaped: "[adam]" or "[/]"
     # in a command must print as written, not be read as markup.
     table.add_row("job", f"{escape(st.job_id)} ({escape(st.name)})")
-    table.add_row("state", styled_state(st.state))
+    ended = " [dim](stopped early)[/]" if st.end_reason == "STOPPED_EARLY" else ""
+    table.add_row("state", styled_state(st.state) + ended)
     if st.state == "WAITING":
         table.add_row("position", f"{st.queue_position} in queue {escape(st.queue)}")
         if st.pending_reason:

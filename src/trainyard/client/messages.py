@@ -189,6 +189,7 @@ class JobStatus:
     retry_after: str | None = None  # while it backs off: when its next attempt may start
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
     after: tuple[Dependency, ...] = ()  # the jobs it waits for (--after)
+    end_reason: str = ""  # STOPPED_EARLY: its sweep's early-stopping rule stopped it
 
     @property
     def is_final(self) -> bool:
@@ -236,6 +237,7 @@ class JobStatus:
             gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
             predicted_start=_predicted(s), after=_after(s.spec.after),
+            end_reason=s.end_reason,
         )
 
 

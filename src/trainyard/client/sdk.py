@@ -156,9 +156,15 @@ class Client:
     def sweep(self, template: TrainSpec, *, grid: Mapping[str, list[str]] | None = None,
               ranges: Mapping[str, tuple[float, float, bool]] | None = None,
               choices: Mapping[str, list[str]] | None = None, trials: int = 0, seed: int = 0,
-              max_parallel: int = 0) -> tuple[str, list[str]]:
+              max_parallel: int = 0, objective: str = "", early_stop: str = "",
+              min_steps: int = 0, reduction: int = 0, max_trials: int = 0,
+              max_gpu_hours: float = 0.0, max_cpu_hours: float = 0.0
+              ) -> tuple[str, list[str]]:
         """A grid (`grid`) or, with `trials`, a random search over `ranges` (low, high, log)
-        and `choices`. Returns the sweep id and its jobs' ids."""
+        and `choices`. Returns the sweep id and its jobs' ids. `objective` ("METRIC:max" or
+        "METRIC:min") with `early_stop` ("median" or "asha"; `min_steps`, `reduction`) stops
+        losing trials; `max_trials`, `max_gpu_hours` and `max_cpu_hours` budget the whole
+        sweep (0: none)."""
         parameters: list[dict[str, Any]] = [
             {"name": name, "values": list(values)}
             for name, values in {**(grid or {}), **(choices or {})}.items()]
@@ -166,9 +172,38 @@ class Client:
                        for name, (low, high, log) in (ranges or {}).items()]
         request = build(pb.SweepRequest, template=template.to_pb(), trials=trials, seed=seed,
                         max_parallel=max_parallel, search="random" if trials else "grid",
-                        parameters=parameters)
+                        parameters=parameters, objective=objective, early_stop=early_stop,
+                        min_steps=min_steps, reduction=reduction, max_trials=max_trials,
+                        max_gpu_hours=max_gpu_hours, max_cpu_hours=max_cpu_hours)
         reply = self._call(self._stub.SubmitSweep, request)
         return reply.sweep_id, list(reply.job_ids)
+
+    # --- sweeps as one unit (plain data, as `--output json` prints it) ----------------------
+
+    def list_sweeps(self, *, page_size: int = 0,
+                    page_token: str = "") -> tuple[list[dict[str, Any]], str]:
+        resp = self._call(self._stub.ListSweeps, build(pb.SweepListRequest,
+                                                       page_size=page_size,
+                                                       page_token=page_token))
+        return [plain(s) for s in resp.sweeps], resp.next_page_token
+
+    def get_sweep(self, sweep_id: str) -> dict[str, Any]:
+        """Its state, each trial's state, hyperparameters and latest metrics, the best trial
+        so far on its objective, how many were stopped early, what it used."""
+        return plain(self._call(self._stub.GetSweep, build(pb.SweepGetRequest,
+                                                           sweep_id=sweep_id)))
+
+    def cancel_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return plain(self._call(self._stub.CancelSweep, build(pb.SweepActionRequest,
+                                                              sweep_id=sweep_id)))
+
+    def pause_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return plain(self._call(self._stub.PauseSweep, build(pb.SweepActionRequest,
+                                                             sweep_id=sweep_id)))
+
+    def resume_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return plain(self._call(self._stub.ResumeSweep, build(pb.SweepActionRequest,
+                                                              sweep_id=sweep_id)))
 
     def queues(self) -> dict[str, Any]:
         """The policy in force with each queue's waiting and running jobs, each pool's use and

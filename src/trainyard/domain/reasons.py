@@ -29,6 +29,10 @@ class ReasonCode(StrEnum):
     DEPENDENCY = "DEPENDENCY"
     # Its team's or queue's budget of GPU- or CPU-hours over a period is used (domain.budgets).
     BUDGET = "BUDGET"
+    # Sweeps as one unit (domain/sweep_control.py): its sweep is paused; its sweep may start
+    # no more trials (max_trials).
+    SWEEP_PAUSED = "SWEEP_PAUSED"
+    SWEEP_BUDGET = "SWEEP_BUDGET"
 
 
 # Reasons for which how many jobs are ahead is the news.

@@ -60,7 +60,8 @@ class FifoPolicy:
         admit: list[str] = []
         gpus: dict[str, tuple[str, ...]] = {}
         pending: dict[str, PendingReason] = {}
-        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running, snapshot.sweep_titles)
+        sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running, snapshot.sweep_titles,
+                            snapshot.sweep_holds, snapshot.sweep_starts)
         for job in ordered:
             capped = sweeps.blocked(job)
             if capped is not None:

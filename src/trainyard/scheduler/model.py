@@ -85,6 +85,10 @@ class Snapshot:
     # how sentences name them ("pipeline 'etl'"; by default "sweep <id>").
     sweep_limits: Mapping[str, int] = field(default_factory=dict)
     sweep_titles: Mapping[str, str] = field(default_factory=dict)
+    # Sweeps none of whose jobs may start (paused), with why; and, for sweeps with a trial
+    # budget, how many more of their jobs may start (scheduler/sweeps.py).
+    sweep_holds: Mapping[str, PendingReason] = field(default_factory=dict)
+    sweep_starts: Mapping[str, int] = field(default_factory=dict)
     # The last pass's Decisions.reclaiming: waiting jobs for which borrowed quota is being
     # taken back, each with the pool. What comes back is held for them, not lent again.
     reclaiming: Mapping[str, str] = field(default_factory=dict)

@@ -138,7 +138,8 @@ class QueuePolicy:
         state = _Pass(ledger, Preemption(self.policy, snapshot.now, ledger, reclaiming),
                       failures, reasons, reclaiming, Owners(self.policy),
                       sweeps=SweepSlots(snapshot.sweep_limits, snapshot.running,
-                                        snapshot.sweep_titles),
+                                        snapshot.sweep_titles, snapshot.sweep_holds,
+                                        snapshot.sweep_starts),
                       budgets=Budgets(self.budgets, snapshot.budget_use, snapshot.running,
                                       snapshot.now))
         # Capacity on its way back to a team is held for the job it was taken back for, so
@@ -188,7 +189,7 @@ class QueuePolicy:
             # After a job of the queue fails and nothing changes in the pass, the queue's
             # and the global limit still let its next job by, and only the shape memo (and
             # the job's own claim, sweep and access) can tell it apart.
-            plain = not state.sweeps.limits and not self._rules(name).restricted and \
+            plain = not state.sweeps.any and not self._rules(name).restricted and \
                 not state.budgets
             quiet = -1
             while True:
@@ -230,8 +231,7 @@ class QueuePolicy:
         queue's limit or the global one, and so does every job after it. So no job's reason
         depends on the order the queues go in, and they need not take turns."""
         sweeps = state.sweeps
-        full = {sweep for sweep, most in sweeps.limits.items()
-                if not sweeps.running[sweep] < most}  # as SweepSlots.blocked has it
+        full = sweeps.full()  # as SweepSlots.blocked has it
         heads, each, tails = state.heads, state.each, state.tails
         for name, jobs in queues.items():
             if name not in self.policy.queues:
@@ -263,7 +263,7 @@ class QueuePolicy:
         """The first checks of _try: the job's sweep, the queue's access rules, and the budgets
         it draws on. A claim on room taken back for the job (state.pre_held) ends when its
         queue no longer takes it, or its budget holds it back."""
-        if state.sweeps.limits:
+        if state.sweeps.any:
             capped = state.sweeps.blocked(job)
             if capped is not None:
                 return capped
@@ -286,7 +286,7 @@ class QueuePolicy:
         rules = self._queues.get(job.queue) or self._rules(job.queue)
         # A claim on room taken back for this job (state.pre_held) lasts while the job waits
         # behind a limit.
-        if rules.restricted or state.sweeps.limits or state.budgets:
+        if rules.restricted or state.sweeps.any or state.budgets:
             blocked = self._blocked(job, rules, state)
             if blocked is not None:
                 return blocked

@@ -297,7 +297,8 @@ class TrainyardServer:
         return Services(
             jobs=jobs,
             sweeps=SweepService(self.jobs, check,
-                                on_submit=lambda: self._tell_tracker(SUBMITTED)),
+                                on_submit=lambda: self._tell_tracker(SUBMITTED),
+                                on_cancel=lambda: self._tell_tracker(CANCELLED)),
             runs=runs,
             models=ModelService(model_store, runs, dataset_store, guard,
                                 self.workspace.artifacts_dir),

@@ -22,6 +22,7 @@ from trainyard.domain.dependencies import (
     never_met,
     never_sentence,
 )
+from trainyard.domain.early_stopping import STOPPED_EARLY
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument, NotFound, StaleState
 from trainyard.domain.pipeline import check_pipeline, pipeline_id
 from trainyard.domain.policy import Policy
@@ -208,7 +209,8 @@ class JobService:
         self.guard.require(identity, Access.READ, "GetTrainingStatus")
         with self.jobs.db.read() as conn:  # one pooled connection for all six reads
             job = self._visible(identity, self.jobs.get(job_id, conn), "GetTrainingStatus")
-            succeeded = job.state is JobState.SUCCEEDED
+            # A trial stopped early keeps its model as a success would.
+            succeeded = job.state is JobState.SUCCEEDED or job.end_reason == STOPPED_EARLY
             waiting = job.state is JobState.WAITING
             return JobStatus(
                 job=job,

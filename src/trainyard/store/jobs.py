@@ -355,12 +355,6 @@ class JobStore:
             raise NotFound("job", job_id)
         return JobRecord.from_row(row)
 
-    def add_sweep(self, sweep_id: str, name: str, owner: str, max_parallel: int,
-                  now: float) -> None:
-        with self.db.write() as conn:
-            conn.execute(insert(sweeps).values(id=sweep_id, name=name, owner=owner,
-                                               max_parallel=max_parallel, created_at=now))
-
     def sweep_limits(self, sweep_ids: Iterable[str]) -> dict[str, int]:
         """The running-job limit of each of these sweeps or pipelines that has one."""
         return self.group_limits(sweep_ids)[0]

@@ -40,6 +40,7 @@ class JobRecord:
     held_s: float = 0.0  # seconds it ran in attempts that ended
     retries: int = 0  # attempts lost or failed and retried
     retry_after: float | None = None  # while it backs off: when it may start again
+    end_reason: str = ""  # STOPPED_EARLY: its sweep's early-stopping rule stopped it
 
     @classmethod
     def from_row(cls, row: Any) -> JobRecord:
@@ -97,6 +98,7 @@ class JobRecord:
             held_s=m.get("held_s") or 0.0,
             retries=m["retries"],
             retry_after=m["retry_after"],
+            end_reason=m.get("end_reason") or "",
         )
 
 

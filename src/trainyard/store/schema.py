@@ -90,6 +90,9 @@ jobs = Table(
     # Its attempts lost or failed and retried; while it backs off, when it may start again.
     Column("retries", Integer, nullable=False, default=0, server_default="0"),
     Column("retry_after", Float, nullable=True),
+    # Why it ended, where its state alone does not say: STOPPED_EARLY (domain.early_stopping)
+    # for a trial its sweep's rule stopped, which ends CANCELLED.
+    Column("end_reason", String(32), nullable=False, default="", server_default=""),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),
@@ -97,6 +100,8 @@ jobs = Table(
     Index("ix_jobs_state_updated_at", "state", "updated_at"),
     # The jobs submitted lately: what a forecast expects the next hours to bring.
     Index("ix_jobs_submitted_at", "submitted_at"),
+    # A sweep's trials, for `trainyard sweeps show` and its budgets and early stopping.
+    Index("ix_jobs_sweep_id", "sweep_id"),
 )
 
 # One row per attempt of a job: a run. Written with the job's transitions, in the same
@@ -290,6 +295,20 @@ sweeps = Table(
     Column("max_parallel", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("kind", String(16), nullable=False, default="sweep", server_default="sweep"),
+    # A sweep's objective (a metric and "max" or "min"; "" none), its early-stopping rule
+    # ("median", "asha"; "" none) with its settings, and its budgets (0: none). Pipelines
+    # keep them empty.
+    Column("objective", String(128), nullable=False, default="", server_default=""),
+    Column("direction", String(8), nullable=False, default="", server_default=""),
+    Column("early_stop", String(16), nullable=False, default="", server_default=""),
+    Column("min_steps", Integer, nullable=False, default=0, server_default="0"),
+    Column("reduction", Integer, nullable=False, default=0, server_default="0"),
+    Column("max_trials", Integer, nullable=False, default=0, server_default="0"),
+    Column("max_gpu_hours", Float, nullable=False, default=0.0, server_default="0"),
+    Column("max_cpu_hours", Float, nullable=False, default=0.0, server_default="0"),
+    # "" open, PAUSED, CANCELLED, or BUDGET (it launches no more trials), with the sentence.
+    Column("status", String(16), nullable=False, default="", server_default=""),
+    Column("status_message", Text, nullable=False, default="", server_default=""),
 )
 
 # Each queue's decayed usage for fair share, as of updated_at: kept across restarts.

@@ -24,8 +24,9 @@ from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord, join_ids
 from trainyard.tracker.fair_share import FairShareUsage
 from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.sweep_gate import SweepGate
 from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry, preemption_cause
-from trainyard.tracker.waiting import WaitingJobs
+from trainyard.tracker.waiting import WaitingJobs, cancel_waiting
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class Admission:
         self._saturated: PendingReason | None = None  # from the last full pass
         self._reasons: dict[str, PendingReason] = {}  # last pending reasons written
         self.budget_usage = BudgetUsageStore(jobs.db)  # read at each pass, for the budgets
+        self.sweep_gate = SweepGate(jobs, clock)  # paused sweeps and budgets
 
     def run(self) -> int:
         """Ask the policy what to start, start it, record why the rest waits. Returns the
@@ -127,13 +129,8 @@ class Admission:
         for job_id, timeout in self.waiting.expired():
             self.waiting.remove(job_id)
             why = pending_timeout_reached(timeout)
-            try:
-                self.jobs.transition(job_id, JobState.WAITING, JobState.CANCELLED, reason=why,
-                                     now=self.clock(), message=why, pending_code="",
-                                     pending_message="")
-            except StaleState:
-                continue  # it left the queue meanwhile
-            log.info("job %s: %s", job_id, why)
+            if cancel_waiting(self.jobs, job_id, why, self.clock()):
+                log.info("job %s: %s", job_id, why)
 
     def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
         """What the policy decides on: the active jobs, the usage decayed to now, the
@@ -144,16 +141,24 @@ class Admission:
         waiting = self.waiting.current()
         if not waiting:
             return None
+        gate = self.sweep_gate.prepare(self.waiting.sweeps)
+        for job_id in gate.cancelled:
+            self.waiting.remove(job_id)
+        if not waiting:
+            return None
         limits, titles = self.jobs.group_limits(
             self.waiting.sweeps.union(j.sweep for j in active))
         # The budgets' use as of now, from the store: a restart forgets none of it.
         budgets = budgets_in(self.policy())
         used = self.budget_usage.used(periods_of(budgets), now) if budgets else {}
-        return self.fair_share.feed.snapshot(
+        snapshot = self.fair_share.feed.snapshot(
             waiting, active, now, pools=self.pools,
             unavailable={kind: why for kind, executor in self.executors_by_kind.items()
                          if (why := executor.unavailable()) is not None},
             sweep_limits=limits, sweep_titles=titles, budget_use=used)
+        if gate.holds or gate.starts:
+            snapshot = replace(snapshot, sweep_holds=gate.holds, sweep_starts=gate.starts)
+        return snapshot
 
     def _write_reasons(self, pending: Mapping[str, PendingReason]) -> None:
         """Write only reasons that changed; policies hand out shared reason objects, so the

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from trainyard.domain.early_stopping import STOPPED_EARLY
 from trainyard.domain.errors import StaleState, TrainyardError
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import JobState
@@ -18,6 +19,7 @@ from trainyard.metadata.workspace import Workspace
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord
+from trainyard.tracker.early_stop import EarlyStopper
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.retries import Retries
 from trainyard.tracker.settle import Settlement, settle
@@ -69,6 +71,7 @@ class Follower:
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._noted: set[str] = set()  # job ids whose message is what their engine said
         self._succeeded_at: dict[str, float] = {}  # job id -> when its engine said success
+        self.early_stop = EarlyStopper(jobs)  # its sweep's rule, judged as metrics come in
 
     def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
         """One job's trouble must not stall the others: log it, and fail the job if it
@@ -91,13 +94,16 @@ class Follower:
         if self.launcher.in_flight(job.id):
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
+        if job.state is JobState.RUNNING:
+            ingested = self._ingest_metrics(job, final=False)
+            if ingested.metrics_offset != job.metrics_offset:  # new points to judge
+                ingested = self.early_stop.judge(ingested)
+            job = ingested
         stop = job.cancel_requested or job.preempt_requested or \
             self.retries.over_time(job, self.clock()) > 0
         if stop and job.handle not in self._signalled and \
                 executor.cancel(job.handle, self.cancel_grace):
             self._signalled.add(job.handle)
-        if job.state is JobState.RUNNING:
-            job = self._ingest_metrics(job, final=False)
         observation = self._reported(executor, job) or self._await_reports(
             executor, job, self._with_reported_code(executor, job, executor.poll(job.handle)))
         self._note(job, observation)
@@ -202,7 +208,11 @@ class Follower:
             self._reconcile_soon()
         else:
             message = outcome.message
-            if outcome.target is JobState.SUCCEEDED:
+            stopped_early = outcome.target is JobState.CANCELLED and \
+                job.end_reason == STOPPED_EARLY
+            if stopped_early:
+                message = job.message  # the rule's verdict, not "cancelled by request"
+            if outcome.target is JobState.SUCCEEDED or stopped_early:
                 message += self._collect_model(job)
             if recovering and outcome.exited:
                 message += " (while the service was down)"

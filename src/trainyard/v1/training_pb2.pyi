@@ -62,7 +62,7 @@ class MetricSeries(_message.Message):
     def __init__(self, key: _Optional[str] = ..., points: _Optional[_Iterable[_Union[MetricPoint, _Mapping]]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("run_id", "job_id", "attempt", "name", "owner", "state", "algorithm", "spec", "code", "executor", "pool", "gpu_ids", "submitted_at", "launched_at", "started_at", "ended_at", "has_exit_code", "exit_code", "message", "metrics", "series", "series_truncated", "transitions", "log_uri", "log_size_bytes", "model", "reproduced_from", "reproduced_by")
+    __slots__ = ("run_id", "job_id", "attempt", "name", "owner", "state", "algorithm", "spec", "code", "executor", "pool", "gpu_ids", "submitted_at", "launched_at", "started_at", "ended_at", "has_exit_code", "exit_code", "message", "metrics", "series", "series_truncated", "transitions", "log_uri", "log_size_bytes", "model", "reproduced_from", "reproduced_by", "end_reason")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +98,7 @@ class Run(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     REPRODUCED_FROM_FIELD_NUMBER: _ClassVar[int]
     REPRODUCED_BY_FIELD_NUMBER: _ClassVar[int]
+    END_REASON_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     job_id: str
     attempt: int
@@ -126,7 +127,8 @@ class Run(_message.Message):
     model: ModelArtifact
     reproduced_from: str
     reproduced_by: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., algorithm: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., executor: _Optional[str] = ..., pool: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., launched_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ..., metrics: _Optional[_Mapping[str, MetricValue]] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., series_truncated: _Optional[bool] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., log_uri: _Optional[str] = ..., log_size_bytes: _Optional[int] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., reproduced_from: _Optional[str] = ..., reproduced_by: _Optional[_Iterable[str]] = ...) -> None: ...
+    end_reason: str
+    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., algorithm: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., executor: _Optional[str] = ..., pool: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., launched_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ..., metrics: _Optional[_Mapping[str, MetricValue]] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., series_truncated: _Optional[bool] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., log_uri: _Optional[str] = ..., log_size_bytes: _Optional[int] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., reproduced_from: _Optional[str] = ..., reproduced_by: _Optional[_Iterable[str]] = ..., end_reason: _Optional[str] = ...) -> None: ...
 
 class MetricThreshold(_message.Message):
     __slots__ = ("key", "op", "value")
@@ -467,20 +469,34 @@ class SweepParameter(_message.Message):
     def __init__(self, name: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., min: _Optional[float] = ..., max: _Optional[float] = ..., log: _Optional[bool] = ..., integer: _Optional[bool] = ...) -> None: ...
 
 class SweepRequest(_message.Message):
-    __slots__ = ("template", "parameters", "search", "trials", "seed", "max_parallel")
+    __slots__ = ("template", "parameters", "search", "trials", "seed", "max_parallel", "objective", "early_stop", "min_steps", "reduction", "max_trials", "max_gpu_hours", "max_cpu_hours")
     TEMPLATE_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     SEARCH_FIELD_NUMBER: _ClassVar[int]
     TRIALS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    EARLY_STOP_FIELD_NUMBER: _ClassVar[int]
+    MIN_STEPS_FIELD_NUMBER: _ClassVar[int]
+    REDUCTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_TRIALS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     template: TrainRequest
     parameters: _containers.RepeatedCompositeFieldContainer[SweepParameter]
     search: str
     trials: int
     seed: int
     max_parallel: int
-    def __init__(self, template: _Optional[_Union[TrainRequest, _Mapping]] = ..., parameters: _Optional[_Iterable[_Union[SweepParameter, _Mapping]]] = ..., search: _Optional[str] = ..., trials: _Optional[int] = ..., seed: _Optional[int] = ..., max_parallel: _Optional[int] = ...) -> None: ...
+    objective: str
+    early_stop: str
+    min_steps: int
+    reduction: int
+    max_trials: int
+    max_gpu_hours: float
+    max_cpu_hours: float
+    def __init__(self, template: _Optional[_Union[TrainRequest, _Mapping]] = ..., parameters: _Optional[_Iterable[_Union[SweepParameter, _Mapping]]] = ..., search: _Optional[str] = ..., trials: _Optional[int] = ..., seed: _Optional[int] = ..., max_parallel: _Optional[int] = ..., objective: _Optional[str] = ..., early_stop: _Optional[str] = ..., min_steps: _Optional[int] = ..., reduction: _Optional[int] = ..., max_trials: _Optional[int] = ..., max_gpu_hours: _Optional[float] = ..., max_cpu_hours: _Optional[float] = ...) -> None: ...
 
 class SweepResponse(_message.Message):
     __slots__ = ("sweep_id", "job_ids")
@@ -1079,7 +1095,7 @@ class PredictedStart(_message.Message):
     def __init__(self, p50: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., p90: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cannot_start: _Optional[str] = ..., horizon_seconds: _Optional[float] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start", "end_reason")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1109,6 +1125,7 @@ class TrainingStatus(_message.Message):
     RETRIES_FIELD_NUMBER: _ClassVar[int]
     RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
+    END_REASON_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -1131,7 +1148,8 @@ class TrainingStatus(_message.Message):
     retries: int
     retry_after: _timestamp_pb2.Timestamp
     predicted_start: PredictedStart
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ...) -> None: ...
+    end_reason: str
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., end_reason: _Optional[str] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)
@@ -1161,7 +1179,7 @@ class ListJobsRequest(_message.Message):
     def __init__(self, states: _Optional[_Iterable[_Union[JobState, str]]] = ..., queue: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class JobSummary(_message.Message):
-    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message", "predicted_start", "after")
+    __slots__ = ("job_id", "name", "state", "queue", "priority", "submitted_at", "updated_at", "labels", "message", "predicted_start", "after", "end_reason")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1180,6 +1198,7 @@ class JobSummary(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    END_REASON_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     state: JobState
@@ -1191,7 +1210,8 @@ class JobSummary(_message.Message):
     message: str
     predicted_start: PredictedStart
     after: _containers.RepeatedCompositeFieldContainer[JobDependency]
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
+    end_reason: str
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., message: _Optional[str] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., end_reason: _Optional[str] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
@@ -1320,3 +1340,124 @@ class BudgetHours(_message.Message):
     used: float
     limit: float
     def __init__(self, used: _Optional[float] = ..., limit: _Optional[float] = ...) -> None: ...
+
+class SweepListRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class SweepListResponse(_message.Message):
+    __slots__ = ("sweeps", "next_page_token")
+    SWEEPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    sweeps: _containers.RepeatedCompositeFieldContainer[SweepStatus]
+    next_page_token: str
+    def __init__(self, sweeps: _Optional[_Iterable[_Union[SweepStatus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class SweepGetRequest(_message.Message):
+    __slots__ = ("sweep_id",)
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    sweep_id: str
+    def __init__(self, sweep_id: _Optional[str] = ...) -> None: ...
+
+class SweepActionRequest(_message.Message):
+    __slots__ = ("sweep_id",)
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    sweep_id: str
+    def __init__(self, sweep_id: _Optional[str] = ...) -> None: ...
+
+class SweepTrial(_message.Message):
+    __slots__ = ("job_id", "name", "state", "hyperparameters", "latest_metrics", "has_best", "best", "end_reason", "message", "attempt")
+    class HyperparametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class LatestMetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    LATEST_METRICS_FIELD_NUMBER: _ClassVar[int]
+    HAS_BEST_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
+    END_REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    name: str
+    state: JobState
+    hyperparameters: _containers.ScalarMap[str, str]
+    latest_metrics: _containers.ScalarMap[str, float]
+    has_best: bool
+    best: float
+    end_reason: str
+    message: str
+    attempt: int
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., latest_metrics: _Optional[_Mapping[str, float]] = ..., has_best: _Optional[bool] = ..., best: _Optional[float] = ..., end_reason: _Optional[str] = ..., message: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class SweepStatus(_message.Message):
+    __slots__ = ("sweep_id", "name", "owner", "created_at", "state", "message", "max_parallel", "objective", "early_stop", "min_steps", "reduction", "max_trials", "max_gpu_hours", "max_cpu_hours", "trial_counts", "total_trials", "stopped_early", "launched_trials", "gpu_hours", "cpu_hours", "trials", "best")
+    class TrialCountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    EARLY_STOP_FIELD_NUMBER: _ClassVar[int]
+    MIN_STEPS_FIELD_NUMBER: _ClassVar[int]
+    REDUCTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_TRIALS_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    TRIAL_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TRIALS_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_EARLY_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHED_TRIALS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    CPU_HOURS_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
+    sweep_id: str
+    name: str
+    owner: str
+    created_at: _timestamp_pb2.Timestamp
+    state: str
+    message: str
+    max_parallel: int
+    objective: str
+    early_stop: str
+    min_steps: int
+    reduction: int
+    max_trials: int
+    max_gpu_hours: float
+    max_cpu_hours: float
+    trial_counts: _containers.ScalarMap[str, int]
+    total_trials: int
+    stopped_early: int
+    launched_trials: int
+    gpu_hours: float
+    cpu_hours: float
+    trials: _containers.RepeatedCompositeFieldContainer[SweepTrial]
+    best: SweepTrial
+    def __init__(self, sweep_id: _Optional[str] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., state: _Optional[str] = ..., message: _Optional[str] = ..., max_parallel: _Optional[int] = ..., objective: _Optional[str] = ..., early_stop: _Optional[str] = ..., min_steps: _Optional[int] = ..., reduction: _Optional[int] = ..., max_trials: _Optional[int] = ..., max_gpu_hours: _Optional[float] = ..., max_cpu_hours: _Optional[float] = ..., trial_counts: _Optional[_Mapping[str, int]] = ..., total_trials: _Optional[int] = ..., stopped_early: _Optional[int] = ..., launched_trials: _Optional[int] = ..., gpu_hours: _Optional[float] = ..., cpu_hours: _Optional[float] = ..., trials: _Optional[_Iterable[_Union[SweepTrial, _Mapping]]] = ..., best: _Optional[_Union[SweepTrial, _Mapping]] = ...) -> None: ...

@@ -146,6 +146,31 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.FromString,
                 _registered_method=True)
+        self.ListSweeps = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ListSweeps',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepListRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepListResponse.FromString,
+                _registered_method=True)
+        self.GetSweep = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetSweep',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepGetRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+                _registered_method=True)
+        self.CancelSweep = channel.unary_unary(
+                '/trainyard.v1.TrainingService/CancelSweep',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+                _registered_method=True)
+        self.PauseSweep = channel.unary_unary(
+                '/trainyard.v1.TrainingService/PauseSweep',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+                _registered_method=True)
+        self.ResumeSweep = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ResumeSweep',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -314,6 +339,38 @@ class TrainingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSweeps(self, request, context):
+        """Sweeps as one unit: the caller's (and, with shared team jobs, their teams') sweeps;
+        one with its trials; and, on every trial at once, cancel, pause and resume.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -426,6 +483,31 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.DeleteDataset,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.SerializeToString,
+            ),
+            'ListSweeps': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSweeps,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepListRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepListResponse.SerializeToString,
+            ),
+            'GetSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSweep,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepGetRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.SerializeToString,
+            ),
+            'CancelSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelSweep,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.SerializeToString,
+            ),
+            'PauseSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSweep,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.SerializeToString,
+            ),
+            'ResumeSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeSweep,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1024,6 +1106,141 @@ class TrainingService:
             '/trainyard.v1.TrainingService/DeleteDataset',
             trainyard_dot_v1_dot_training__pb2.DeleteDatasetRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.DeleteDatasetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSweeps(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ListSweeps',
+            trainyard_dot_v1_dot_training__pb2.SweepListRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetSweep',
+            trainyard_dot_v1_dot_training__pb2.SweepGetRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/CancelSweep',
+            trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/PauseSweep',
+            trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ResumeSweep',
+            trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
             options,
             channel_credentials,
             insecure,

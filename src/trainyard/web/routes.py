@@ -69,6 +69,16 @@ ROUTES: tuple[Route, ...] = (
     _t("GET", "/jobs/{job_id}/logs", "StreamLogs", "A job's log as server-sent events "
        "(follow=true: until it ends)", "jobs", Reply.EVENTS),
     _t("POST", "/sweeps", "SubmitSweep", "Submit a hyperparameter sweep", "sweeps"),
+    _t("GET", "/sweeps", "ListSweeps", "List sweeps, newest first: state, trials by state, "
+       "stopped early, what they used", "sweeps"),
+    _t("GET", "/sweeps/{sweep_id}", "GetSweep", "A sweep with every trial's state, "
+       "hyperparameters and latest metrics, and the best trial so far", "sweeps"),
+    _t("POST", "/sweeps/{sweep_id}/cancel", "CancelSweep", "Cancel every trial of a sweep",
+       "sweeps"),
+    _t("POST", "/sweeps/{sweep_id}/pause", "PauseSweep", "Launch no new trial; the running "
+       "ones go on", "sweeps"),
+    _t("POST", "/sweeps/{sweep_id}/resume", "ResumeSweep", "Launch a paused sweep's trials "
+       "again", "sweeps"),
     _t("GET", "/queues", "GetQueues", "The queues, pools and teams: what waits, runs and "
        "is held", "queues"),
     _t("GET", "/whoami", "WhoAmI", "The caller's identity", "queues"),

@@ -2,14 +2,14 @@
 found by the needed job through ix_job_dependencies_needs
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = '0020'
-down_revision = '0018'
+down_revision = '0019'
 branch_labels = None
 depends_on = None
 
