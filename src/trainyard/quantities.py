@@ -61,3 +61,21 @@ def describe_duration(seconds: float) -> str:
         if count:
             parts.append(f"{count} {unit}")
     return " ".join(parts[:2])
+
+
+def hours(value: float) -> str:
+    """Hours as a sentence writes them: thousands separated, whole from 100 up, else to a
+    tenth ("982", "1,000", "2.5")."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    text = f"{value:,.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def period_words(seconds: float) -> str:
+    """"7 days", "24 hours", "day": how "in the last ..." reads."""
+    for unit, size in (("day", 86400.0), ("hour", 3600.0), ("minute", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return unit if count == 1 else f"{count:,} {unit}s"
+    return describe_duration(seconds)

@@ -11,8 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainyard.client import Dataset, JobStatus, JobSummary
-from trainyard.domain.budgets import hours, period_words
-from trainyard.quantities import describe_duration
+from trainyard.quantities import describe_duration, hours, period_words
 
 if TYPE_CHECKING:  # the Docker SDK is imported only by the commands that need it
     from trainyard.services.images import ImageInfo

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainyard.domain.spec import Resources
-from trainyard.quantities import describe_duration
+from trainyard.quantities import hours, period_words
 
 HOUR = 3600.0
 
@@ -76,24 +76,6 @@ def use_of(resources: Resources, seconds: float) -> BudgetUse:
     """What holding `resources` for `seconds` uses of a budget."""
     return BudgetUse(resources.gpus * seconds, resources.cpus * seconds) if seconds > 0 \
         else NO_USE
-
-
-def hours(value: float) -> str:
-    """Hours as a sentence writes them: thousands separated, whole from 100 up, else to a
-    tenth ("982", "1,000", "2.5")."""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    text = f"{value:,.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def period_words(seconds: float) -> str:
-    """"7 days", "24 hours", "day": how "in the last ..." reads."""
-    for unit, size in (("day", 86400.0), ("hour", HOUR), ("minute", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            count = int(seconds // size)
-            return unit if count == 1 else f"{count:,} {unit}s"
-    return describe_duration(seconds)
 
 
 def used_sentence(scope: BudgetScope, what: str, used_h: float, limit_h: float,

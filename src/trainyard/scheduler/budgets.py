@@ -27,13 +27,12 @@ from trainyard.domain.budgets import (
     Budget,
     BudgetScope,
     BudgetUse,
-    hours,
     scopes_of,
     use_of,
     used_sentence,
 )
 from trainyard.domain.reasons import ReasonCode
-from trainyard.quantities import describe_duration
+from trainyard.quantities import describe_duration, hours
 from trainyard.scheduler.model import PendingJob, PendingReason, Policy, RunningJob
 
 _GPU, _CPU = "GPU-hours", "CPU-hours"
