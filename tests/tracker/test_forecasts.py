@@ -117,3 +117,22 @@ def test_a_job_waiting_for_another_gets_no_prediction_and_takes_no_place(
     # not start before then, and it is not ahead of the job submitted after it.
     assert refresh.waiting == 1
     assert set(PredictionStore(db).many([dependent, after])) == {after}
+
+
+def test_a_paused_sweeps_trials_get_no_prediction(db: Database) -> None:
+    from trainyard.domain.sweep_control import SweepStatus
+    from trainyard.store.sweeps import SweepStore
+
+    store, sweeps = JobStore(db), SweepStore(db)
+    trial = JobSpec(name="lr-1", command="python train.py")
+    for sweep_id in ("swpaused", "swgoing"):
+        sweeps.add(sweep_id, sweep_id, "ann", 0, NOW - 60, {})
+    held = store.create(trial, owner="ann", now=NOW - 30, sweep_id="swpaused")[0]
+    going = store.create(trial, owner="ann", now=NOW - 20, sweep_id="swgoing")[0]
+    sweeps.set_status("swpaused", SweepStatus.PAUSED, "paused")
+    refresh = forecasts(db).refresh()
+    # It starts only when someone resumes its sweep; the other sweep's trial is not behind it.
+    assert refresh.waiting == 1
+    assert set(PredictionStore(db).many([held, going])) == {going}
+    sweeps.set_status("swpaused", SweepStatus.OPEN, "")  # resumed
+    assert forecasts(db).refresh().waiting == 2

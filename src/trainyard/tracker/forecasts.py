@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.states import ACTIVE_STATES
+from trainyard.domain.sweep_control import SweepStatus
 from trainyard.executors.base import Executor
 from trainyard.scheduler import PendingJob
 from trainyard.scheduler.attained import held_service
@@ -39,6 +40,7 @@ from trainyard.store.jobs import JobStore
 from trainyard.store.predictions import PredictionStore
 from trainyard.store.records import JobRecord
 from trainyard.store.run_history import JobTraitsRow, RunHistory
+from trainyard.store.sweeps import SweepStore
 from trainyard.tracker.admission import running_job
 from trainyard.tracker.waiting import pending_job
 
@@ -148,9 +150,12 @@ class Forecasts:
         queued = self.jobs.queued()
         records = self.jobs.in_states(ACTIVE_STATES)
         launched = {record.id for record in records}  # since it was read as waiting
+        # A paused sweep's trials start only when someone resumes it: no start to predict.
+        sweeps = SweepStore(self.jobs.db).of({row.sweep_id for row in queued if row.sweep_id})
+        paused = {s.id for s in sweeps.values() if s.status is SweepStatus.PAUSED}
         waiting: list[WaitingJob] = []
         for row in queued:
-            if row.id in launched:
+            if row.id in launched or row.sweep_id in paused:
                 continue
             known = traits.get(row.id)
             arrives = row.retry_after if row.retry_after is not None and \
