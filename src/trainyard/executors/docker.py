@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -37,6 +38,7 @@ from trainyard.executors.base import (
     describe_exit,
     describe_forced_kill,
     gang_command,
+    notice_env,
 )
 from trainyard.executors.docker_events import EngineEvents
 from trainyard.executors.docker_logs import ENGINE_ERRORS, LogCopier
@@ -157,6 +159,7 @@ class DockerExecutor:
         env = request.contract(data=DATA_MOUNT, model=MODEL_MOUNT, metrics=METRICS_MOUNT,
                                checkpoint=CHECKPOINT_MOUNT)
         env["HOME"] = WORK_MOUNT
+        env.update(notice_env(WORK_MOUNT))
         if not request.gpu_ids:
             # None for a job that asked for none, even where the engine's default runtime or
             # the image would expose every GPU.
@@ -306,32 +309,48 @@ class DockerExecutor:
     # --- stop and clean up ---------------------------------------------------------------
 
     def cancel(self, handle: str, grace_seconds: float) -> bool:
-        try:
-            attrs = self._api.inspect_container(handle)
-        except docker.errors.NotFound:
-            return True  # nothing to stop
-        except ENGINE_ERRORS:
-            return False  # ask again once the engine answers
-        if not self._ours(attrs):
-            return True  # not ours to stop
-        status = attrs["State"]["Status"]
-        if status == "created":
-            self._abandon(handle)
-            return True
-        if status not in ("running", "paused", "restarting"):
-            return True
-        try:
-            self._api.kill(handle, signal="SIGTERM")
-        except docker.errors.APIError:
-            return True  # it ended meanwhile
-        except ENGINE_ERRORS:
-            return False
+        sent = self._kill(handle, "SIGTERM", abandon=True)
+        if sent is not None:
+            return sent
         timer = threading.Timer(grace_seconds, self._force_kill, args=(handle, grace_seconds))
         timer.daemon = True
         with self._lock:
             self._timers[handle] = timer
         timer.start()
         return True
+
+    def send_signal(self, handle: str, signum: int) -> bool:
+        """The container's init passes `signum` on to the job's command."""
+        sent = self._kill(handle, signal.Signals(signum).name, abandon=False)
+        return True if sent is None else sent
+
+    def _kill(self, handle: str, signame: str, *, abandon: bool) -> bool | None:
+        """Send `signame` to the container: None once sent; else whether that is settled
+        (True: nothing to signal; False: ask again once the engine answers). `abandon`: a
+        container created and never started is removed (a cancel's)."""
+        try:
+            attrs = self._api.inspect_container(handle)
+        except docker.errors.NotFound:
+            return True  # nothing to signal
+        except ENGINE_ERRORS:
+            return False  # ask again once the engine answers
+        if not self._ours(attrs):
+            return True  # not ours to signal
+        status = attrs["State"]["Status"]
+        if status == "created":
+            if not abandon:
+                return False  # not running yet
+            self._abandon(handle)
+            return True
+        if status not in ("running", "paused", "restarting"):
+            return True
+        try:
+            self._api.kill(handle, signal=signame)
+        except docker.errors.APIError:
+            return True  # it ended meanwhile
+        except ENGINE_ERRORS:
+            return False
+        return None
 
     def _force_kill(self, handle: str, grace_seconds: float) -> None:
         with self._lock:

@@ -81,12 +81,12 @@ def launch(command: str, workers: int, gpu_ids: Sequence[str] = (), *,
            out: BinaryIO | None = None, framework: str = "both") -> int:
     """Run `workers` copies of `command` (each by /bin/sh -c) and return the job's exit code.
 
-    Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM and SIGINT
-    are passed on to every worker, unless `forward_signals` is False because whoever signals
-    the launcher signals its whole process group, workers included. When a worker exits
-    non-zero the others get TERM, then KILL after `grace` seconds, and its code is the
-    job's; 0 when every worker exits 0. A worker killed by signal N counts as 128 + N.
-    `framework` chooses the group's variables (framework_env)."""
+    Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM, SIGINT and
+    SIGUSR1 (a preemption notice) are passed on to every worker, unless `forward_signals` is
+    False because whoever signals the launcher signals its whole process group, workers
+    included. When a worker exits non-zero the others get TERM, then KILL after `grace`
+    seconds, and its code is the job's; 0 when every worker exits 0. A worker killed by
+    signal N counts as 128 + N. `framework` chooses the group's variables (framework_env)."""
     problem = _launch_problem(workers, gpu_ids) or _framework_problem(framework)
     if problem:
         raise ValueError(problem)
@@ -128,7 +128,7 @@ class _Gang:
     def run(self) -> int:
         *ports, master_port = free_ports(self.workers + 1)
         previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGTERM, signal.SIGINT)}
+                    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)}
         try:
             self._start(ports, master_port)
             while len(self.codes) < len(self.procs):  # until every started worker is reaped
@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="comma-separated device ids to share out (default: "
                      "$CUDA_VISIBLE_DEVICES)")
     cmd.add_argument("--no-forward", action="store_true",
-                     help="do not pass TERM and INT on: the caller signals every worker")
+                     help="do not pass TERM, INT and USR1 on: the caller signals every worker")
     cmd.add_argument("--grace", type=float, default=STOP_GRACE)
     cmd.add_argument("--framework", choices=FRAMEWORKS, default="both",
                      help="whose variables the workers get (default: both sets)")

@@ -47,6 +47,11 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
                                   # absent: none
     max_time_limit = "2d"         # the longest a job may ask for (and what one that asks
                                   # for none gets); absent: no maximum
+    preempt_notice = "SIGUSR1"    # what a job gets before it is preempted, besides the
+                                  # notice file: "SIGUSR1", "TERM" or "none" (the file
+                                  # only); default "TERM"
+    preempt_grace = "90s"         # from the notice to the stop, sooner once the job reports
+                                  # its checkpoint saved; default: the server's cancel grace
 
     [teams.<name>]
     members = ["ann", "bob"]
