@@ -172,7 +172,11 @@ class DockerExecutor:
             Mount(WORK_MOUNT, str(files.workdir), type="bind"),
             Mount(METRICS_MOUNT, str(files.metrics), type="bind"),
         ]
-        command = ["/bin/sh", "-c", request.command] if request.command.strip() else None
+        # SIGUSR1, a preemption's notice, is ignored by the shell and so by what it starts,
+        # unless a program sets a handler for it: a shell that does not exec its last
+        # command must not die of it (domain.notice).
+        command = ["/bin/sh", "-c", f"{IGNORE_NOTICE}{request.command}"] \
+            if request.command.strip() else None
         if request.workers > 1:
             # One container holds every worker; they meet on its own loopback. Inside it the
             # engine numbers the allocated devices from 0, and so does each worker's share.
@@ -420,6 +424,9 @@ class DockerExecutor:
             removed.append(f"removed container {name} ({summary.get('State', '?')}) of job "
                            f"{labels.get(LABEL_JOB, '?')}: it belongs to no active job")
         return removed
+
+
+IGNORE_NOTICE = "trap '' USR1\n"
 
 
 def _connect_closing_on_failure(self: UnixHTTPConnection) -> None:

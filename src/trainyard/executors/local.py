@@ -36,10 +36,11 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # cgroup.procs of the job's process cap (empty: none). The wrapper joins that cgroup and
 # writes its pid before anything else, runs the command in a child shell and records
 # its status; the command's output goes through the copier, which keeps the log to its cap.
-# The wrapper ignores TERM (and SIGUSR1, a preemption's notice), and so do the two sides of
-# the pipeline from their fork on: the copier keeps the ignore (it runs no job), while the
-# group around the command trades it for a handler before it starts the command, which so
-# gets their defaults. A half-written
+# The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
+# copier keeps the ignore (it runs no job), while the group around the command trades it
+# for a handler before it starts the command, which so gets TERM's default. SIGUSR1, a
+# preemption's notice to the whole group, stays ignored by all but a program that sets a
+# handler for it: the shells between the wrapper and the job must not die of it. A half-written
 # file reads as "not yet" and the wrapper is then still alive, so no rename is needed. The
 # wrapper outlives a TERM sent to its group (the group's handler, unlike an ignore, is not
 # inherited by the job), so a job that stops on TERM still has its status recorded; one
@@ -52,7 +53,7 @@ trap '' TERM USR1
 [ -z "${10}" ] || printf '%s\n' "$$" > "${10}" 2>/dev/null
 printf '%s\n' "$$" > "$3"
 {
-trap 'true' TERM USR1
+trap 'true' TERM
 /bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 } 2>&1 | "$5" -I -S -c "$6" "$7" "$8" "$9"

@@ -76,6 +76,12 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _ignore_notice() -> None:
+    """In a worker before its shell starts: SIGUSR1 (a preemption's notice) is ignored by
+    the shell and what it runs, unless a program sets a handler for it."""
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
 def launch(command: str, workers: int, gpu_ids: Sequence[str] = (), *,
            forward_signals: bool = True, grace: float = STOP_GRACE,
            out: BinaryIO | None = None, framework: str = "both") -> int:
@@ -128,7 +134,10 @@ class _Gang:
     def run(self) -> int:
         *ports, master_port = free_ports(self.workers + 1)
         previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)}
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        # A preemption's notice: passed on, or (its caller signals the group) ignored here.
+        previous[signal.SIGUSR1] = signal.signal(
+            signal.SIGUSR1, self._on_signal if self.forward_signals else signal.SIG_IGN)
         try:
             self._start(ports, master_port)
             while len(self.codes) < len(self.procs):  # until every started worker is reaped
@@ -147,7 +156,8 @@ class _Gang:
             try:
                 proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, close_fds=True)
+                                        stderr=subprocess.STDOUT, close_fds=True,
+                                        preexec_fn=_ignore_notice)
             except OSError as exc:
                 self._say(f"could not start rank {rank}: {exc}")
                 self._failed(rank, 127)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from trainyard.domain.errors import StaleState, TrainyardError
+from trainyard.domain.notice import work_lost
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Executor, Observation, Phase, describe_exit
@@ -208,8 +209,12 @@ class Follower:
             self._reconcile_soon()
         elif outcome.target is JobState.PREEMPTED:
             why = f"{job.message or PREEMPTED_WHY} ({outcome.message})"
-            requeue(self.jobs, job.id, now=self.clock(), preempted=why,
-                    work_lost_s=self.notices.lost(job) if state is JobState.RUNNING else 0.0)
+            if state is JobState.RUNNING:
+                job = self.notices.observe(job)  # a checkpoint said just before it ended
+            now = self.clock()
+            lost = work_lost(started_at=job.started_at, checkpoint_at=job.checkpoint_at,
+                             stopped_at=now) if state is JobState.RUNNING else 0.0
+            requeue(self.jobs, job.id, now=now, preempted=why, work_lost_s=lost)
             self.waiting.invalidate()  # an old submit order, back in the queue
             self._reconcile_soon()
         else:

@@ -81,6 +81,8 @@ class Tracker:
         self._thread: threading.Thread | None = None
         self._reconcile_due = True
         self._submitted = False  # a submit arrived since the loop last looked
+        # Without a policy object that says, FIFO under the tracker's own limit.
+        self._scheduling = scheduling or (lambda: Scheduling(None, config.max_concurrent))
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval,
                                    wall_clock=self.now)
         self.launcher = Launcher(
@@ -109,10 +111,9 @@ class Tracker:
             reconcile_soon=self._reconcile_soon, telemetry=telemetry)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
-        # Without a policy object that says, FIFO under the tracker's own limit.
         self.forecasts = Forecasts(
             jobs=jobs, predictions=PredictionStore(jobs.db), history=RunHistory(jobs.db),
-            scheduling=scheduling or (lambda: Scheduling(None, config.max_concurrent)),
+            scheduling=self._scheduling,
             pools=pools, executors_by_kind=executors_by_kind,
             feed=lambda: self.fair_share.feed, clock=self.now, config=config.forecasts)
         for executor in executors_by_kind.values():
@@ -122,11 +123,12 @@ class Tracker:
         return self.clock()
 
     def _notice_for(self, queue: str) -> NoticeRule:
-        """A queue's notice before a preemption, by the policy in place: a policy file's
-        queues say (QueuePolicy); without one, the default (TERM, the cancel grace)."""
-        policy = self.policy
-        return policy.policy.notice_for(queue) if isinstance(policy, QueuePolicy) \
-            else DEFAULT_NOTICE
+        """A queue's notice before a preemption, by the policy in force: a policy file's
+        queues say; without one, the default (TERM, the cancel grace)."""
+        declared = self._scheduling().declared
+        if declared is None and isinstance(self.policy, QueuePolicy):
+            declared = self.policy.policy  # a tracker given the queue policy itself
+        return declared.notice_for(queue) if declared is not None else DEFAULT_NOTICE
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ from trainyard.domain.notice import (
     NoticeSignal,
     Step,
     next_step,
-    work_lost,
 )
 from trainyard.executors.base import Executor, Signaller
 from trainyard.metadata.workspace import Workspace
@@ -127,8 +126,3 @@ class Notices:
             os.replace(partial, path)
         except OSError:
             log.exception("job %s: could not write its preemption notice", job.id)
-
-    def lost(self, job: JobRecord) -> float:
-        """The work a preempted attempt lost, ending now."""
-        return work_lost(started_at=job.started_at, checkpoint_at=job.checkpoint_at,
-                         stopped_at=self.clock())
