@@ -13,10 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.api.test_runs_models import write_digits
 from tests.liveserver import live_server, wait_for, wait_until
 from trainyard.auth.policy import LOCAL, Identity
+from trainyard.cli.main import app
+from trainyard.client import Client
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.server.assembly import TrainyardServer
@@ -138,6 +141,23 @@ def test_a_reclaimed_job_checkpoints_on_notice_and_resumes_to_the_same_model(
     model = server.workspace.attempt(trainer, 2).model_dir
     for name in ("weights.npz", "model.json"):
         assert (model / name).read_bytes() == (unpreempted / name).read_bytes(), name
+
+    # What is recorded, as the SDK and the command line show it.
+    with Client(f"127.0.0.1:{server.port}", timeout=20) as client:
+        status = client.status(trainer)
+        run = client.get_run(f"{trainer}-1")
+    assert status.preemptions == 1 and status.work_lost_seconds == pytest.approx(
+        first.work_lost_s)
+    assert run["work_lost_seconds"] == pytest.approx(first.work_lost_s)
+    assert run["notice_at"] is not None and run["checkpoint_at"] is not None
+    address = ["--server", f"127.0.0.1:{server.port}"]
+    shown = CliRunner().invoke(app, ["status", trainer, *address])
+    assert shown.exit_code == 0, shown.output
+    assert "preempted once;" in shown.output and "of work lost" in shown.output
+    shown = CliRunner().invoke(app, ["runs", "show", f"{trainer}-1", *address])
+    assert shown.exit_code == 0, shown.output
+    assert "preemption notice" in shown.output and "checkpoint saved" in shown.output
+    assert "work lost" in shown.output
 
 
 def test_a_job_that_ignores_its_notice_is_stopped_at_its_graces_end(

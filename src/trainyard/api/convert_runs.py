@@ -48,7 +48,11 @@ def run_to_pb(view: RunView) -> pb.Run:
         transitions=[transition_to_pb(e) for e in view.events],
         log_uri=view.log_path.as_uri(), log_size_bytes=view.log_size,
         reproduced_from=job.reproduced_from, reproduced_by=view.reproductions,
+        work_lost_seconds=run.work_lost_s,
     )
+    for field, at in (("notice_at", run.notice_at), ("checkpoint_at", run.checkpoint_at)):
+        if at is not None:
+            getattr(msg, field).CopyFrom(timestamp(at))
     if run.started_at is not None:
         msg.started_at.CopyFrom(timestamp(run.started_at))
     if run.ended_at is not None:

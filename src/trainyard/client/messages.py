@@ -160,6 +160,11 @@ class JobStatus:
     retries: int = 0  # attempts lost or failed and retried
     retry_after: str | None = None  # while it backs off: when its next attempt may start
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
+    # Preemption with notice: the work its preemptions lost (seconds past their attempts'
+    # last checkpoints), how many, and the current attempt's last checkpoint seen.
+    work_lost_seconds: float = 0.0
+    preemptions: int = 0
+    last_checkpoint_at: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -207,6 +212,9 @@ class JobStatus:
             gpu_ids=tuple(s.gpu_ids), sweep_id=s.sweep_id, retries=s.retries,
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
             predicted_start=_predicted(s),
+            work_lost_seconds=s.work_lost_seconds, preemptions=s.preemptions,
+            last_checkpoint_at=iso(s.last_checkpoint_at)
+            if s.HasField("last_checkpoint_at") else None,
         )
 
 
