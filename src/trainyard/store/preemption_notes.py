@@ -26,6 +26,12 @@ class PreemptionNotes:
         return self._note(job_id, attempt, {"checkpoints": count, "checkpoint_at": now},
                           {"checkpoint_at": now})
 
+    def uploaded(self, job_id: str, attempt: int, now: float) -> bool:
+        """A remote attempt's runtime uploaded one more checkpoint now. False if it no
+        longer runs."""
+        return self._note(job_id, attempt, {"checkpoints": jobs.c.checkpoints + 1,
+                                            "checkpoint_at": now}, {"checkpoint_at": now})
+
     def _note(self, job_id: str, attempt: int, job_values: dict[str, Any],
               run_values: dict[str, Any]) -> bool:
         with self.db.write() as conn:
