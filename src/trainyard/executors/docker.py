@@ -313,7 +313,8 @@ class DockerExecutor:
     # --- stop and clean up ---------------------------------------------------------------
 
     def cancel(self, handle: str, grace_seconds: float) -> bool:
-        sent = self._kill(handle, "SIGTERM", abandon=True)
+        sent = self._send(handle, lambda: self._api.kill(handle, signal="SIGTERM"),
+                          abandon=True)
         if sent is not None:
             return sent
         timer = threading.Timer(grace_seconds, self._force_kill, args=(handle, grace_seconds))
@@ -324,14 +325,23 @@ class DockerExecutor:
         return True
 
     def send_signal(self, handle: str, signum: int) -> bool:
-        """The container's init passes `signum` on to the job's command."""
-        sent = self._kill(handle, signal.Signals(signum).name, abandon=False)
+        """Every process of the container but its init gets `signum`, by `kill -s SIG -- -1`
+        run inside it: the init passes a signal on to its child alone, the job's shell,
+        which ignores a preemption's SIGUSR1 (IGNORE_NOTICE)."""
+        name = signal.Signals(signum).name.removeprefix("SIG")
+
+        def kill_all() -> None:
+            run = self._api.exec_create(handle, ["/bin/sh", "-c", f"kill -s {name} -- -1"])
+            self._api.exec_start(run["Id"])
+
+        sent = self._send(handle, kill_all, abandon=False)
         return True if sent is None else sent
 
-    def _kill(self, handle: str, signame: str, *, abandon: bool) -> bool | None:
-        """Send `signame` to the container: None once sent; else whether that is settled
-        (True: nothing to signal; False: ask again once the engine answers). `abandon`: a
-        container created and never started is removed (a cancel's)."""
+    def _send(self, handle: str, send: Callable[[], object], *, abandon: bool
+              ) -> bool | None:
+        """Signal the container by `send` if it runs: None once sent; else whether that is
+        settled (True: nothing to signal; False: ask again, once it runs or the engine
+        answers). `abandon`: a container created and never started is removed."""
         try:
             attrs = self._api.inspect_container(handle)
         except docker.errors.NotFound:
@@ -349,7 +359,7 @@ class DockerExecutor:
         if status not in ("running", "paused", "restarting"):
             return True
         try:
-            self._api.kill(handle, signal=signame)
+            send()
         except docker.errors.APIError:
             return True  # it ended meanwhile
         except ENGINE_ERRORS:
