@@ -5,16 +5,24 @@ first column, 64 pixel values after it), hyperparameters LR, EPOCHS, BATCH_SIZE,
 HIDDEN (hidden layer widths, e.g. "512,512"), one metrics line per epoch, and the weights
 written to MODEL_SAVE_PATH after each epoch (a run stopped early keeps its latest). It also
 runs outside the service: `LR=0.1 TRAINING_DATA_PATH=DIR python examples/trainer.py`.
+
+Preemption: told it is about to be preempted (its queue's SIGUSR1 or TERM, or the notice
+file, runtime.preemption_requested(), looked at between batches), it saves its parameters,
+its place in the epoch and its RNG's state to CHECKPOINT_PATH, says so
+(runtime.checkpoint_saved()) and waits to be stopped; its next attempt resumes from there
+and ends with the same model, byte for byte, as a run never preempted.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,16 +115,106 @@ def evaluate(params: Params, split: Split) -> tuple[float, float]:
     return loss, accuracy
 
 
-def train(config: Config, train_set: Split, test_set: Split) -> tuple[Params, float]:
+class Notice:
+    """The notice of a preemption: SIGUSR1 or TERM (as the job's queue says), or the file
+    the service writes (runtime.preemption_requested())."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        for signum in (signal.SIGUSR1, signal.SIGTERM):
+            signal.signal(signum, self._heard)
+
+    def _heard(self, signum: int, _frame: object) -> None:
+        self.signum = self.signum or signum
+
+    def requested(self) -> bool:
+        return bool(self.signum) or runtime.preemption_requested()
+
+    def stop(self) -> None:
+        """The checkpoint is saved: say so, and wait for the stop the service then sends
+        (TERM's default, or the TERM heard already)."""
+        runtime.checkpoint_saved()
+        heard = signal.Signals(self.signum).name if self.signum else "no signal"
+        print(f"preemption notice ({heard}, notice file "
+              f"{'present' if runtime.preemption_requested() else 'absent'}): checkpoint "
+              f"saved, waiting to be stopped", flush=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self.signum == signal.SIGTERM:
+            os.kill(os.getpid(), signal.SIGTERM)
+        while True:
+            signal.pause()
+
+
+@dataclass
+class Place:
+    """Where training stands: the parameters, the epoch, the batch the epoch is at and its
+    order, and the RNG's state after that order was drawn."""
+
+    params: Params
+    epoch: int
+    start: int
+    order: Array
+    rng_state: dict[str, Any]
+    test_acc: float
+
+
+CHECKPOINT_FILE = "trainer-state.npz"
+
+
+def save_checkpoint(place: Place, config: Config) -> None:
+    """One file, written whole by a rename: an attempt stopped mid-write leaves the last."""
+    arrays: dict[str, Array] = {"order": place.order}
+    for i, (w, b) in enumerate(place.params):
+        arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+    meta = {"config": asdict(config), "epoch": place.epoch, "start": place.start,
+            "rng": place.rng_state, "test_acc": place.test_acc}
+    directory = runtime.checkpoint_path()
+    partial = directory / f"{CHECKPOINT_FILE}.partial.npz"
+    np.savez(partial, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(partial, directory / CHECKPOINT_FILE)
+
+
+def load_checkpoint(config: Config) -> Place | None:
+    """The place a preempted attempt saved, if it trained with this same config."""
+    path = runtime.checkpoint_path() / CHECKPOINT_FILE
+    if not path.is_file():
+        return None
+    with np.load(path) as saved:
+        meta = json.loads(str(saved["meta"]))
+        if meta["config"] != json.loads(json.dumps(asdict(config))):
+            print(f"trainer: ignoring {path}: it was saved with {meta['config']}")
+            return None
+        layers = len(config.hidden) + 1
+        params = [(saved[f"w{i}"].copy(), saved[f"b{i}"].copy()) for i in range(layers)]
+        return Place(params, meta["epoch"], meta["start"], saved["order"].copy(), meta["rng"],
+                     meta["test_acc"])
+
+
+def train(config: Config, train_set: Split, test_set: Split,
+          notice: Notice | None = None) -> tuple[Params, float]:
     rng = np.random.default_rng(config.seed)
     params = init_params([train_set.x.shape[1], *config.hidden, CLASSES], rng)
     test_acc = 0.0
-    for epoch in range(1, config.epochs + 1):
+    first, start_at, order = 1, 0, None
+    resumed = load_checkpoint(config)
+    if resumed is not None:
+        params, first, start_at, order = resumed.params, resumed.epoch, resumed.start, \
+            resumed.order
+        rng.bit_generator.state = resumed.rng_state
+        test_acc = resumed.test_acc
+        print(f"resumed from the checkpoint at epoch {first}, sample {start_at}", flush=True)
+    for epoch in range(first, config.epochs + 1):
         started = time.perf_counter()
-        order = rng.permutation(len(train_set.y))
-        for start in range(0, len(order), config.batch_size):
+        if order is None:
+            order = rng.permutation(len(train_set.y))
+        for start in range(start_at, len(order), config.batch_size):
+            if notice is not None and notice.requested():
+                save_checkpoint(Place(params, epoch, start, order, dict(rng.bit_generator.state),
+                                      test_acc), config)
+                notice.stop()
             batch = order[start:start + config.batch_size]
             sgd_step(params, train_set.x[batch], train_set.y[batch], config.lr)
+        start_at, order = 0, None
         loss, train_acc = evaluate(params, train_set)
         _, test_acc = evaluate(params, test_set)
         runtime.log_metric(step=epoch, loss=loss, train_accuracy=train_acc,
@@ -147,7 +245,7 @@ def main() -> None:
     train_set, test_set = load_split(data / "train.csv"), load_split(data / "test.csv")
     print(f"job {runtime.job_id()}: {len(train_set.y)} train / {len(test_set.y)} test samples, "
           f"{config}")
-    params, test_acc = train(config, train_set, test_set)
+    params, test_acc = train(config, train_set, test_set, Notice())
     print(f"saved model to {save_model(params, config, test_acc)} (test_acc {test_acc:.4f})")
 
 

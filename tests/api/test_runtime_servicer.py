@@ -105,6 +105,9 @@ def test_a_checkpoint_goes_up_and_comes_back_and_a_bad_upload_changes_nothing(
     reply = world.stub.PushCheckpoint(chunks(files), metadata=bearer(token), timeout=30)
     assert (reply.files, reply.bytes) == (3, sum(map(len, files.values())))
     checkpoint = world.server.workspace.attempt(job_id, 1).checkpoint_dir
+    # Noted as the attempt's last checkpoint: a preemption's work lost counts from it.
+    noted = world.server.jobs.get(job_id)
+    assert noted.checkpoints == 1 and noted.checkpoint_at is not None
     assert received(world.stub.PullCheckpoint(rpb.PullCheckpointRequest(),
                                               metadata=bearer(token), timeout=30)) == files
     assert world.stub.GetAttempt(rpb.GetAttemptRequest(), metadata=bearer(token),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from trainyard.domain.log_cap import cut_note
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.executors.base import Signaller
 from trainyard.executors.docker import LABEL_ATTEMPT, LABEL_INSTANCE, LABEL_JOB
 
 __all__ = ["engine"]  # the session fixture, imported so pytest finds it here
@@ -288,3 +290,32 @@ def test_a_containers_log_past_its_cap_is_cut_with_a_note(engine: Engine,
         assert job.state is JobState.SUCCEEDED, job.message
         log = srv.workspace.attempt(job_id, 1).log_path.read_bytes()
         assert log == b"x" * 1000 + cut_note(1000)
+
+
+def test_a_notice_reaches_the_program_that_listens_and_not_the_shell(engine: Engine,
+                                                                     tmp_path: Path) -> None:
+    """SIGUSR1 through the container's init: the job's shell ignores it, a program with a
+    handler hears it, and the job's own exit status is its outcome. Its notice file's path
+    is under the working directory's mount."""
+    listener = ("import signal, sys, time, pathlib; "
+                "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(7)); "
+                "pathlib.Path('/trainyard/work/ready').touch(); time.sleep(120)")
+    command = (f'python3 -c "{listener}"; echo "after $?"; '
+               'echo "notice at $TRAINYARD_PREEMPT_NOTICE"')
+    with running(docker_server(tmp_path)) as srv:
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="listener", image=TRAINER_IMAGE,
+                                                     command=command))
+        job = wait_state(srv, job_id, {JobState.RUNNING})
+        ready = srv.workspace.attempt(job_id, 1).workdir / "ready"
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the listener never started"
+            time.sleep(0.05)
+        executor = srv.executors["docker"]
+        assert isinstance(executor, Signaller)
+        assert executor.send_signal(job.handle, signal.SIGUSR1)
+        job = final(srv, job_id)
+        assert job.state is JobState.SUCCEEDED, job.message
+        log = srv.workspace.attempt(job_id, 1).log_path.read_text()
+        assert "after 7" in log
+        assert "notice at /trainyard/work/.trainyard-preempt-notice" in log

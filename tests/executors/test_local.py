@@ -2,6 +2,8 @@
 
 import functools
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -253,3 +255,25 @@ def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> N
     finally:
         ex.release(req.handle)
     until(lambda: not (ex._pids.base / req.handle).exists())  # removed once empty
+
+
+def test_a_notice_reaches_the_program_that_listens_and_not_the_shells_around_it(
+        tmp_path: Path) -> None:
+    """SIGUSR1 goes to the job's whole group: a program with a handler hears it; the shell
+    that runs the job's line (it does not exec a line of several commands) and the wrapper
+    go on, so the job's own exit status is recorded."""
+    ex = LocalExecutor(tmp_path / "state")
+    listener = ("import signal, sys, time, pathlib; "
+                "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(7)); "
+                "pathlib.Path('ready').touch(); time.sleep(30)")
+    req = request(tmp_path, ex, f'{sys.executable} -c "{listener}"; echo "after $?"; '
+                  'echo "$TRAINYARD_PREEMPT_NOTICE"; exit 0')
+    ex.launch(req)
+    until(lambda: (req.files.workdir / "ready").exists())
+    assert ex.send_signal(req.handle, signal.SIGUSR1)
+    obs = wait_for(ex, req.handle, {Phase.EXITED})
+    assert obs.exit_code == 0
+    log = req.files.log.read_text()
+    assert "after 7" in log
+    assert f"{req.files.workdir}/.trainyard-preempt-notice" in log  # where it would look
+    assert ex.send_signal(req.handle, signal.SIGUSR1)  # ended: nothing left to signal

@@ -89,3 +89,30 @@ def test_bad_options_and_configs_are_one_sentence(tmp_path: Path) -> None:
         assert done.returncode == 1, (args, done.stdout)
         assert message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_a_checkpoint_interval_reports_the_gpu_hours_lost_per_policy(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    done = sim("t.csv", "--gpus", "2", "--policies", "fifo,srtf-oracle",
+               "--checkpoint-interval", "4s", "--json", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "lost GPU-h" in done.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["policies"]["srtf-oracle"]["gpu_hours_lost"] == round(4 / 3600, 6)
+    assert report["policies"]["fifo"]["gpu_hours_lost"] == 0.0  # it preempts nothing
+    assert report["config"]["checkpoint_interval_s"] == 4.0
+    plain = sim("t.csv", "--gpus", "2", "--json", "p.json", cwd=tmp_path)
+    assert "lost GPU-h" not in plain.stdout
+    assert "gpu_hours_lost" not in json.loads((tmp_path / "p.json").read_text())["policies"][
+        "fifo"]
+
+
+def test_a_bad_checkpoint_interval_is_refused_with_its_option(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    for args, said in ((("--checkpoint-interval", "soon"), "--checkpoint-interval must be"),
+                       (("--checkpoint-interval", "0s"), "more than 0"),
+                       (("--checkpoint-time", "1m"), "--checkpoint-time needs "
+                                                     "--checkpoint-interval")):
+        done = sim("t.csv", "--gpus", "2", *args, cwd=tmp_path)
+        assert done.returncode == 1 and said in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

@@ -146,7 +146,10 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
         cancel_requested=job.cancel_requested, owner=job.owner, executor=job.executor,
         gpu_ids=list(job.gpu_ids), sweep_id=job.sweep_id, retries=job.retries,
         end_reason=job.end_reason,
+        work_lost_seconds=job.work_lost_s, preemptions=job.preemptions,
     )
+    if job.checkpoint_at is not None:
+        msg.last_checkpoint_at.CopyFrom(timestamp(job.checkpoint_at))
     if job.state is JobState.WAITING and job.retry_after is not None:
         msg.retry_after.CopyFrom(timestamp(job.retry_after))
     if job.state is JobState.WAITING and job.pending_code:

@@ -50,7 +50,11 @@ def run_to_pb(view: RunView) -> pb.Run:
         reproduced_from=job.reproduced_from, reproduced_by=view.reproductions,
         # The job's end reason belongs to its last attempt.
         end_reason=job.end_reason if run.attempt == job.attempt else "",
+        work_lost_seconds=run.work_lost_s,
     )
+    for field, at in (("notice_at", run.notice_at), ("checkpoint_at", run.checkpoint_at)):
+        if at is not None:
+            getattr(msg, field).CopyFrom(timestamp(at))
     if run.started_at is not None:
         msg.started_at.CopyFrom(timestamp(run.started_at))
     if run.ended_at is not None:

@@ -53,6 +53,16 @@ def _attempts(st: JobStatus) -> str:
     return said + (f"; {st.retries} retried" if st.retries else "")
 
 
+def work_lost_text(seconds: float, preemptions: int | None = None) -> str:
+    """The work preemption cost, e.g. "preempted 2 times; 3 min 20 s of work lost (run
+    past the last checkpoint)"; for one run (`preemptions` None) the seconds alone."""
+    lost = f"{describe_duration(round(seconds, 1))} of work lost (run past the last checkpoint)"
+    if preemptions is None:
+        return lost
+    times = "once" if preemptions == 1 else f"{preemptions} times"
+    return f"preempted {times}; {lost}"
+
+
 def render_status(st: JobStatus) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -88,6 +98,10 @@ def render_status(st: JobStatus) -> None:
         gpus = f", GPUs {','.join(st.gpu_ids)}" if st.gpu_ids else ""
         table.add_row("runs on", f"{escape(st.executor)}, attempt {st.attempt}{gpus}")
     table.add_row("attempts", _attempts(st))
+    if st.preemptions:
+        table.add_row("preempted", work_lost_text(st.work_lost_seconds, st.preemptions))
+    if st.last_checkpoint_at:
+        table.add_row("checkpoint", f"last saved {st.last_checkpoint_at[:19]}")
     limits = [f"{what} {describe_duration(spec[key])}" for what, key in (
         ("runs at most", "time_limit_seconds"), ("waits at most", "pending_timeout_seconds"))
         if spec.get(key)]

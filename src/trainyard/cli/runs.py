@@ -12,7 +12,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainyard.cli.common import OutputOpt, ServerOpt, client_for, pairs
-from trainyard.cli.output import Output, console, errors, print_json, styled_state
+from trainyard.cli.output import (
+    Output,
+    console,
+    errors,
+    print_json,
+    styled_state,
+    work_lost_text,
+)
 from trainyard.cli.plot import chart_table, curves, sparkline, write_png
 
 runs_app = typer.Typer(help="Runs: every attempt of every job, with its dataset version, "
@@ -140,6 +147,12 @@ def render_run(r: dict[str, Any]) -> None:
                                f"{escape(spec['queue'])}")
     gpus = f", GPUs {','.join(r['gpu_ids'])}" if r["gpu_ids"] else ""
     table.add_row("ran on", f"{escape(r['executor'])} executor, pool {escape(r['pool'])}{gpus}")
+    if r.get("notice_at"):
+        saved = f"; checkpoint saved {r['checkpoint_at'][:19]}" if r.get("checkpoint_at") \
+            else "; no checkpoint saved"
+        table.add_row("notice", f"preemption notice {r['notice_at'][:19]}{saved}")
+    if r["state"] == "PREEMPTED":
+        table.add_row("work lost", work_lost_text(r.get("work_lost_seconds") or 0.0))
     if spec["labels"]:
         table.add_row("labels", escape(" ".join(f"{k}={v}" for k, v in
                                                 sorted(spec["labels"].items()))))

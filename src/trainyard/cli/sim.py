@@ -56,6 +56,14 @@ def sim(
     restart_overhead: Annotated[float, typer.Option(
         help="Seconds a preempted job spends restarting before it makes progress again.")] =
         0.0,
+    checkpoint_interval: Annotated[str | None, typer.Option(
+        help="Jobs save a checkpoint this often while they run (\"30m\"): a preemption "
+        "loses the work since the last, reported as GPU-hours lost. Without it a preempted "
+        "job resumes where it stopped.", show_default=False)] = None,
+    checkpoint_time: Annotated[str | None, typer.Option(
+        help="How long a checkpoint takes (\"2m\"): jobs of queues whose preempt_grace is "
+        "at least this save one on notice and lose nothing (needs --checkpoint-interval).",
+        show_default=False)] = None,
     window: Annotated[float, typer.Option(
         help="Seconds per window of the share and fairness timeline.")] = 3600.0,
     trace_format: Annotated[str, typer.Option(
@@ -76,6 +84,7 @@ def sim(
     """Replay a job trace through the scheduler with a simulated clock and executor, and
     compare policies: completion times, queueing delay, utilization, fairness."""
     try:
+        saving = checkpoint_options(checkpoint_interval, checkpoint_time)
         if from_store:
             if trace is not None:
                 raise SimError("give either a TRACE or --from-store, not both")
@@ -83,14 +92,15 @@ def sim(
 
             outcomes, summaries, report = run_from_store(
                 server, since, gpus, config, policies != POLICY_NAMES, restart_overhead,
-                window, trace_format, queue_per_team, time_limit)
+                window, trace_format, queue_per_team, time_limit, saving)
         else:
             if trace is None:  # as the parser says it of a required argument
                 ctx.fail("Missing argument 'trace'.")
             if since is not None:
                 raise SimError("--since needs --from-store")
             report, comparison = _run(trace, gpus, config, policies, restart_overhead,
-                                      window, trace_format, queue_per_team, time_limit)
+                                      window, trace_format, queue_per_team, time_limit,
+                                      saving)
             outcomes, summaries = comparison.outcomes, comparison.summaries
         render(report)
         if json_path is not None:
@@ -111,9 +121,39 @@ def sim(
         raise typer.Exit(1) from None
 
 
+def checkpoint_options(interval: str | None, checkpoint: str | None
+                       ) -> tuple[float, float | None] | None:
+    """--checkpoint-interval and --checkpoint-time as seconds; None without an interval."""
+    from trainyard.quantities import DURATION_HINT, duration_seconds
+
+    if interval is None:
+        if checkpoint is not None:
+            raise SimError("--checkpoint-time needs --checkpoint-interval")
+        return None
+    every = duration_seconds(interval)
+    if every is None or every <= 0:
+        raise SimError(f"--checkpoint-interval must be {DURATION_HINT}, more than 0; got "
+                       f"{interval!r}")
+    if checkpoint is None:
+        return every, None
+    takes = duration_seconds(checkpoint)
+    if takes is None:
+        raise SimError(f"--checkpoint-time must be {DURATION_HINT}; got {checkpoint!r}")
+    return every, takes
+
+
+def checkpoint_config(saving: tuple[float, float | None] | None) -> dict[str, Any]:
+    """The report's config entries of the checkpoint options (none without them)."""
+    if saving is None:
+        return {}
+    return {"checkpoint_interval_s": saving[0], "checkpoint_time_s": saving[1]}
+
+
 def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
          restart_overhead: float, window: float, trace_format: str,
-         per_team: bool, time_limit: float) -> tuple[dict[str, Any], Any]:
+         per_team: bool, time_limit: float,
+         saving: tuple[float, float | None] | None = None) -> tuple[dict[str, Any], Any]:
+    from trainyard.sim.checkpoints import NO_CHECKPOINTS, checkpointing
     from trainyard.sim.cluster import Cluster, generated_policy
     from trainyard.sim.compare import compare
     from trainyard.sim.policies import POLICIES
@@ -152,16 +192,19 @@ def _run(trace_path: Path, gpus: int | None, config: Path | None, names: str,
         cluster = Cluster(policy)
     if cluster.gpus == 0:
         raise SimError("the cluster has no GPUs")
+    checkpoints = NO_CHECKPOINTS if saving is None else \
+        checkpointing(cluster.policy, *saving)
     comparison = compare(trace, cluster, list(dict.fromkeys(chosen)),
                          restart_overhead=restart_overhead, window=window,
-                         time_limit=time_limit)
+                         time_limit=time_limit, checkpoints=checkpoints)
     if not comparison.submitted.jobs:
         first = next(iter(comparison.submitted.refused), "")
         raise SimError(f"the policy refuses every job of the trace, e.g.: {first}")
     report = comparison.report()
     report["config"] = {"restart_overhead_s": restart_overhead, "window_s": window,
                         "time_limit_s": time_limit,
-                        "queue_per_team": per_team, "qos_queues": dict(qos)}
+                        "queue_per_team": per_team, "qos_queues": dict(qos),
+                        **checkpoint_config(saving)}
     return report, comparison
 
 
@@ -239,15 +282,20 @@ def render(report: Mapping[str, Any]) -> None:
     table = Table(title=f"Replay of {escape(trace['source'])}: {trace['jobs']:,} jobs on "
                         f"{cluster['gpus']} GPUs",
                   caption=f"left out: {left_out}" if left_out else None)
+    # GPU-hours lost to preemption: a replay with --checkpoint-interval says them.
+    lost = any("gpu_hours_lost" in s for s in report["policies"].values())
     for column in ("policy", "jobs", "mean JCT", "median JCT", "p95 JCT", "p99 JCT",
-                   "mean wait", "makespan", "util", "Jain", "preempt", "sim s"):
+                   "mean wait", "makespan", "util", "Jain", "preempt",
+                   *(("lost GPU-h",) if lost else ()), "sim s"):
         table.add_column(column, justify="left" if column == "policy" else "right",
                          no_wrap=True)
     for name, s in report["policies"].items():
+        lost_cell = (f"{s.get('gpu_hours_lost') or 0.0:,.1f}",) if lost else ()
         table.add_row(name, f"{s['jobs']:,}", hours(s["mean_jct"]), hours(s["median_jct"]),
                       hours(s["p95_jct"]), hours(s["p99_jct"]), hours(s["mean_wait"]),
                       hours(s["makespan"]), f"{s['utilization']:.1%}",
-                      f"{s['jain']:.3f}", f"{s['preemptions']:,}", f"{s['sim_seconds']:.2f}")
+                      f"{s['jain']:.3f}", f"{s['preemptions']:,}", *lost_cell,
+                      f"{s['sim_seconds']:.2f}")
     console.print(table)
     for name, s in report["policies"].items():
         if not s["completed"]:

@@ -95,7 +95,8 @@ def _p95(values: Sequence[float]) -> float:
 
 def replay_store(history: History, since_s: float | None, candidate: cfg.Policy | None,
                  candidate_per_team: bool, *, restart_overhead: float, window: float,
-                 time_limit: float) -> StoreReplay:
+                 time_limit: float, saving: tuple[float, float | None] | None = None
+                 ) -> StoreReplay:
     from trainyard.sim.cluster import Cluster
     from trainyard.sim.trace import queue_per_team
 
@@ -121,7 +122,7 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
     kept: set[str] = set()
     for name, cluster, policy_name, replayed in runs:
         outcome, summary, left = _replay(replayed, cluster, policy_name, restart_overhead,
-                                         window, time_limit)
+                                         window, time_limit, saving)
         if name == CURRENT:
             kept = {job.pending.job_id for job in outcome.jobs}
         if not outcome.jobs:
@@ -152,9 +153,12 @@ def replay_store(history: History, since_s: float | None, candidate: cfg.Policy 
 
 
 def _replay(trace: Trace, cluster: Cluster, policy_name: str, restart_overhead: float,
-            window: float, time_limit: float) -> tuple[Outcome, dict[str, Any], dict[str, int]]:
+            window: float, time_limit: float,
+            saving: tuple[float, float | None] | None = None
+            ) -> tuple[Outcome, dict[str, Any], dict[str, int]]:
     """One replay, as sim.compare runs each, on a cluster that may count no GPU (its
     utilization is then 0: utilization is of GPUs)."""
+    from trainyard.sim.checkpoints import NO_CHECKPOINTS, checkpointing
     from trainyard.sim.cluster import submit
     from trainyard.sim.compare import fair_weights
     from trainyard.sim.metrics import summarize
@@ -162,12 +166,15 @@ def _replay(trace: Trace, cluster: Cluster, policy_name: str, restart_overhead: 
 
     submitted = submit(trace.jobs, cluster.policy)
     teams = sorted({job.team for job in submitted.jobs})
+    checkpoints = NO_CHECKPOINTS if saving is None else \
+        checkpointing(cluster.policy, *saving)
     replay = replay_for(policy_name, cluster.policy, max(1, cluster.gpus), teams,
-                        restart_overhead)
+                        restart_overhead, checkpoints)
     outcome = replay.run(submitted.pending, [job.duration for job in submitted.jobs],
                          [job.team for job in submitted.jobs], time_limit)
-    return outcome, summarize(outcome, fair_weights(cluster, teams), window), \
-        dict(submitted.refused)
+    summary = summarize(outcome, fair_weights(cluster, teams), window,
+                        work_lost=checkpoints.modelled)
+    return outcome, summary, dict(submitted.refused)
 
 
 def _cluster_json(cluster: Cluster, scheduler: str) -> dict[str, Any]:
@@ -183,12 +190,13 @@ def _cluster_json(cluster: Cluster, scheduler: str) -> dict[str, Any]:
 
 def run_from_store(server: str | None, since: str | None, gpus: int | None,
                    config: Path | None, policies_given: bool, restart_overhead: float,
-                   window: float, trace_format: str, per_team: bool, time_limit: float
+                   window: float, trace_format: str, per_team: bool, time_limit: float,
+                   saving: tuple[float, float | None] | None = None
                    ) -> tuple[dict[str, Outcome], dict[str, dict[str, Any]], dict[str, Any]]:
     """The command's work: check the options, fetch, replay, and the report's config."""
     from trainyard.cli.common import client_for
     from trainyard.cli.history import since_epoch
-    from trainyard.cli.sim import SimError, _check_numbers, _read_config
+    from trainyard.cli.sim import SimError, _check_numbers, _read_config, checkpoint_config
 
     for given, option in ((gpus is not None, "--gpus"), (policies_given, "--policies"),
                           (trace_format != "auto", "--format"),
@@ -209,13 +217,14 @@ def run_from_store(server: str | None, since: str | None, gpus: int | None,
         try:
             done = replay_store(history, since_s, candidate, candidate_per_team,
                                 restart_overhead=restart_overhead, window=window,
-                                time_limit=time_limit)
+                                time_limit=time_limit, saving=saving)
         except StoreReplayError as exc:
             raise SimError(str(exc)) from exc
     done.report["config"] = {"restart_overhead_s": restart_overhead, "window_s": window,
                              "time_limit_s": time_limit, "from_store": True,
                              "since": since, "candidate": str(config) if config else None,
-                             "queue_per_team": candidate_per_team}
+                             "queue_per_team": candidate_per_team,
+                             **checkpoint_config(saving)}
     return done.outcomes, done.summaries, done.report
 
 

@@ -190,6 +190,11 @@ class JobStatus:
     predicted_start: PredictedStart | None = None  # while it waits, if forecast
     after: tuple[Dependency, ...] = ()  # the jobs it waits for (--after)
     end_reason: str = ""  # STOPPED_EARLY: its sweep's early-stopping rule stopped it
+    # Preemption with notice: the work its preemptions lost (seconds past their attempts'
+    # last checkpoints), how many, and the current attempt's last checkpoint seen.
+    work_lost_seconds: float = 0.0
+    preemptions: int = 0
+    last_checkpoint_at: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -238,6 +243,9 @@ class JobStatus:
             retry_after=iso(s.retry_after) if s.HasField("retry_after") else None,
             predicted_start=_predicted(s), after=_after(s.spec.after),
             end_reason=s.end_reason,
+            work_lost_seconds=s.work_lost_seconds, preemptions=s.preemptions,
+            last_checkpoint_at=iso(s.last_checkpoint_at)
+            if s.HasField("last_checkpoint_at") else None,
         )
 
 

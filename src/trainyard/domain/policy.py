@@ -12,6 +12,7 @@ from trainyard.domain.budgets import Budget
 from trainyard.domain.errors import InvalidArgument, PermissionDenied
 from trainyard.domain.kinds import JobKind, kind_in
 from trainyard.domain.limits import SubmitLimits
+from trainyard.domain.notice import DEFAULT_NOTICE, NoticeRule, NoticeSignal
 from trainyard.domain.pools import KubernetesPool, PoolCapacity, SlurmPool, never_fits
 from trainyard.domain.retry import DEFAULT_MAX_ATTEMPTS
 from trainyard.domain.spec import JobSpec
@@ -48,6 +49,14 @@ class Queue:
     max_time_limit_s: float | None = None
     # GPU- and CPU-hours all its jobs together may use in a rolling period (domain.budgets).
     budget: Budget | None = None
+    # What its jobs get before they are preempted (domain.notice): the notice's signal, and
+    # the grace to checkpoint in (None: the server's cancel grace).
+    preempt_notice: NoticeSignal = NoticeSignal.TERM
+    preempt_grace_s: float | None = None
+
+    @property
+    def notice(self) -> NoticeRule:
+        return NoticeRule(self.preempt_notice, self.preempt_grace_s)
 
     @property
     def access(self) -> QueueAccess:
@@ -110,6 +119,12 @@ class Policy:
     admins: frozenset[str] = frozenset()
     # Caps on waiting jobs and on submit rate, per user and per team (the `[limits]` table).
     limits: SubmitLimits = field(default_factory=SubmitLimits)
+
+    def notice_for(self, queue_name: str) -> NoticeRule:
+        """The notice a job of this queue gets before it is preempted; a queue the policy
+        does not list gets the default (TERM, the server's grace)."""
+        queue = self.queues.get(queue_name)
+        return queue.notice if queue is not None else DEFAULT_NOTICE
 
     def teams_of(self, user: str) -> frozenset[str]:
         """Every team that lists the user."""

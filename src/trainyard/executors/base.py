@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from trainyard.domain.contract import (
     CHECKPOINT_PATH,
@@ -16,6 +16,12 @@ from trainyard.domain.contract import (
     MODEL_SAVE_PATH,
     TRAINING_DATA_PATH,
     contract_env,
+)
+from trainyard.domain.notice import (
+    CHECKPOINT_SIGNAL_ENV,
+    CHECKPOINT_SIGNAL_FILE,
+    NOTICE_ENV,
+    NOTICE_FILE,
 )
 from trainyard.domain.spec import Resources
 from trainyard.quantities import describe_duration
@@ -45,6 +51,14 @@ class JobFiles:
     checkpoint: Path
     workdir: Path
     log: Path  # written by the executor, not by the job
+
+
+def notice_env(workdir: str) -> dict[str, str]:
+    """Where a job whose working directory it sees at `workdir` finds its preemption notice
+    and counts its saved checkpoints (domain.notice), for the executors that deliver notice
+    on the service's host (local, Docker)."""
+    return {NOTICE_ENV: f"{workdir}/{NOTICE_FILE}",
+            CHECKPOINT_SIGNAL_ENV: f"{workdir}/{CHECKPOINT_SIGNAL_FILE}"}
 
 
 @dataclass(frozen=True)
@@ -200,6 +214,17 @@ class Executor(Protocol):
     def sweep(self, active: set[str]) -> list[str]:
         """After a restart: remove what this executor launched that belongs to none of the
         `active` handles; return a sentence for each thing removed."""
+        ...
+
+
+@runtime_checkable
+class Signaller(Protocol):
+    """An executor that can give a running job notice: a signal to every process of it
+    that does not stop it by itself (SIGUSR1 before a preemption)."""
+
+    def send_signal(self, handle: str, signum: int) -> bool:
+        """Send `signum` to the job. True once sent, or when the job has ended already;
+        False while it cannot be signalled yet (still starting): call again later."""
         ...
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -37,6 +38,7 @@ from trainyard.executors.base import (
     describe_exit,
     describe_forced_kill,
     gang_command,
+    notice_env,
 )
 from trainyard.executors.docker_events import EngineEvents
 from trainyard.executors.docker_logs import ENGINE_ERRORS, LogCopier
@@ -157,6 +159,7 @@ class DockerExecutor:
         env = request.contract(data=DATA_MOUNT, model=MODEL_MOUNT, metrics=METRICS_MOUNT,
                                checkpoint=CHECKPOINT_MOUNT)
         env["HOME"] = WORK_MOUNT
+        env.update(notice_env(WORK_MOUNT))
         if not request.gpu_ids:
             # None for a job that asked for none, even where the engine's default runtime or
             # the image would expose every GPU.
@@ -169,7 +172,11 @@ class DockerExecutor:
             Mount(WORK_MOUNT, str(files.workdir), type="bind"),
             Mount(METRICS_MOUNT, str(files.metrics), type="bind"),
         ]
-        command = ["/bin/sh", "-c", request.command] if request.command.strip() else None
+        # SIGUSR1, a preemption's notice, is ignored by the shell and so by what it starts,
+        # unless a program sets a handler for it: a shell that does not exec its last
+        # command must not die of it (domain.notice).
+        command = ["/bin/sh", "-c", f"{IGNORE_NOTICE}{request.command}"] \
+            if request.command.strip() else None
         if request.workers > 1:
             # One container holds every worker; they meet on its own loopback. Inside it the
             # engine numbers the allocated devices from 0, and so does each worker's share.
@@ -306,32 +313,58 @@ class DockerExecutor:
     # --- stop and clean up ---------------------------------------------------------------
 
     def cancel(self, handle: str, grace_seconds: float) -> bool:
-        try:
-            attrs = self._api.inspect_container(handle)
-        except docker.errors.NotFound:
-            return True  # nothing to stop
-        except ENGINE_ERRORS:
-            return False  # ask again once the engine answers
-        if not self._ours(attrs):
-            return True  # not ours to stop
-        status = attrs["State"]["Status"]
-        if status == "created":
-            self._abandon(handle)
-            return True
-        if status not in ("running", "paused", "restarting"):
-            return True
-        try:
-            self._api.kill(handle, signal="SIGTERM")
-        except docker.errors.APIError:
-            return True  # it ended meanwhile
-        except ENGINE_ERRORS:
-            return False
+        sent = self._send(handle, lambda: self._api.kill(handle, signal="SIGTERM"),
+                          abandon=True)
+        if sent is not None:
+            return sent
         timer = threading.Timer(grace_seconds, self._force_kill, args=(handle, grace_seconds))
         timer.daemon = True
         with self._lock:
             self._timers[handle] = timer
         timer.start()
         return True
+
+    def send_signal(self, handle: str, signum: int) -> bool:
+        """Every process of the container but its init gets `signum`, by `kill -s SIG -- -1`
+        run inside it: the init passes a signal on to its child alone, the job's shell,
+        which ignores a preemption's SIGUSR1 (IGNORE_NOTICE)."""
+        name = signal.Signals(signum).name.removeprefix("SIG")
+
+        def kill_all() -> None:
+            run = self._api.exec_create(handle, ["/bin/sh", "-c", f"kill -s {name} -- -1"])
+            self._api.exec_start(run["Id"])
+
+        sent = self._send(handle, kill_all, abandon=False)
+        return True if sent is None else sent
+
+    def _send(self, handle: str, send: Callable[[], object], *, abandon: bool
+              ) -> bool | None:
+        """Signal the container by `send` if it runs: None once sent; else whether that is
+        settled (True: nothing to signal; False: ask again, once it runs or the engine
+        answers). `abandon`: a container created and never started is removed."""
+        try:
+            attrs = self._api.inspect_container(handle)
+        except docker.errors.NotFound:
+            return True  # nothing to signal
+        except ENGINE_ERRORS:
+            return False  # ask again once the engine answers
+        if not self._ours(attrs):
+            return True  # not ours to signal
+        status = attrs["State"]["Status"]
+        if status == "created":
+            if not abandon:
+                return False  # not running yet
+            self._abandon(handle)
+            return True
+        if status not in ("running", "paused", "restarting"):
+            return True
+        try:
+            send()
+        except docker.errors.APIError:
+            return True  # it ended meanwhile
+        except ENGINE_ERRORS:
+            return False
+        return None
 
     def _force_kill(self, handle: str, grace_seconds: float) -> None:
         with self._lock:
@@ -401,6 +434,9 @@ class DockerExecutor:
             removed.append(f"removed container {name} ({summary.get('State', '?')}) of job "
                            f"{labels.get(LABEL_JOB, '?')}: it belongs to no active job")
         return removed
+
+
+IGNORE_NOTICE = "trap '' USR1\n"
 
 
 def _connect_closing_on_failure(self: UnixHTTPConnection) -> None:

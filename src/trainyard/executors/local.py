@@ -26,6 +26,7 @@ from trainyard.executors.base import (
     describe_exit,
     describe_forced_kill,
     gang_command,
+    notice_env,
 )
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 
@@ -37,7 +38,9 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # its status; the command's output goes through the copier, which keeps the log to its cap.
 # The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
 # copier keeps the ignore (it runs no job), while the group around the command trades it
-# for a handler before it starts the command, which so gets TERM's default. A half-written
+# for a handler before it starts the command, which so gets TERM's default. SIGUSR1, a
+# preemption's notice to the whole group, stays ignored by all but a program that sets a
+# handler for it: the shells between the wrapper and the job must not die of it. A half-written
 # file reads as "not yet" and the wrapper is then still alive, so no rename is needed. The
 # wrapper outlives a TERM sent to its group (the group's handler, unlike an ignore, is not
 # inherited by the job), so a job that stops on TERM still has its status recorded; one
@@ -46,7 +49,7 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
 # the start file before it runs the command, and a cancel waits for that file.
 WRAPPER = r"""
-trap '' TERM
+trap '' TERM USR1
 [ -z "${10}" ] || printf '%s\n' "$$" > "${10}" 2>/dev/null
 printf '%s\n' "$$" > "$3"
 {
@@ -57,10 +60,12 @@ printf '%s\n' "$?" > "$2"
 """
 # The wrapper pipes the job's output through this, in the server's interpreter and with
 # nothing of ours imported (the job's environment has no PYTHONPATH). It ignores TERM (as
-# it is born doing), so that a job stopping on TERM still has its last words copied.
+# it is born doing), so that a job stopping on TERM still has its last words copied, and
+# SIGUSR1, a preemption's notice to the job's group.
 COPIER = r"""
 import os, signal, sys
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 limit, note = int(sys.argv[1]), sys.argv[2].encode()
 written = 0
 while True:
@@ -168,6 +173,7 @@ class LocalExecutor:
                                     checkpoint=str(files.checkpoint)))
         # Exactly the allocated devices; none (an empty list) for a job that asked for none.
         # Numbered as the driver and the engine number them, not fastest first.
+        env.update(notice_env(str(files.workdir)))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(request.gpu_ids)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env[HANDLE_ENV] = request.handle
@@ -233,18 +239,9 @@ class LocalExecutor:
         return obs
 
     def cancel(self, handle: str, grace_seconds: float) -> bool:
-        pid = self._read_pid(handle)
+        ready, pid = self._signal_group(handle, signal.SIGTERM)
         if pid is None:
-            # Not started yet, unless it never will be: then there is nothing to stop.
-            return self.poll(handle).phase is not Phase.STARTING
-        if not self._is_ours(handle, pid):
-            return True  # already gone: nothing to stop
-        if not self._started(handle):
-            # The command is not running yet and a TERM now would reach only the wrapper:
-            # ask again on the next pass.
-            return False
-        _signal_group(pid, signal.SIGTERM)
-
+            return ready
         timer = threading.Timer(grace_seconds, self._force_kill,
                                 args=(handle, pid, grace_seconds))
         timer.daemon = True
@@ -252,6 +249,27 @@ class LocalExecutor:
             self._timers[handle] = timer
         timer.start()
         return True
+
+    def send_signal(self, handle: str, signum: int) -> bool:
+        """The job's whole group gets `signum`; the wrapper and its log copier ignore
+        SIGUSR1 as they ignore TERM, so only a job without a handler dies of it."""
+        return self._signal_group(handle, signal.Signals(signum))[0]
+
+    def _signal_group(self, handle: str, sig: signal.Signals) -> tuple[bool, int | None]:
+        """Send `sig` to the job's group. Returns whether that is settled (sent, or nothing
+        is left to signal) and the group's id once sent."""
+        pid = self._read_pid(handle)
+        if pid is None:
+            # Not started yet, unless it never will be: then there is nothing to signal.
+            return self.poll(handle).phase is not Phase.STARTING, None
+        if not self._is_ours(handle, pid):
+            return True, None  # already gone
+        if not self._started(handle):
+            # The command is not running yet and a signal now would reach only the wrapper:
+            # ask again on the next pass.
+            return False, None
+        _signal_pgid(pid, sig)
+        return True, pid
 
     def close(self) -> None:
         """Waiter threads are daemons and end with the service; nothing to do."""
@@ -398,6 +416,6 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def _signal_pgid(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

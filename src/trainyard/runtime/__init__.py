@@ -25,11 +25,15 @@ from trainyard.runtime.gang import (
 __all__ = [
     "FRAMEWORKS", "LOOPBACK", "checkpoint_path", "checkpoint_saved", "data_path",
     "framework_env", "free_ports", "hyperparameter", "hyperparameters", "job_id", "launch",
-    "log_metric", "main", "metrics_path", "model_path", "rank", "worker_env", "world_size",
+    "log_metric", "main", "metrics_path", "model_path", "preemption_requested", "rank",
+    "worker_env", "world_size",
 ]
 
-# The file the remote agent watches to learn that the checkpoint is complete.
+# The file that counts complete checkpoints: the service reads it on its own host (the last
+# checkpoint's time bounds the work a preemption loses), the remote agent to upload them.
 CHECKPOINT_SIGNAL = "TRAINYARD_CHECKPOINT_SIGNAL"
+# The file whose existence says the job is about to be preempted (domain.notice's names).
+PREEMPT_NOTICE = "TRAINYARD_PREEMPT_NOTICE"
 
 
 def _path(name: str, default: str) -> Path:
@@ -59,10 +63,22 @@ def checkpoint_path() -> Path:
     return path
 
 
+def preemption_requested() -> bool:
+    """Whether the job is about to be preempted: its queue's notice came (with SIGUSR1 or
+    TERM, as the queue says). Save a checkpoint and call checkpoint_saved(): the job is then
+    stopped at once, and its next attempt resumes from checkpoint_path(). Cheap enough to
+    ask between batches. Always False outside the service, and for remote jobs, which get
+    their engine's TERM instead."""
+    notice = os.environ.get(PREEMPT_NOTICE)
+    return bool(notice) and Path(notice).exists()
+
+
 def checkpoint_saved() -> None:
-    """Say that checkpoint_path() now holds a complete checkpoint. A remote job's runtime
-    then uploads it, so that the next attempt resumes from it wherever it runs; on the
-    service's own host the directory is kept as it is, and this does nothing."""
+    """Say that checkpoint_path() now holds a complete checkpoint. On the service's own host
+    it notes the time (a preemption then loses only the work since), and after a preemption
+    notice it stops the job at once rather than at its grace's end; a remote job's runtime
+    uploads it, so that the next attempt resumes from it wherever it runs. Outside the
+    service this does nothing."""
     signal_file = os.environ.get(CHECKPOINT_SIGNAL)
     if not signal_file:
         return

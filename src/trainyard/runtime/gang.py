@@ -76,17 +76,23 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _ignore_notice() -> None:
+    """In a worker before its shell starts: SIGUSR1 (a preemption's notice) is ignored by
+    the shell and what it runs, unless a program sets a handler for it."""
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
 def launch(command: str, workers: int, gpu_ids: Sequence[str] = (), *,
            forward_signals: bool = True, grace: float = STOP_GRACE,
            out: BinaryIO | None = None, framework: str = "both") -> int:
     """Run `workers` copies of `command` (each by /bin/sh -c) and return the job's exit code.
 
-    Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM and SIGINT
-    are passed on to every worker, unless `forward_signals` is False because whoever signals
-    the launcher signals its whole process group, workers included. When a worker exits
-    non-zero the others get TERM, then KILL after `grace` seconds, and its code is the
-    job's; 0 when every worker exits 0. A worker killed by signal N counts as 128 + N.
-    `framework` chooses the group's variables (framework_env)."""
+    Each line a worker prints goes to `out` (stdout) as "[rank i] line". SIGTERM, SIGINT and
+    SIGUSR1 (a preemption notice) are passed on to every worker, unless `forward_signals` is
+    False because whoever signals the launcher signals its whole process group, workers
+    included. When a worker exits non-zero the others get TERM, then KILL after `grace`
+    seconds, and its code is the job's; 0 when every worker exits 0. A worker killed by
+    signal N counts as 128 + N. `framework` chooses the group's variables (framework_env)."""
     problem = _launch_problem(workers, gpu_ids) or _framework_problem(framework)
     if problem:
         raise ValueError(problem)
@@ -129,6 +135,9 @@ class _Gang:
         *ports, master_port = free_ports(self.workers + 1)
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT)}
+        # A preemption's notice: passed on, or (its caller signals the group) ignored here.
+        previous[signal.SIGUSR1] = signal.signal(
+            signal.SIGUSR1, self._on_signal if self.forward_signals else signal.SIG_IGN)
         try:
             self._start(ports, master_port)
             while len(self.codes) < len(self.procs):  # until every started worker is reaped
@@ -147,7 +156,8 @@ class _Gang:
             try:
                 proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, close_fds=True)
+                                        stderr=subprocess.STDOUT, close_fds=True,
+                                        preexec_fn=_ignore_notice)
             except OSError as exc:
                 self._say(f"could not start rank {rank}: {exc}")
                 self._failed(rank, 127)
@@ -262,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="comma-separated device ids to share out (default: "
                      "$CUDA_VISIBLE_DEVICES)")
     cmd.add_argument("--no-forward", action="store_true",
-                     help="do not pass TERM and INT on: the caller signals every worker")
+                     help="do not pass TERM, INT and USR1 on: the caller signals every worker")
     cmd.add_argument("--grace", type=float, default=STOP_GRACE)
     cmd.add_argument("--framework", choices=FRAMEWORKS, default="both",
                      help="whose variables the workers get (default: both sets)")

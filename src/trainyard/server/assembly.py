@@ -66,6 +66,7 @@ from trainyard.store.lease import FencedDatabase, Lease, Term
 from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.notices import CANCELLED, EXITED, SUBMITTED, Notices
+from trainyard.store.preemption_notes import PreemptionNotes
 from trainyard.store.runs import RunStore
 from trainyard.store.runtime_streams import RuntimeStreamStore
 from trainyard.store.usage import UsageStore
@@ -307,7 +308,8 @@ class TrainyardServer:
             policy=self.policy,
             runtime=JobRuntimeService(
                 JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
-                self.pushed, on_exit=lambda: self._tell_tracker(EXITED)),
+                self.pushed, on_exit=lambda: self._tell_tracker(EXITED),
+                notes=PreemptionNotes(self.db)),
             history=HistoryService(HistoryStore(self.db), self.policy, guard),
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from trainyard.metadata.hashing import read_manifest
 from trainyard.metadata.pushed_streams import EXIT, HEARTBEAT, PushedStreams, SequenceGap
 from trainyard.metadata.workspace import AttemptPaths, Workspace
 from trainyard.store.datasets import DatasetStore
+from trainyard.store.preemption_notes import PreemptionNotes
 from trainyard.store.records import DatasetRecord
 
 __all__ = ["AttemptInfo", "FileChunk", "JobRuntimeService", "PushResult", "SequenceGap",
@@ -68,8 +70,14 @@ class JobRuntimeService:
     def __init__(self, grants: JobGrants, datasets: DatasetStore, workspace: Workspace,
                  streams: PushedStreams,
                  heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S,
-                 on_exit: Callable[[], None] = lambda: None) -> None:
+                 on_exit: Callable[[], None] = lambda: None,
+                 notes: PreemptionNotes | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.on_exit = on_exit
+        # Each checkpoint a remote attempt uploads is noted as its last (the work a
+        # preemption loses counts from it), as the tracker notes a local one's.
+        self.notes = notes
+        self.clock = clock
         self.grants = grants
         self.datasets = datasets
         self.workspace = workspace
@@ -125,8 +133,11 @@ class JobRuntimeService:
 
     def push_checkpoint(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
         """Replace the job's checkpoint with the files streamed, once all arrived whole;
-        any failed check leaves the one before in place."""
-        return self._replace(grant, self._paths(grant).checkpoint_dir, chunks, "checkpoint")
+        any failed check leaves the one before in place. Noted as the attempt's last."""
+        stored = self._replace(grant, self._paths(grant).checkpoint_dir, chunks, "checkpoint")
+        if self.notes is not None:
+            self.notes.uploaded(grant.job_id, grant.attempt, self.clock())
+        return stored
 
     def push_model(self, grant: JobGrant, chunks: Iterable[FileChunk]) -> StoredFiles:
         """The attempt's model files, into its model directory, checked the same way; a

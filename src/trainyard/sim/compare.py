@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
 from trainyard.sim.cluster import Cluster, Submitted, submit
 from trainyard.sim.engine import Outcome
 from trainyard.sim.metrics import DEFAULT_WINDOW_S, summarize
@@ -53,9 +54,11 @@ def fair_weights(cluster: Cluster, teams: Sequence[str]) -> dict[str, float]:
 
 def compare(trace: Trace, cluster: Cluster, policies: Sequence[str] = POLICIES, *,
             restart_overhead: float = 0.0, window: float = DEFAULT_WINDOW_S,
-            time_limit: float = 0.0) -> Comparison:
+            time_limit: float = 0.0, checkpoints: Checkpointing = NO_CHECKPOINTS
+            ) -> Comparison:
     """Replay the trace under each policy; `time_limit` (seconds, 0: none) stops one whose
-    replay takes longer, reporting what it reached."""
+    replay takes longer, reporting what it reached; `checkpoints`: what a preemption loses
+    (sim/checkpoints.py), and then each policy's GPU-hours lost."""
     submitted = submit(trace.jobs, cluster.policy)
     teams = sorted({job.team for job in submitted.jobs})
     weights = fair_weights(cluster, teams)
@@ -63,10 +66,12 @@ def compare(trace: Trace, cluster: Cluster, policies: Sequence[str] = POLICIES, 
     durations = [job.duration for job in submitted.jobs]
     job_teams = [job.team for job in submitted.jobs]
     for name in policies:
-        replay = replay_for(name, cluster.policy, cluster.gpus, teams, restart_overhead)
+        replay = replay_for(name, cluster.policy, cluster.gpus, teams, restart_overhead,
+                            checkpoints)
         outcome = replay.run(submitted.pending, durations, job_teams, time_limit)
         result.outcomes[name] = outcome
-        result.summaries[name] = summarize(outcome, weights, window)
+        result.summaries[name] = summarize(outcome, weights, window,
+                                           work_lost=checkpoints.modelled)
     return result
 
 

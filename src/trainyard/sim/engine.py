@@ -10,8 +10,8 @@ simulated executor needs no grace period) and another pass runs at the same time
 tracker's next pass would once they stopped (at most MAX_PASSES passes at one time).
 
 The simulated executor starts an admitted job at once. A job runs for its trace duration
-in all, resuming where it stopped after a preemption, plus `restart_overhead` seconds for
-each restart.
+in all, resuming where it stopped after a preemption (or, with `checkpoints`, from its last
+checkpoint: sim/checkpoints.py), plus `restart_overhead` seconds for each restart.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from trainyard.scheduler.model import (
 )
 from trainyard.scheduler.preemption import service_group
 from trainyard.scheduler.snapshot import Feed, active_job
+from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
 Key = tuple[float, ...]
@@ -93,6 +94,7 @@ class ReplayJob:
     finish: float | None = None
     held: float = 0.0  # seconds it ran (held its GPUs), restart overheads included
     preemptions: int = 0
+    lost: float = 0.0  # seconds of running its preemptions threw away (past checkpoints)
     epoch: int = 0  # bumped when it stops: its completion event is then stale
     team: str = ""  # whose share it counts in (the trace's team)
 
@@ -151,6 +153,8 @@ class Replay:
     half_life: float = 3600.0
     fair_share: bool = True  # keep each queue's decayed usage for the snapshot
     restart_overhead: float = 0.0
+    # What a preemption loses: nothing (the default), or the work since the last checkpoint.
+    checkpoints: Checkpointing = NO_CHECKPOINTS
     # For a running job, the first time after the given one at which the policy might
     # decide otherwise about it with nothing else happening (None: never). Asked when the
     # job starts, and again at each such time while it runs.
@@ -358,8 +362,10 @@ class Replay:
         state = self.states[job_id]
         self._unlisted(state.pending.seq)
         self._release(run, state, now)
-        state.remaining = max(0.0, state.remaining - (now - state.run_start)) + \
-            self.restart_overhead
+        ran = now - state.run_start
+        lost = self.checkpoints.lost(ran, state.pending.queue)
+        state.lost += lost
+        state.remaining = max(0.0, state.remaining - (ran - lost)) + self.restart_overhead
         state.epoch += 1
         state.preemptions += 1
         self.preemptions += 1

@@ -156,9 +156,16 @@ def _stats(jobs: Sequence[ReplayJob], prefix: str = "") -> dict[str, Any]:
     }
 
 
+def gpu_hours_lost(jobs: Sequence[ReplayJob]) -> float:
+    """The GPU-hours of running that preemptions threw away (past the jobs' checkpoints)."""
+    return sum(job.pending.resources.gpus * job.lost for job in jobs) / 3600.0
+
+
 def summarize(outcome: Outcome, weights: Mapping[str, float],
-              window: float = DEFAULT_WINDOW_S) -> dict[str, Any]:
-    """One policy's figures, in the shape of the JSON report's entries."""
+              window: float = DEFAULT_WINDOW_S, *, work_lost: bool = False) -> dict[str, Any]:
+    """One policy's figures, in the shape of the JSON report's entries; with `work_lost`
+    (a replay that models checkpoints) also the GPU-hours preemptions lost, in all and by
+    team."""
     jobs = outcome.jobs
     start = min((job.pending.submitted_at for job in jobs), default=0.0)
     end = max((job.finish for job in jobs if job.finish is not None), default=start)
@@ -187,7 +194,11 @@ def summarize(outcome: Outcome, weights: Mapping[str, float],
         figures["share"] = figures["gpu_seconds"] / (gpus * makespan) if makespan > 0 \
             else 0.0
         figures["fair_share_ratio"] = line.fair_ratio.get(team, math.nan)
+        if work_lost:
+            figures["gpu_hours_lost"] = gpu_hours_lost(by_team[team])
         teams[team] = figures
+    if work_lost:
+        summary["gpu_hours_lost"] = gpu_hours_lost(jobs)
     summary["teams"] = teams
     summary["timeline"] = {"window_s": window, "start": line.starts,
                            "utilization": line.utilization, "team_shares": line.shares}

@@ -32,6 +32,7 @@ from trainyard.scheduler.model import (
 )
 from trainyard.scheduler.preemption import preemptible_from
 from trainyard.scheduler.queues import QueuePolicy
+from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
 from trainyard.sim.cluster import executor_pools, without_quotas
 from trainyard.sim.engine import IndexedBacklog, Key, Progress, Replay
 
@@ -266,7 +267,8 @@ def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float
 
 
 def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[str],
-               restart_overhead: float = 0.0) -> Replay:
+               restart_overhead: float = 0.0,
+               checkpoints: Checkpointing = NO_CHECKPOINTS) -> Replay:
     """A Replay running the named policy on the cluster `policy` declares."""
     pools: Mapping[str, PoolCapacity] = {n: p.capacity for n, p in policy.pools.items()}
     progress = Progress()
@@ -289,6 +291,7 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
         raise ValueError(f"unknown policy {name!r}; the policies are {', '.join(POLICIES)}")
     return Replay(chosen, pools, total_gpus,
                   half_life=policy.fair_share_half_life_s, fair_share=name == "default",
-                  restart_overhead=restart_overhead, wake=wake, backlog_key=key, teams=teams,
+                  restart_overhead=restart_overhead, checkpoints=checkpoints, wake=wake,
+                  backlog_key=key, teams=teams,
                   progress=progress, by_service=orders_by_service(chosen),
                   quiet_wakes=name == "default")

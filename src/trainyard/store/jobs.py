@@ -268,22 +268,29 @@ class JobStore:
     def requeue(
         self, job_id: str, *, preempted: str, requeued: str, pending: tuple[str, str],
         expected: JobState = JobState.RUNNING, now: float | None = None,
+        work_lost_s: float = 0.0,
     ) -> None:
         """A preempted job waits again: RUNNING -> PREEMPTED (`preempted` is the event's
         reason and the job's message) -> WAITING (`requeued`, with `pending` as its code and
         sentence), in one transaction with an event row for each move, so no crash leaves it
         PREEMPTED. From PREEMPTED (`expected`; left so by a version that wrote the two moves
-        apart), the second move alone.
+        apart), the second move alone. A RUNNING job's preemption is counted, and the work it
+        lost (`work_lost_s`, past its last checkpoint) added up, on the job and its run.
 
         Raises StaleState, writing nothing, when the row is no longer in `expected`."""
         now = time.time() if now is None else now
-        stopped = {"message": preempted, "preempt_requested": False}
+        stopped: dict[str, Any] = {"message": preempted, "preempt_requested": False}
+        run_fields: dict[str, Any] = {}
+        if expected is JobState.RUNNING:
+            stopped.update(work_lost_s=jobs.c.work_lost_s + work_lost_s,
+                           preemptions=jobs.c.preemptions + 1)
+            run_fields["work_lost_s"] = work_lost_s
         if expected is not JobState.PREEMPTED and faults.armed(faults.REQUEUE_IN_TWO_WRITES):
             self.transition(job_id, expected, JobState.PREEMPTED, reason=preempted, now=now,
                             **stopped)
             faults.crash_at(faults.REQUEUE_IN_TWO_WRITES)
         self._wait_again(job_id, expected, JobState.PREEMPTED, preempted, stopped, requeued,
-                         pending, {}, now, retry=False)
+                         pending, {}, now, retry=False, run_fields=run_fields)
 
     def retry(
         self, job_id: str, *, ended: JobState, outcome: str, exit_code: int | None,
@@ -300,12 +307,18 @@ class JobStore:
 
     def _wait_again(self, job_id: str, expected: JobState, via: JobState, ended: str,
                     ended_fields: Mapping[str, Any], requeued: str, pending: tuple[str, str],
-                    waiting_fields: Mapping[str, Any], now: float, *, retry: bool) -> None:
+                    waiting_fields: Mapping[str, Any], now: float, *, retry: bool,
+                    run_fields: Mapping[str, Any] | None = None) -> None:
         """`expected` -> `via` (skipped when the job is in `via` already) -> WAITING. A job
-        asked to cancel meanwhile stays: the next pass ends it CANCELLED, never runs it again."""
+        asked to cancel meanwhile stays: the next pass ends it CANCELLED, never runs it again.
+        `run_fields`: written on the ending attempt's run too."""
         code, message = pending
         moves: list[JobMove] = []
         with self.db.write() as conn:
+            if run_fields:
+                current = select(jobs.c.attempt).where(jobs.c.id == job_id).scalar_subquery()
+                conn.execute(update(runs).where(runs.c.job_id == job_id,
+                                                runs.c.attempt == current).values(**run_fields))
             if expected is not via:
                 moves.append(replace(_move(conn, job_id, expected, via, ended, now,
                                            ended_fields, unless_cancelled=True),

@@ -41,6 +41,13 @@ class JobRecord:
     retries: int = 0  # attempts lost or failed and retried
     retry_after: float | None = None  # while it backs off: when it may start again
     end_reason: str = ""  # STOPPED_EARLY: its sweep's early-stopping rule stopped it
+    # Preemption with notice: the current attempt's notice and last checkpoint seen, the
+    # checkpoints it reported; the work preemptions lost, and how many there were.
+    notice_at: float | None = None
+    checkpoint_at: float | None = None
+    checkpoints: int = 0
+    work_lost_s: float = 0.0
+    preemptions: int = 0
 
     @classmethod
     def from_row(cls, row: Any) -> JobRecord:
@@ -99,6 +106,11 @@ class JobRecord:
             retries=m["retries"],
             retry_after=m["retry_after"],
             end_reason=m.get("end_reason") or "",
+            notice_at=m["notice_at"],
+            checkpoint_at=m["checkpoint_at"],
+            checkpoints=m["checkpoints"],
+            work_lost_s=m["work_lost_s"],
+            preemptions=m["preemptions"],
         )
 
 
@@ -216,6 +228,9 @@ class RunRecord:
     ended_at: float | None
     seq: int  # the runs row id: launch order
     dropped_metric_points: int = 0  # written past the server's cap, and lost
+    notice_at: float | None = None  # when it was given notice of its preemption
+    checkpoint_at: float | None = None  # its last checkpoint the service saw
+    work_lost_s: float = 0.0  # preempted: the seconds it ran past that checkpoint
 
     @property
     def id(self) -> str:
@@ -234,4 +249,6 @@ class RunRecord:
                    exit_code=m["run_exit_code"], message=m["run_message"],
                    launched_at=m["run_launched_at"], started_at=m["run_started_at"],
                    ended_at=m["run_ended_at"], seq=m["run_seq"],
-                   dropped_metric_points=m["run_dropped_metric_points"])
+                   dropped_metric_points=m["run_dropped_metric_points"],
+                   notice_at=m["run_notice_at"], checkpoint_at=m["run_checkpoint_at"],
+                   work_lost_s=m["run_work_lost_s"])

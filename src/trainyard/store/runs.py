@@ -43,6 +43,8 @@ _RUN_COLUMNS = (
     runs.c.launched_at.label("run_launched_at"), runs.c.started_at.label("run_started_at"),
     runs.c.ended_at.label("run_ended_at"),
     runs.c.dropped_metric_points.label("run_dropped_metric_points"),
+    runs.c.notice_at.label("run_notice_at"), runs.c.checkpoint_at.label("run_checkpoint_at"),
+    runs.c.work_lost_s.label("run_work_lost_s"),
 )
 _SELECT_RUNS = select(jobs, *_RUN_COLUMNS).select_from(
     runs.join(jobs, jobs.c.id == runs.c.job_id))

@@ -93,6 +93,14 @@ jobs = Table(
     # Why it ended, where its state alone does not say: STOPPED_EARLY (domain.early_stopping)
     # for a trial its sweep's rule stopped, which ends CANCELLED.
     Column("end_reason", String(32), nullable=False, default="", server_default=""),
+    # Preemption with notice (domain.notice): when the current attempt was given notice,
+    # the checkpoints it reported (the counter its runtime writes) and when the last was
+    # seen; the work its preemptions lost (seconds past their last checkpoint), and how many.
+    Column("notice_at", Float, nullable=True),
+    Column("checkpoint_at", Float, nullable=True),
+    Column("work_lost_s", Float, nullable=False, default=0.0, server_default="0"),
+    Column("checkpoints", Integer, nullable=False, default=0, server_default="0"),
+    Column("preemptions", Integer, nullable=False, default=0, server_default="0"),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),
@@ -129,6 +137,10 @@ runs = Table(
     Column("metric_points", BigInteger, nullable=False, default=0, server_default="0"),
     Column("dropped_metric_points", BigInteger, nullable=False, default=0,
            server_default="0"),
+    # The attempt's notice, its last checkpoint seen, and the work lost when it was preempted.
+    Column("notice_at", Float, nullable=True),
+    Column("checkpoint_at", Float, nullable=True),
+    Column("work_lost_s", Float, nullable=False, default=0.0, server_default="0"),
     UniqueConstraint("job_id", "attempt", name="uq_runs_job_attempt"),
 )
 

@@ -116,12 +116,14 @@ class Admission:
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
                 metrics_offset=0, message="", exit_code=None, retry_after=None,
                 started_at=None,  # a new attempt has not run yet; RUNNING sets it
+                notice_at=None, checkpoint_at=None, checkpoints=0,  # nor been given notice
             )
         except StaleState:
             return False  # cancelled meanwhile
         self.launcher.launch_beside(replace(
             job, state=JobState.LAUNCHING, attempt=attempt, executor=job.kind, pool=pool,
-            handle=handle, gpu_ids=gpu_ids, metrics_offset=0))
+            handle=handle, gpu_ids=gpu_ids, metrics_offset=0, notice_at=None,
+            checkpoint_at=None, checkpoints=0))
         return True
 
     def _cancel_expired(self) -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from trainyard.domain.early_stopping import STOPPED_EARLY
 from trainyard.domain.errors import StaleState, TrainyardError
+from trainyard.domain.notice import work_lost
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Executor, Observation, Phase, describe_exit
@@ -21,6 +22,7 @@ from trainyard.store.metrics import MetricStore
 from trainyard.store.records import JobRecord
 from trainyard.tracker.early_stop import EarlyStopper
 from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.notice import Notices
 from trainyard.tracker.retries import Retries
 from trainyard.tracker.settle import Settlement, settle
 from trainyard.tracker.waiting import WaitingJobs
@@ -41,11 +43,13 @@ REQUEUED_PENDING = "preempted; it resumes from its checkpoint when admitted agai
 
 
 def requeue(jobs: JobStore, job_id: str, *, now: float, preempted: str = "",
-            expected: JobState = JobState.RUNNING) -> None:
-    """A preempted job waits again (`preempted`: why it stopped, for a RUNNING one); its next
-    attempt resumes from the same CHECKPOINT_PATH."""
+            expected: JobState = JobState.RUNNING, work_lost_s: float = 0.0) -> None:
+    """A preempted job waits again (`preempted`: why it stopped, for a RUNNING one, and the
+    work it lost past its last checkpoint); its next attempt resumes from the same
+    CHECKPOINT_PATH."""
     jobs.requeue(job_id, preempted=preempted, requeued=REQUEUED,
-                 pending=(ReasonCode.PREEMPTED, REQUEUED_PENDING), expected=expected, now=now)
+                 pending=(ReasonCode.PREEMPTED, REQUEUED_PENDING), expected=expected, now=now,
+                 work_lost_s=work_lost_s)
 
 
 class Follower:
@@ -54,8 +58,9 @@ class Follower:
                  launcher: Launcher, waiting: WaitingJobs, cancel_grace: float,
                  clock: Callable[[], float], reconcile_soon: Callable[[], None],
                  reported_exit: ReportedExit | None = None,
-                 retries: Retries | None = None) -> None:
+                 retries: Retries | None = None, notices: Notices) -> None:
         self.reported_exit = reported_exit
+        self.notices = notices  # a preemption's notice and stop, and the checkpoints seen
         self.retries = retries or Retries(jobs)
         self.jobs = jobs
         self.metrics = metrics
@@ -94,16 +99,22 @@ class Follower:
         if self.launcher.in_flight(job.id):
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
-        if job.state is JobState.RUNNING:
+        running = job.state is JobState.RUNNING
+        if running:
+            job = self.notices.observe(job)
             ingested = self._ingest_metrics(job, final=False)
             if ingested.metrics_offset != job.metrics_offset:  # new points to judge
                 ingested = self.early_stop.judge(ingested)
             job = ingested
-        stop = job.cancel_requested or job.preempt_requested or \
-            self.retries.over_time(job, self.clock()) > 0
+        # A running job being preempted gets notice first (tracker/notice.py); a cancel (an
+        # early stop's too) or a time limit stops it as they stop every job.
+        stop = job.cancel_requested or self.retries.over_time(job, self.clock()) > 0 or \
+            (job.preempt_requested and not running)
         if stop and job.handle not in self._signalled and \
                 executor.cancel(job.handle, self.cancel_grace):
             self._signalled.add(job.handle)
+        elif job.preempt_requested and not stop:
+            self.notices.preempt(job, executor)
         observation = self._reported(executor, job) or self._await_reports(
             executor, job, self._with_reported_code(executor, job, executor.poll(job.handle)))
         self._note(job, observation)
@@ -203,7 +214,12 @@ class Follower:
             self._reconcile_soon()
         elif outcome.target is JobState.PREEMPTED:
             why = f"{job.message or PREEMPTED_WHY} ({outcome.message})"
-            requeue(self.jobs, job.id, now=self.clock(), preempted=why)
+            if state is JobState.RUNNING:
+                job = self.notices.observe(job)  # a checkpoint said just before it ended
+            now = self.clock()
+            lost = work_lost(started_at=job.started_at, checkpoint_at=job.checkpoint_at,
+                             stopped_at=now) if state is JobState.RUNNING else 0.0
+            requeue(self.jobs, job.id, now=now, preempted=why, work_lost_s=lost)
             self.waiting.invalidate()  # an old submit order, back in the queue
             self._reconcile_soon()
         else:
@@ -221,6 +237,7 @@ class Follower:
                                  exit_code=outcome.exit_code, pending_code="",
                                  pending_message="")
         self._signalled.discard(job.handle)
+        self.notices.forget(job.handle)
         self._noted.discard(job.id)
         self._succeeded_at.pop(job.id, None)
         executor_for(self.executors_by_kind, job.kind).release(job.handle)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from trainyard.domain.notice import DEFAULT_NOTICE, NoticeRule
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.retry import Backoff
 from trainyard.domain.states import ACTIVE_STATES
@@ -16,12 +17,14 @@ from trainyard.executors.base import Executor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.workspace import Workspace
 from trainyard.scheduler import Policy
+from trainyard.scheduler.queues import QueuePolicy
 from trainyard.sim.forecast import Scheduling
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.jobs import JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.predictions import PredictionStore
+from trainyard.store.preemption_notes import PreemptionNotes
 from trainyard.store.run_history import RunHistory
 from trainyard.store.usage import UsageStore
 from trainyard.tracker.admission import Admission
@@ -31,6 +34,7 @@ from trainyard.tracker.follow import Follower, ReportedExit
 from trainyard.tracker.forecasts import ForecastConfig, Forecasts
 from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.launcher import Launcher
+from trainyard.tracker.notice import Notices
 from trainyard.tracker.recovery import Recovery
 from trainyard.tracker.retries import Retries
 from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry
@@ -78,6 +82,8 @@ class Tracker:
         self._thread: threading.Thread | None = None
         self._reconcile_due = True
         self._submitted = False  # a submit arrived since the loop last looked
+        # Without a policy object that says, FIFO under the tracker's own limit.
+        self._scheduling = scheduling or (lambda: Scheduling(None, config.max_concurrent))
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval,
                                    wall_clock=self.now)
         self.launcher = Launcher(
@@ -95,7 +101,10 @@ class Tracker:
             executors_by_kind=executors_by_kind, launcher=self.launcher, waiting=self.waiting,
             cancel_grace=config.cancel_grace, clock=self.now,
             reconcile_soon=self._reconcile_soon, reported_exit=reported_exit,
-            retries=Retries(jobs, config.retry_backoff))
+            retries=Retries(jobs, config.retry_backoff),
+            notices=Notices(notes=PreemptionNotes(jobs.db), workspace=workspace,
+                            rule_for=self._notice_for, cancel_grace=config.cancel_grace,
+                            clock=self.now))
         self.admission = Admission(
             jobs=jobs, waiting=self.waiting, policy=lambda: self.policy, pools=pools,
             executors_by_kind=executors_by_kind, launcher=self.launcher,
@@ -105,10 +114,9 @@ class Tracker:
         self.dependencies = Dependencies(jobs=jobs, waiting=self.waiting, clock=self.now)
         self.recovery = Recovery(jobs=jobs, executors_by_kind=executors_by_kind,
                                  follower=self.follower, clock=self.now)
-        # Without a policy object that says, FIFO under the tracker's own limit.
         self.forecasts = Forecasts(
             jobs=jobs, predictions=PredictionStore(jobs.db), history=RunHistory(jobs.db),
-            scheduling=scheduling or (lambda: Scheduling(None, config.max_concurrent)),
+            scheduling=self._scheduling,
             pools=pools, executors_by_kind=executors_by_kind,
             feed=lambda: self.fair_share.feed, clock=self.now, config=config.forecasts)
         for executor in executors_by_kind.values():
@@ -116,6 +124,14 @@ class Tracker:
 
     def now(self) -> float:
         return self.clock()
+
+    def _notice_for(self, queue: str) -> NoticeRule:
+        """A queue's notice before a preemption, by the policy in force: a policy file's
+        queues say; without one, the default (TERM, the cancel grace)."""
+        declared = self._scheduling().declared
+        if declared is None and isinstance(self.policy, QueuePolicy):
+            declared = self.policy.policy  # a tracker given the queue policy itself
+        return declared.notice_for(queue) if declared is not None else DEFAULT_NOTICE
 
     # --- lifecycle -----------------------------------------------------------------------
 

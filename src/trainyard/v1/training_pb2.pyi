@@ -62,7 +62,7 @@ class MetricSeries(_message.Message):
     def __init__(self, key: _Optional[str] = ..., points: _Optional[_Iterable[_Union[MetricPoint, _Mapping]]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("run_id", "job_id", "attempt", "name", "owner", "state", "algorithm", "spec", "code", "executor", "pool", "gpu_ids", "submitted_at", "launched_at", "started_at", "ended_at", "has_exit_code", "exit_code", "message", "metrics", "series", "series_truncated", "transitions", "log_uri", "log_size_bytes", "model", "reproduced_from", "reproduced_by", "end_reason")
+    __slots__ = ("run_id", "job_id", "attempt", "name", "owner", "state", "algorithm", "spec", "code", "executor", "pool", "gpu_ids", "submitted_at", "launched_at", "started_at", "ended_at", "has_exit_code", "exit_code", "message", "metrics", "series", "series_truncated", "transitions", "log_uri", "log_size_bytes", "model", "reproduced_from", "reproduced_by", "end_reason", "work_lost_seconds", "notice_at", "checkpoint_at")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,9 @@ class Run(_message.Message):
     REPRODUCED_FROM_FIELD_NUMBER: _ClassVar[int]
     REPRODUCED_BY_FIELD_NUMBER: _ClassVar[int]
     END_REASON_FIELD_NUMBER: _ClassVar[int]
+    WORK_LOST_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NOTICE_AT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_AT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     job_id: str
     attempt: int
@@ -128,7 +131,10 @@ class Run(_message.Message):
     reproduced_from: str
     reproduced_by: _containers.RepeatedScalarFieldContainer[str]
     end_reason: str
-    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., algorithm: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., executor: _Optional[str] = ..., pool: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., launched_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ..., metrics: _Optional[_Mapping[str, MetricValue]] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., series_truncated: _Optional[bool] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., log_uri: _Optional[str] = ..., log_size_bytes: _Optional[int] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., reproduced_from: _Optional[str] = ..., reproduced_by: _Optional[_Iterable[str]] = ..., end_reason: _Optional[str] = ...) -> None: ...
+    work_lost_seconds: float
+    notice_at: _timestamp_pb2.Timestamp
+    checkpoint_at: _timestamp_pb2.Timestamp
+    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., name: _Optional[str] = ..., owner: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., algorithm: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., executor: _Optional[str] = ..., pool: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., launched_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ..., metrics: _Optional[_Mapping[str, MetricValue]] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ..., series_truncated: _Optional[bool] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., log_uri: _Optional[str] = ..., log_size_bytes: _Optional[int] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., reproduced_from: _Optional[str] = ..., reproduced_by: _Optional[_Iterable[str]] = ..., end_reason: _Optional[str] = ..., work_lost_seconds: _Optional[float] = ..., notice_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., checkpoint_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MetricThreshold(_message.Message):
     __slots__ = ("key", "op", "value")
@@ -1095,7 +1101,7 @@ class PredictedStart(_message.Message):
     def __init__(self, p50: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., p90: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cannot_start: _Optional[str] = ..., horizon_seconds: _Optional[float] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start", "end_reason")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start", "end_reason", "work_lost_seconds", "preemptions", "last_checkpoint_at")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1126,6 +1132,9 @@ class TrainingStatus(_message.Message):
     RETRY_AFTER_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_START_FIELD_NUMBER: _ClassVar[int]
     END_REASON_FIELD_NUMBER: _ClassVar[int]
+    WORK_LOST_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTIONS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CHECKPOINT_AT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -1149,7 +1158,10 @@ class TrainingStatus(_message.Message):
     retry_after: _timestamp_pb2.Timestamp
     predicted_start: PredictedStart
     end_reason: str
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., end_reason: _Optional[str] = ...) -> None: ...
+    work_lost_seconds: float
+    preemptions: int
+    last_checkpoint_at: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., end_reason: _Optional[str] = ..., work_lost_seconds: _Optional[float] = ..., preemptions: _Optional[int] = ..., last_checkpoint_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)

@@ -49,6 +49,11 @@ Schema, in TOML; YAML has the same keys and nesting (see examples/policy.toml an
                                   # for none gets); absent: no maximum
     budget = { gpu_hours = 500, period = "7d" }  # what all its jobs together may use in
                                   # any rolling period (as a team's budget); absent: none
+    preempt_notice = "SIGUSR1"    # what a job gets before it is preempted, besides the
+                                  # notice file: "SIGUSR1", "TERM" or "none" (the file
+                                  # only); default "TERM"
+    preempt_grace = "90s"         # from the notice to the stop, sooner once the job reports
+                                  # its checkpoint saved; default: the server's cancel grace
 
     [teams.<name>]
     members = ["ann", "bob"]

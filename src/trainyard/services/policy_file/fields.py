@@ -38,6 +38,15 @@ def seconds(positive: bool) -> BeforeValidator:
     return BeforeValidator(parse)
 
 
+def one_of(choices: tuple[str, ...]) -> BeforeValidator:
+    """A string that must be one of `choices`, spelled exactly."""
+    def check(value: object) -> object:
+        if isinstance(value, str) and value not in choices:
+            raise problem("not_one_of", choices=", ".join(f'"{c}"' for c in choices))
+        return value
+    return BeforeValidator(check)
+
+
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -16,6 +16,7 @@ from trainyard.services.policy_file.fields import (
     PositiveInt,
     Table,
     not_null,
+    one_of,
     seconds,
 )
 from trainyard.services.policy_file.problems import problem, problem_at, raise_all
@@ -37,11 +38,7 @@ CHOICES = {
 
 
 def _one_of(key: str) -> BeforeValidator:
-    def check(value: object) -> object:
-        if isinstance(value, str) and value not in CHOICES[key]:
-            raise problem("not_one_of", choices=", ".join(f'"{c}"' for c in CHOICES[key]))
-        return value
-    return BeforeValidator(check)
+    return one_of(CHOICES[key])
 
 
 def _dns_label(value: object) -> object:

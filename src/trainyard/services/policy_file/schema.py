@@ -27,6 +27,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticKnownError
 
 from trainyard.domain.budgets import Budget
 from trainyard.domain.kinds import KINDS, JobKind
+from trainyard.domain.notice import NOTICE_SIGNALS, NoticeSignal
 from trainyard.domain.policy import Policy, Pool, Queue, Quota, Team
 from trainyard.domain.pools import KUEUE_GPU_IDS, PoolCapacity, SlurmPool
 from trainyard.domain.retry import MAX_ATTEMPTS_LIMIT, MAX_DURATION_S
@@ -39,6 +40,7 @@ from trainyard.services.policy_file.fields import (
     PositiveNumber,
     Table,
     not_null,
+    one_of,
     seconds,
 )
 from trainyard.services.policy_file.kubernetes_table import KubernetesModel
@@ -352,6 +354,9 @@ class QueueModel(Table):
                                                   allow_inf_nan=False),
                               seconds(positive=True), not_null("float_type")] = None
     budget: Budgeted = None
+    preempt_notice: Annotated[str, one_of(NOTICE_SIGNALS)] = NoticeSignal.TERM.value
+    preempt_grace: Annotated[float | None, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False),
+                             seconds(positive=False), not_null("float_type")] = None
 
     @model_validator(mode="after")
     def _limit_within_longest(self) -> Self:
@@ -366,7 +371,9 @@ class QueueModel(Table):
                      teams=frozenset(self.teams), weight=self.weight,
                      preemptible=self.preemptible, max_attempts=self.max_attempts,
                      time_limit_s=self.time_limit, max_time_limit_s=self.max_time_limit,
-                     budget=self.budget.budget() if self.budget is not None else None)
+                     budget=self.budget.budget() if self.budget is not None else None,
+                     preempt_notice=NoticeSignal(self.preempt_notice),
+                     preempt_grace_s=self.preempt_grace)
 
 
 Duration = Annotated[NonNegativeNumber, seconds(positive=False)]
