@@ -26,7 +26,7 @@ from trainyard.tracker.fair_share import FairShareUsage
 from trainyard.tracker.launcher import Launcher
 from trainyard.tracker.sweep_gate import SweepGate
 from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry, preemption_cause
-from trainyard.tracker.waiting import WaitingJobs, cancel_waiting
+from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +128,12 @@ class Admission:
 
     def _cancel_expired(self) -> None:
         """Jobs that waited past their pending timeout without starting are cancelled."""
+        reasons: dict[str, str] = {}
         for job_id, timeout in self.waiting.expired():
             self.waiting.remove(job_id)
-            why = pending_timeout_reached(timeout)
-            if cancel_waiting(self.jobs, job_id, why, self.clock()):
-                log.info("job %s: %s", job_id, why)
+            reasons[job_id] = pending_timeout_reached(timeout)
+        for job_id in self.jobs.cancel_waiting(reasons, now=self.clock()) if reasons else ():
+            log.info("job %s: %s", job_id, reasons[job_id])
 
     def _scheduler_input(self, running: Sequence[JobRecord], now: float) -> Snapshot | None:
         """What the policy decides on: the active jobs, the usage decayed to now, the

@@ -20,7 +20,6 @@ from trainyard.domain.sweep_control import (
 from trainyard.scheduler import PendingReason
 from trainyard.store.jobs import JobStore
 from trainyard.store.sweeps import SweepStore
-from trainyard.tracker.waiting import cancel_waiting
 
 log = logging.getLogger(__name__)
 
@@ -75,4 +74,5 @@ class SweepGate:
         return gate
 
     def _cancel(self, job_ids: list[str], why: str) -> list[str]:
-        return [j for j in job_ids if cancel_waiting(self.jobs, j, why, self.clock())]
+        return self.jobs.cancel_waiting(dict.fromkeys(job_ids, why), now=self.clock()) \
+            if job_ids else []

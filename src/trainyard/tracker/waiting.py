@@ -16,8 +16,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from trainyard.domain.errors import StaleState
-from trainyard.domain.states import JobState
 from trainyard.scheduler import PendingJob
 from trainyard.scheduler.attained import held_service
 from trainyard.scheduler.backlog import Backlog
@@ -140,13 +138,3 @@ def pending_job(row: QueuedJob, by_service: bool) -> PendingJob:
                       attained=held_service(row.resources, row.held_s) if by_service else 0.0,
                       time_limit_s=row.time_limit_s)
 
-
-def cancel_waiting(jobs: JobStore, job_id: str, why: str, now: float) -> bool:
-    """A waiting job ends CANCELLED with `why` as its message, never started; False when it
-    left the queue first."""
-    try:
-        jobs.transition(job_id, JobState.WAITING, JobState.CANCELLED, reason=why, now=now,
-                        message=why, pending_code="", pending_message="")
-    except StaleState:
-        return False
-    return True
