@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from trainyard.domain.early_stopping import (
@@ -137,3 +139,18 @@ def test_objective_and_rule_are_checked_naming_the_field() -> None:
         with pytest.raises(InvalidArgument) as err:
             check_early_stop(*args)  # type: ignore[arg-type]
         assert err.value.field == field
+
+
+def test_a_tie_made_by_rounding_stops_no_trial() -> None:
+    # At step 3 the completed trials reach .45, .4, .475 and .05: the median is the mean of
+    # .4 and .45, which floating point makes 0.42500000000000004; the trial's 0.85 * 3 / 6 is
+    # 0.42499999999999993. A tie, not a loser, under both rules.
+    done = [[(3, q * 3 / 6)] for q in (0.9, 0.8, 0.95, 0.1)]
+    tied = [(3, 0.85 * 3 / 6)]
+    assert statistics.median(v for [(_, v)] in done) > tied[0][1]  # the rounding is there
+    assert median_verdict(tied, done, ACC, 3) is None
+    assert median_verdict([(3, 0.42)], done, ACC, 3) == Verdict(
+        MEDIAN, 3, 0.42, statistics.median(v for [(_, v)] in done), 4)
+    # One value at the rung before it, 0.30000000000000004, against its 0.3: the top 1 of 2.
+    assert asha_verdict([(1, 0.3)], [[(1, 0.1 + 0.2)]], ACC, 1, 3) is None
+    assert asha_verdict([(1, 0.29)], [[(1, 0.1 + 0.2)]], ACC, 1, 3) is not None

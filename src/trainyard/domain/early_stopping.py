@@ -48,6 +48,11 @@ class Objective:
         """a is strictly better than b."""
         return a > b if self.direction == "max" else a < b
 
+    def clearly_better(self, a: float, b: float) -> bool:
+        """a is better than b by more than rounding: a trial is never stopped for a tie that
+        floating point made (0.85 * 3 / 6 against the mean of 0.4 and 0.45)."""
+        return self.better(a, b) and not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
     def __str__(self) -> str:
         return f"{self.metric}:{self.direction}"
 
@@ -153,7 +158,7 @@ def median_verdict(curve: Curve, completed: Sequence[Curve], objective: Objectiv
         if mine is None or len(theirs) < MEDIAN_MIN_COMPLETED:
             continue
         median = statistics.median(theirs)
-        if objective.better(median, mine):
+        if objective.clearly_better(median, mine):
             return Verdict(MEDIAN, step, mine, median, len(theirs))
     return None
 
@@ -180,6 +185,6 @@ def asha_verdict(curve: Curve, others: Sequence[Curve], objective: Objective,
         values = sorted([*recorded, mine], key=lambda v: -v if objective.direction == "max"
                         else v)
         keep = math.ceil(len(values) / reduction)
-        if sum(objective.better(v, mine) for v in recorded) >= keep:
+        if sum(objective.clearly_better(v, mine) for v in recorded) >= keep:
             return Verdict(ASHA, rung, mine, values[keep - 1], len(values), reduction)
     return None
