@@ -7,7 +7,8 @@ A curve is one trial's points of the objective's metric, (step, value), in the o
 up to s; a curve "reaches" step s once it has a point at s or later.
 
 - median: at each step s >= min_steps, a running trial whose best value by s is strictly worse
-  than the median of the completed trials' best values by s is stopped. Completed trials are
+  than the median of the completed trials' best values by s is stopped (a tie within
+  rounding is no loss: Objective.clearly_better). Completed trials are
   those that finished by themselves (SUCCEEDED), counted at s only if they reached s; the rule
   waits for at least MEDIAN_MIN_COMPLETED of them.
 - asha: rungs at min_steps * reduction**k steps (k = 0, 1, ...). A trial reaching a rung is
