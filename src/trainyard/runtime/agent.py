@@ -117,8 +117,10 @@ class _Agent:
         self.failed = threading.Event()  # the reporter gave up
         self.uploaded: tuple[tuple[str, int, int], ...] | None = None  # the last checkpoint
         self.exited = threading.Event()  # the job did: the watcher stops
-        # A TERM reached the job already: a signal to the agent passed on, or its notice.
-        self.forwarded = threading.Event()
+        # The job got its TERM already (from a stop, a TERM notice, or a TERM or INT to the
+        # agent passed on): a second could land while it exits from the first, past its
+        # handler, and kill it.
+        self.termed = threading.Event()
         self.noticed = threading.Event()  # its preemption notice was given
 
     def run(self) -> int:
@@ -248,10 +250,9 @@ class _Agent:
                 code = self.proc.poll()
             stop = self.stop_asked.is_set() or self.failed.is_set() or code is not None
             if kill_at is None and stop:
-                # Once: a second TERM could land while the job is exiting from the first,
-                # past its handler, and kill it. (A signal to the agent was passed on.)
-                if not self.forwarded.is_set() or code is not None:
+                if not self.termed.is_set() or code is not None:
                     self._signal(signal.SIGTERM)  # the job's stragglers too, once it exited
+                    self.termed.set()
                 kill_at = time.monotonic() + self.options.grace
             elif kill_at is not None and time.monotonic() >= kill_at:
                 self._signal(signal.SIGKILL)
@@ -295,8 +296,9 @@ class _Agent:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_asked.set()
-        self._signal(signal.Signals(signum))
-        self.forwarded.set()
+        if signum != signal.SIGTERM or not self.termed.is_set():
+            self._signal(signal.Signals(signum))
+        self.termed.set()
 
     def _on_notice(self, notice: GivenNotice) -> None:
         """The attempt is about to be preempted (the reporter's thread, at each reply that
@@ -311,7 +313,7 @@ class _Agent:
             self._tell(f"the preemption notice file could not be written: {exc}")
         sig = NOTICE_SIGNALS.get(notice.signal)
         if sig is signal.SIGTERM:
-            self.forwarded.set()  # the stop that follows sends no second TERM
+            self.termed.set()  # the stop that follows sends no second TERM
         if sig is not None:
             self._signal(sig)
         self._tell(f"preemption notice given ({sig.name if sig else 'the notice file only'}, "
