@@ -86,12 +86,15 @@ def _reclaim(srv: TrainyardServer) -> str:
     return urgent
 
 
-@pytest.mark.parametrize("notice", ["SIGUSR1", "TERM"])
+# Pull staging: the agent uploads the checkpoint, and the service notes it. Shared: every
+# node sees the attempt's files, and the tracker reads its checkpoint counter there.
+@pytest.mark.parametrize(("notice", "staging"), [("SIGUSR1", "pull"), ("TERM", "pull"),
+                                                 ("SIGUSR1", "shared")])
 def test_a_remote_job_hears_its_notice_saves_and_is_stopped_before_its_grace(
         tmp_path: Path, slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch,
-        notice: str) -> None:
+        notice: str, staging: str) -> None:
     policy = {**QUOTAS, "tail": QUOTAS["tail"].format(notice=notice, grace=f"{GRACE_S}s")}
-    with slurm_server(tmp_path, slurm_cluster, monkeypatch, policy=policy) as srv:
+    with slurm_server(tmp_path, slurm_cluster, monkeypatch, staging, policy=policy) as srv:
         job_id = _train(srv, tmp_path, "listen")
         urgent = _reclaim(srv)
         assert wait_state(srv, urgent, FINAL, timeout=120) is JobState.SUCCEEDED
@@ -107,7 +110,7 @@ def test_a_remote_job_hears_its_notice_saves_and_is_stopped_before_its_grace(
         assert f"heard {heard}, notice file True" in first_log, first_log
         assert "checkpoint saved" in first_log
         # As the job asked (SIGUSR1: it goes on), or at its exit (TERM: it ends on it).
-        assert "[trainyard runtime] checkpoint uploaded" in first_log
+        assert ("[trainyard runtime] checkpoint uploaded" in first_log) is (staging == "pull")
         second_log = srv.workspace.attempt(job_id, 2).log_path.read_text()
         assert "resumed from step" in second_log, second_log
 

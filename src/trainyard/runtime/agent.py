@@ -154,13 +154,17 @@ class _Agent:
         self.rank_dir = job_dir / f"attempt-{attempt.attempt}" / f"rank-{self.rank}"
         remove_tree(self.rank_dir)  # each attempt starts from what the service holds
         self.rank_dir.mkdir(parents=True)
-        self.signal_file = self.rank_dir / "checkpoint.signal"
-        self.notice_file = self.rank_dir / "preempt.notice"
+        self.pull = self.options.staging == "pull"
+        own = {CHECKPOINT_SIGNAL: self.rank_dir / "checkpoint.signal",
+               PREEMPT_NOTICE: self.rank_dir / "preempt.notice"}
+        if not self.pull:  # shared: the attempt's own, where the executor says (the service
+            # reads the checkpoints and writes the notice there, as for a local job)
+            own = {name: Path(self.env.get(name) or path) for name, path in own.items()}
+        self.signal_file, self.notice_file = own[CHECKPOINT_SIGNAL], own[PREEMPT_NOTICE]
         metrics = self.rank_dir / "metrics.jsonl"
         self.env.update({"METRICS_PATH": str(metrics), CHECKPOINT_SIGNAL: str(self.signal_file),
                          PREEMPT_NOTICE: str(self.notice_file)})
         _offer_runtime(self.env)
-        self.pull = self.options.staging == "pull"
         if self.pull:
             self._stage(attempt, cache, job_dir)
         self.checkpoint = Path(self.env.get("CHECKPOINT_PATH") or self.rank_dir / "checkpoint")
