@@ -34,10 +34,13 @@ class RuntimeWorld:
     def stub(self) -> rpb_grpc.JobRuntimeStub:
         return rpb_grpc.JobRuntimeStub(self.channel)
 
-    def running_job(self, name: str, dataset: DatasetRef | None = None) -> tuple[str, str]:
-        """A RUNNING job that exits 0 once its go file exists, and its job token."""
+    def running_job(self, name: str, dataset: DatasetRef | None = None, *,
+                    ignoring_term: bool = False) -> tuple[str, str]:
+        """A RUNNING job that exits 0 once its go file exists, and its job token.
+        ignoring_term: a stop does not end it before its KILL, so that it stays RUNNING."""
         go = self.tmp / f"go-{name}"
-        command = f"for i in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done; exit 1"
+        command = ("trap '' TERM; " if ignoring_term else "") + \
+            f"for i in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done; exit 1"
         job_id, _ = self.server.service.train(ROOT, JobSpec(name=name, command=command,
                                                            dataset=dataset))
         self.wait(job_id, {JobState.RUNNING})
@@ -68,10 +71,11 @@ def bearer(token: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {token}"),)
 
 
-def runtime_world(tmp: Path, tls: tuple[Path, Path] | None = None,
+def runtime_world(tmp: Path, tls: tuple[Path, Path] | None = None, policy: str | None = None,
                   **tracker: Any) -> Iterator[RuntimeWorld]:
-    """tls: (PEM certificate, PEM key): the server serves TLS, the channel trusts it."""
-    with live_server(tmp, sqlite_url(tmp), tls=tls, **tracker) as srv:
+    """tls: (PEM certificate, PEM key): the server serves TLS, the channel trusts it.
+    policy: a policy file's text."""
+    with live_server(tmp, sqlite_url(tmp), policy, tls=tls, **tracker) as srv:
         created = srv.access.bootstrap("root")
         address = f"127.0.0.1:{srv.port}"
         channel = grpc.insecure_channel(address) if tls is None else grpc.secure_channel(

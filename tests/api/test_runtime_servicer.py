@@ -8,6 +8,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -15,8 +16,12 @@ import pytest
 
 from tests.api.runtime_live import RuntimeWorld, bearer, chunks, received, runtime_world
 from tests.services.conftest import ROOT
+from tests.services.test_policy_file_notice import BASE
 from trainyard.api.runtime_servicer import NEXT_SEQ_METADATA
+from trainyard.domain.notice import NOTICE_FILE
+from trainyard.domain.states import JobState
 from trainyard.metadata.hashing import store_tree
+from trainyard.runtime.notice import GivenNotice, write_notice
 from trainyard.v1 import runtime_pb2 as rpb
 
 
@@ -95,6 +100,39 @@ def test_pushed_metrics_and_log_lines_arrive_exactly_once(world: RuntimeWorld) -
         if reply.stop_requested:
             break
     assert reply is None or reply.stop_requested
+
+
+# A notice that does not stop the job, and graces longer than the test: a stop is the
+# checkpoint's doing, and the job, which ignores TERM, stays RUNNING (its KILL far off).
+NOTICED = BASE.replace("[queues.train]", "[queues.default]") + \
+    'preempt_notice = "SIGUSR1"\npreempt_grace = "10m"\n'
+
+
+def test_a_noticed_attempt_hears_its_notice_then_its_stop_once_it_saved(
+        tmp_path: Path) -> None:
+    with contextmanager(runtime_world)(tmp_path, policy=NOTICED, cancel_grace=600.0) as world:
+        job_id, token = world.running_job("noticed", ignoring_term=True)
+        notice = world.server.workspace.attempt(job_id, 1).workdir / NOTICE_FILE
+        beat = _push(world, token, "heartbeat", 0, [])
+        assert not beat.preempt_notice and not beat.stop_requested
+        # As the tracker gives a remote job notice (tracker/notice.py): the file on this
+        # host, then notice_at; its agent is told in each reply, with the queue's signal.
+        write_notice(notice, GivenNotice("SIGUSR1", 600.0))
+        assert world.server.jobs.update_fields(job_id, JobState.RUNNING,
+                                               preempt_requested=True, notice_at=time.time())
+        beat = _push(world, token, "heartbeat", 0, [])
+        assert (beat.preempt_notice, beat.notice_signal, beat.notice_grace_s) == (
+            True, "SIGUSR1", 600.0)
+        assert not beat.stop_requested  # within its grace: it goes on, to save
+        assert _push(world, token, "log", 0, [b"saving"]).preempt_notice  # every reply
+        world.stub.PushCheckpoint(chunks({"step": b"7"}), metadata=bearer(token), timeout=30)
+        beat = _push(world, token, "heartbeat", 0, [])
+        assert beat.preempt_notice and beat.stop_requested  # saved since: stop now
+        notice.unlink()  # a notice this host cannot read: stopped at once, as before notices
+        beat = _push(world, token, "heartbeat", 0, [])
+        assert beat.stop_requested and not beat.preempt_notice
+        (world.tmp / "go-noticed").touch()  # it ends (and so does a next attempt)
+        world.wait(job_id, {JobState.SUCCEEDED})
 
 
 def test_a_checkpoint_goes_up_and_comes_back_and_a_bad_upload_changes_nothing(

@@ -10,6 +10,7 @@ from trainyard.domain.notice import (
     NoticeSignal,
     Step,
     next_step,
+    stop_due,
     work_lost,
 )
 from trainyard.domain.policy import Policy, Queue
@@ -37,6 +38,16 @@ def test_its_grace_ends_it() -> None:
     assert step(100.0, None, now=190.0) is Step.OVER
     assert step(100.0, None, now=100.0, grace_s=0.0) is Step.OVER  # no grace: stopped at once
     assert step(100.0, 195.0, now=195.0) is Step.SAVED  # saved: the reason it stops
+
+
+def test_a_remote_job_is_told_to_stop_once_it_saved_or_its_grace_is_over() -> None:
+    def due(checkpoint_at: float | None, now: float) -> bool:
+        return stop_due(notice_at=100.0, checkpoint_at=checkpoint_at, grace_s=90.0, now=now)
+
+    assert not due(None, 150.0) and not due(80.0, 150.0)  # in its grace, nothing new saved
+    assert due(120.0, 121.0)  # saved since its notice
+    assert due(None, 190.0)  # its grace is over
+    assert stop_due(notice_at=None, checkpoint_at=None, grace_s=0.0, now=1e9) is False
 
 
 def test_work_lost_is_the_run_since_its_last_checkpoint_or_its_start() -> None:

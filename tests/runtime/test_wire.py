@@ -27,6 +27,8 @@ SAMPLES: list[wire.Message] = [
                      lines=[b"", "ünïcode".encode(), b"\x00\xff" * 70000]),
     wire.PushRequest(stream="heartbeat"),
     wire.PushReply(next_seq=2**62, stop_requested=True),
+    wire.PushReply(next_seq=5, preempt_notice=True, notice_signal="SIGUSR1",
+                   notice_grace_s=90.0),
     wire.PushReply(),
 ]
 
@@ -69,6 +71,14 @@ def test_unknown_fields_are_skipped() -> None:
              + wire.encode_varint(23 << 3 | wire.FIXED32) + b"\x02" * 4)
     reply = wire.PushReply(next_seq=7, stop_requested=True)
     assert wire.PushReply.decode(extra + reply.encode() + extra) == reply
+
+
+def test_a_reply_of_a_service_older_than_notices_gives_none() -> None:
+    # It knows fields 1 and 2 alone: the stop stands as before, and no notice comes.
+    old = pb.PushReply(next_seq=4, stop_requested=True).SerializeToString()
+    reply = wire.PushReply.decode(old)
+    assert reply == wire.PushReply(next_seq=4, stop_requested=True)
+    assert not reply.preempt_notice and reply.notice_signal == ""
 
 
 def test_an_empty_message_decodes_to_the_defaults() -> None:

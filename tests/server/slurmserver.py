@@ -17,9 +17,12 @@ from trainyard.store.db import sqlite_url
 from trainyard.testbed.slurm_cluster import SlurmCluster
 
 
-def slurm_policy(cluster: SlurmCluster, cache: Path, staging: str = "pull") -> str:
+def slurm_policy(cluster: SlurmCluster, cache: Path, staging: str = "pull", *, top: str = "",
+                 pool: str = "", tail: str = "") -> str:
+    """top: keys of the file's own; pool: more keys of the pool; tail: more tables."""
     return f"""
 max_running = 8
+{top}
 [pools.hpc]
 executor = "slurm"
 partition = "{cluster.partition}"
@@ -27,8 +30,10 @@ staging = "{staging}"
 cache_dir = "{cache}/{{node}}"
 python = "{_python()}"
 spread = true
+{pool}
 [queues.default]
 pools = ["hpc"]
+{tail}
 """
 
 
@@ -40,11 +45,12 @@ def _python() -> str:
 
 @contextlib.contextmanager
 def slurm_server(tmp_path: Path, cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch,
-                 staging: str = "pull", **tracker: object) -> Iterator[TrainyardServer]:
+                 staging: str = "pull", policy: dict[str, str] | None = None,
+                 **tracker: object) -> Iterator[TrainyardServer]:
+    """policy: slurm_policy's top, pool and tail."""
     monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
-    with live_server(tmp_path, sqlite_url(tmp_path), slurm_policy(cluster, tmp_path / "nodes",
-                                                                   staging),
-                     **tracker) as srv:
+    text = slurm_policy(cluster, tmp_path / "nodes", staging, **(policy or {}))
+    with live_server(tmp_path, sqlite_url(tmp_path), text, **tracker) as srv:
         yield srv
 
 

@@ -66,6 +66,9 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(
         wait_until(lambda: second.exists() and "start from" in second.read_text())
         resumed = int(second.read_text().split("start from ")[1].split()[0])
         assert resumed > 0, second.read_text()
+        # Its notice came through its runtime agent: the queue's default, TERM, which ends
+        # this job (it sets no handler), within the server's cancel grace.
+        assert "[trainyard runtime] preemption notice given (SIGTERM, " in first.read_text()
         go.touch()
         assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED
         assert JobState.PREEMPTED in [e.to_state for e in srv.jobs.events(job_id)]

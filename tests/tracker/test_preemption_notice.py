@@ -33,6 +33,32 @@ HYPERPARAMETERS = {"LR": "0.1", "EPOCHS": "2500", "SEED": "3", "HIDDEN": "32",
                    "BATCH_SIZE": "64"}
 GRACE = "10m"  # far longer than the test: a stop before it is the notice at work
 
+# Ann's team borrows the pool's CPU that Bob's team owns: a job of Bob's takes it back. The
+# training queue's notice and grace are formatted in, the pool's name replaced.
+RECLAIMED = """
+[queues.training]
+pools = ["{pool}"]
+teams = ["vision"]
+preempt_notice = "{notice}"
+preempt_grace = "{grace}"
+
+[queues.urgent]
+pools = ["{pool}"]
+priority = 10
+teams = ["nlp"]
+
+[teams.vision]
+members = ["ann"]
+[teams.vision.quota.{pool}]
+cpus = 0
+borrow_cpus = 1
+
+[teams.nlp]
+members = ["bob"]
+[teams.nlp.quota.{pool}]
+cpus = 1
+"""
+
 POLICY = """
 max_running = 4
 min_runtime = "0s"
@@ -40,29 +66,7 @@ min_runtime = "0s"
 [pools.cpu]
 cpus = 1
 max_jobs = 2
-
-[queues.training]
-pools = ["cpu"]
-teams = ["vision"]
-preempt_notice = "{notice}"
-preempt_grace = "{grace}"
-
-[queues.urgent]
-pools = ["cpu"]
-priority = 10
-teams = ["nlp"]
-
-[teams.vision]
-members = ["ann"]
-[teams.vision.quota.cpu]
-cpus = 0
-borrow_cpus = 1
-
-[teams.nlp]
-members = ["bob"]
-[teams.nlp.quota.cpu]
-cpus = 1
-"""
+""" + RECLAIMED.replace("{pool}", "cpu")
 
 ANN = Identity(user="ann")
 BOB = Identity(user="bob")

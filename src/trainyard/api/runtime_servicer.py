@@ -64,7 +64,11 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
             # The client resends from here; the number is in the trailers and the sentence.
             context.set_trailing_metadata(((NEXT_SEQ_METADATA, str(gap.next_seq)),))
             raise
-        return pb.PushReply(next_seq=result.next_seq, stop_requested=result.stop_requested)
+        notice = result.notice
+        return pb.PushReply(next_seq=result.next_seq, stop_requested=result.stop_requested,
+                            preempt_notice=notice is not None,
+                            notice_signal=notice.signal if notice else "",
+                            notice_grace_s=notice.grace_s if notice else 0.0)
 
 
 def add_to_server(servicer: JobRuntimeServicer, server: grpc.Server) -> None:

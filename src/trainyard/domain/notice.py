@@ -74,3 +74,11 @@ def work_lost(*, started_at: float | None, checkpoint_at: float | None,
     since = checkpoint_at if checkpoint_at is not None and checkpoint_at > started_at \
         else started_at
     return max(0.0, stopped_at - since)
+
+
+def stop_due(*, notice_at: float | None, checkpoint_at: float | None, grace_s: float,
+             now: float) -> bool:
+    """Whether a job given notice is to be stopped now (next_step's SAVED or OVER): what a
+    remote job's runtime agent is told, as the tracker stops it through its engine."""
+    return next_step(notice_at=notice_at, checkpoint_at=checkpoint_at, grace_s=grace_s,
+                     now=now) in (Step.SAVED, Step.OVER)

@@ -56,7 +56,8 @@ class JobFiles:
 def notice_env(workdir: str) -> dict[str, str]:
     """Where a job whose working directory it sees at `workdir` finds its preemption notice
     and counts its saved checkpoints (domain.notice), for the executors that deliver notice
-    on the service's host (local, Docker)."""
+    on the service's host (local, Docker) and remote jobs that see its files (shared
+    staging)."""
     return {NOTICE_ENV: f"{workdir}/{NOTICE_FILE}",
             CHECKPOINT_SIGNAL_ENV: f"{workdir}/{CHECKPOINT_SIGNAL_FILE}"}
 
@@ -94,11 +95,15 @@ class LaunchRequest:
     def remote_contract(self, *, shared: bool) -> dict[str, str]:
         """The environment of a job that reaches its files through the job runtime: the
         contract without its four paths (the runtime sets them where it stages the files),
-        or with the service's own paths, where every node mounts them (`shared`)."""
+        or with the service's own paths, where every node mounts them (`shared`): then its
+        notice and checkpoint files too, in the attempt's working directory, where the
+        tracker writes the one and reads the other as for a local job."""
         files = self.files
         env = self.contract(data=str(files.data), model=str(files.model),
                             metrics=str(files.metrics), checkpoint=str(files.checkpoint))
-        if not shared:
+        if shared:
+            env.update(notice_env(str(files.workdir)))
+        else:
             for name in CONTRACT_PATHS:
                 env.pop(name, None)
         return env

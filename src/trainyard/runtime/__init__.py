@@ -32,7 +32,8 @@ __all__ = [
 # The file that counts complete checkpoints: the service reads it on its own host (the last
 # checkpoint's time bounds the work a preemption loses), the remote agent to upload them.
 CHECKPOINT_SIGNAL = "TRAINYARD_CHECKPOINT_SIGNAL"
-# The file whose existence says the job is about to be preempted (domain.notice's names).
+# The file whose existence says the job is about to be preempted (domain.notice's names; a
+# remote job's agent sets its own, runtime/notice.py the file's format).
 PREEMPT_NOTICE = "TRAINYARD_PREEMPT_NOTICE"
 
 
@@ -67,8 +68,8 @@ def preemption_requested() -> bool:
     """Whether the job is about to be preempted: its queue's notice came (with SIGUSR1 or
     TERM, as the queue says). Save a checkpoint and call checkpoint_saved(): the job is then
     stopped at once, and its next attempt resumes from checkpoint_path(). Cheap enough to
-    ask between batches. Always False outside the service, and for remote jobs, which get
-    their engine's TERM instead."""
+    ask between batches. A remote job's runtime agent writes the file when the service
+    tells it. Always False outside the service."""
     notice = os.environ.get(PREEMPT_NOTICE)
     return bool(notice) and Path(notice).exists()
 
@@ -77,8 +78,8 @@ def checkpoint_saved() -> None:
     """Say that checkpoint_path() now holds a complete checkpoint. On the service's own host
     it notes the time (a preemption then loses only the work since), and after a preemption
     notice it stops the job at once rather than at its grace's end; a remote job's runtime
-    uploads it, so that the next attempt resumes from it wherever it runs. Outside the
-    service this does nothing."""
+    uploads it (the service notes it then, with the same effect), so that the next attempt
+    resumes from it wherever it runs. Outside the service this does nothing."""
     signal_file = os.environ.get(CHECKPOINT_SIGNAL)
     if not signal_file:
         return

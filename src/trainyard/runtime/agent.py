@@ -3,8 +3,10 @@
 It asks the service what the attempt is, stages the dataset and the checkpoint on this node
 (pull mode), runs COMMAND with the container contract's variables, pushes its output,
 metrics and heartbeats while it runs, uploads the checkpoint when the job says so, on TERM
-and at exit, and the model on exit 0. It exits with the command's code; a failure of its
-own is one line "[trainyard runtime] ..." and EXIT_FAILED."""
+and at exit, and the model on exit 0. When a reply says the attempt is about to be
+preempted, it writes the job's notice file and sends its command the notice's signal, once.
+It exits with the command's code; a failure of its own is one line "[trainyard runtime] ..."
+and EXIT_FAILED."""
 
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from trainyard.runtime import CHECKPOINT_SIGNAL
+from trainyard.runtime import CHECKPOINT_SIGNAL, PREEMPT_NOTICE
 from trainyard.runtime.gang import LONGEST_LINE
+from trainyard.runtime.notice import GivenNotice, write_notice
 from trainyard.runtime.pushers import LineSplitter
 from trainyard.runtime.reporter import Reporter
 from trainyard.runtime.staging import (
@@ -52,6 +55,9 @@ SAY = "[trainyard runtime] "
 WATCH_EVERY = 0.2  # seconds between looks at the checkpoint signal
 READER_DRAIN = 5.0  # seconds to wait for output still in the pipe after the job exited
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+# A notice's signal, by its name in the reply; "none" (or a name this runtime does not
+# know) sends nothing: the notice file alone.
+NOTICE_SIGNALS = {"SIGUSR1": signal.SIGUSR1, "TERM": signal.SIGTERM}
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,11 @@ class _Agent:
         self.failed = threading.Event()  # the reporter gave up
         self.uploaded: tuple[tuple[str, int, int], ...] | None = None  # the last checkpoint
         self.exited = threading.Event()  # the job did: the watcher stops
-        self.forwarded = threading.Event()  # a signal to the agent was passed on to the job
+        # The job got its TERM already (from a stop, a TERM notice, or a TERM or INT to the
+        # agent passed on): a second could land while it exits from the first, past its
+        # handler, and kill it.
+        self.termed = threading.Event()
+        self.noticed = threading.Event()  # its preemption notice was given
 
     def run(self) -> int:
         from trainyard.runtime.channel import RuntimeClient
@@ -144,11 +154,17 @@ class _Agent:
         self.rank_dir = job_dir / f"attempt-{attempt.attempt}" / f"rank-{self.rank}"
         remove_tree(self.rank_dir)  # each attempt starts from what the service holds
         self.rank_dir.mkdir(parents=True)
-        self.signal_file = self.rank_dir / "checkpoint.signal"
-        metrics = self.rank_dir / "metrics.jsonl"
-        self.env.update({"METRICS_PATH": str(metrics), CHECKPOINT_SIGNAL: str(self.signal_file)})
-        _offer_runtime(self.env)
         self.pull = self.options.staging == "pull"
+        own = {CHECKPOINT_SIGNAL: self.rank_dir / "checkpoint.signal",
+               PREEMPT_NOTICE: self.rank_dir / "preempt.notice"}
+        if not self.pull:  # shared: the attempt's own, where the executor says (the service
+            # reads the checkpoints and writes the notice there, as for a local job)
+            own = {name: Path(self.env.get(name) or path) for name, path in own.items()}
+        self.signal_file, self.notice_file = own[CHECKPOINT_SIGNAL], own[PREEMPT_NOTICE]
+        metrics = self.rank_dir / "metrics.jsonl"
+        self.env.update({"METRICS_PATH": str(metrics), CHECKPOINT_SIGNAL: str(self.signal_file),
+                         PREEMPT_NOTICE: str(self.notice_file)})
+        _offer_runtime(self.env)
         if self.pull:
             self._stage(attempt, cache, job_dir)
         self.checkpoint = Path(self.env.get("CHECKPOINT_PATH") or self.rank_dir / "checkpoint")
@@ -156,7 +172,7 @@ class _Agent:
         self.reporter = Reporter(
             self.client, self.rank, metrics, push_log=self.pull,
             heartbeat_s=attempt.heartbeat_interval_s, on_stop=self.stop_asked.set,
-            on_failure=self.failed.set)
+            on_failure=self.failed.set, on_notice=self._on_notice)
         return self._follow()
 
     # --- staging --------------------------------------------------------------------------
@@ -198,6 +214,9 @@ class _Agent:
         assert self.reporter is not None
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT)}
+        # SIGUSR1, a preemption's notice, is ignored by the command's shell and so by what it
+        # starts, unless that sets a handler: a job that does not listen is not ended by it.
+        previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         try:
             self.proc = subprocess.Popen(
                 ["/bin/sh", "-c", self.command], env=self.env, stdin=subprocess.DEVNULL,
@@ -235,10 +254,9 @@ class _Agent:
                 code = self.proc.poll()
             stop = self.stop_asked.is_set() or self.failed.is_set() or code is not None
             if kill_at is None and stop:
-                # Once: a second TERM could land while the job is exiting from the first,
-                # past its handler, and kill it. (A signal to the agent was passed on.)
-                if not self.forwarded.is_set() or code is not None:
+                if not self.termed.is_set() or code is not None:
                     self._signal(signal.SIGTERM)  # the job's stragglers too, once it exited
+                    self.termed.set()
                 kill_at = time.monotonic() + self.options.grace
             elif kill_at is not None and time.monotonic() >= kill_at:
                 self._signal(signal.SIGKILL)
@@ -282,8 +300,28 @@ class _Agent:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_asked.set()
-        self._signal(signal.Signals(signum))
-        self.forwarded.set()
+        if signum != signal.SIGTERM or not self.termed.is_set():
+            self._signal(signal.Signals(signum))
+        self.termed.set()
+
+    def _on_notice(self, notice: GivenNotice) -> None:
+        """The attempt is about to be preempted (the reporter's thread, at each reply that
+        says so): the notice file first, which a handler of the signal reads, then the
+        signal, once. The stop follows as the service's or the engine's."""
+        if self.noticed.is_set() or self.exited.is_set():
+            return
+        self.noticed.set()
+        try:
+            write_notice(self.notice_file, notice)
+        except OSError as exc:
+            self._tell(f"the preemption notice file could not be written: {exc}")
+        sig = NOTICE_SIGNALS.get(notice.signal)
+        if sig is signal.SIGTERM:
+            self.termed.set()  # the stop that follows sends no second TERM
+        if sig is not None:
+            self._signal(sig)
+        self._tell(f"preemption notice given ({sig.name if sig else 'the notice file only'}, "
+                   f"{notice.grace_s:g} s grace)")
 
     def _signal(self, sig: signal.Signals) -> None:
         if self.proc is not None:

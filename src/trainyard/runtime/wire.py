@@ -238,6 +238,12 @@ class PushRequest(Message):
 
 @dataclass
 class PushReply(Message):
-    SCHEMA = {"next_seq": (1, "int64"), "stop_requested": (2, "bool")}
+    SCHEMA = {"next_seq": (1, "int64"), "stop_requested": (2, "bool"),
+              "preempt_notice": (50, "bool"), "notice_signal": (51, "string"),
+              "notice_grace_s": (52, "double")}
     next_seq: int = 0
     stop_requested: bool = False
+    # Preemption with notice; a service older than it sends none of them: no notice.
+    preempt_notice: bool = False
+    notice_signal: str = ""
+    notice_grace_s: float = 0.0

@@ -309,7 +309,7 @@ class TrainyardServer:
             runtime=JobRuntimeService(
                 JobGrants(JobTokenStore(self.db)), dataset_store, self.workspace,
                 self.pushed, on_exit=lambda: self._tell_tracker(EXITED),
-                notes=PreemptionNotes(self.db)),
+                notes=PreemptionNotes(self.db), clock=lambda: self.tracker.now()),
             history=HistoryService(HistoryStore(self.db), self.policy, guard),
         )
 

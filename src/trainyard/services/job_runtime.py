@@ -17,6 +17,8 @@ from pathlib import Path
 
 from trainyard.auth.job_grants import JobGrant, JobGrants
 from trainyard.domain.errors import FailedPrecondition, PermissionDenied
+from trainyard.domain.notice import NOTICE_FILE, stop_due
+from trainyard.domain.states import JobState
 from trainyard.metadata.file_chunks import (
     FileChunk,
     ReceivedTree,
@@ -29,6 +31,7 @@ from trainyard.metadata.file_chunks import (
 from trainyard.metadata.hashing import read_manifest
 from trainyard.metadata.pushed_streams import EXIT, HEARTBEAT, PushedStreams, SequenceGap
 from trainyard.metadata.workspace import AttemptPaths, Workspace
+from trainyard.runtime.notice import GivenNotice, read_notice
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.preemption_notes import PreemptionNotes
 from trainyard.store.records import DatasetRecord
@@ -64,6 +67,7 @@ class StoredFiles:
 class PushResult:
     next_seq: int
     stop_requested: bool  # cancelled or preempted: the attempt should stop
+    notice: GivenNotice | None = None  # it is about to be preempted: its notice
 
 
 class JobRuntimeService:
@@ -159,8 +163,25 @@ class JobRuntimeService:
         else:
             next_seq = self.streams.append(grant.job_id, grant.attempt, stream, rank,
                                            first_seq, lines)
+        return PushResult(next_seq, *self._stop_or_notice(grant))
+
+    def _stop_or_notice(self, grant: JobGrant) -> tuple[bool, GivenNotice | None]:
+        """Whether the attempt should stop, and the notice of its preemption when it was
+        given one: the tracker wrote it in the attempt's working directory on this host
+        (tracker/notice.py) and stops it through its engine once it is due, which is
+        when the agent hears the stop here too."""
         job = grant.job
-        return PushResult(next_seq, job.cancel_requested or job.preempt_requested)
+        if job.cancel_requested or not job.preempt_requested:
+            return job.cancel_requested, None
+        if job.state is not JobState.RUNNING:
+            return True, None  # stopped before it ran, as every stop
+        if job.notice_at is None:
+            return False, None  # the tracker gives it notice on its next pass
+        notice = read_notice(self._paths(grant).workdir / NOTICE_FILE)
+        if notice is None:
+            return True, None  # its notice could not be written: stopped at once, as before
+        return stop_due(notice_at=job.notice_at, checkpoint_at=job.checkpoint_at,
+                        grace_s=notice.grace_s, now=self.clock()), notice
 
     def last_heartbeat(self, job_id: str, attempt: int) -> float | None:
         """When the attempt last showed a sign of life (a heartbeat, a push, its start)."""

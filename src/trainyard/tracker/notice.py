@@ -4,9 +4,7 @@ once it saved its checkpoint or its grace ran out, its stop. domain/notice.py de
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import signal
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,13 +20,15 @@ from trainyard.domain.notice import (
 )
 from trainyard.executors.base import Executor, Signaller
 from trainyard.metadata.workspace import Workspace
+from trainyard.runtime.notice import GivenNotice, write_notice
 from trainyard.store.preemption_notes import PreemptionNotes
 from trainyard.store.records import JobRecord
 
 log = logging.getLogger(__name__)
 
-# How a queue's signal is sent: TERM goes through the executor's cancel (its KILL follows at
-# the grace's end, as every stop's does); the others through Signaller.send_signal.
+# How a queue's signal is sent on the service's host: TERM goes through the executor's
+# cancel (its KILL follows at the grace's end, as every stop's does); the others through
+# Signaller.send_signal. A remote job's agent sends them itself.
 _SIGNUMS = {NoticeSignal.SIGUSR1: signal.SIGUSR1}
 
 
@@ -66,38 +66,44 @@ class Notices:
         return replace(job, checkpoints=count, checkpoint_at=now)
 
     def preempt(self, job: JobRecord, executor: Executor) -> None:
-        """One pass's step for a running job asked to make room: its notice, or its stop."""
+        """One pass's step for a running job asked to make room: its notice, or its stop.
+        A remote job's notice goes through its runtime agent: the file written here is what
+        the job runtime service tells the agent in its replies (services/job_runtime.py),
+        and the agent writes its own and signals its command; the stop is its engine's."""
         rule = self.rule_for(job.spec.queue)
         grace = rule.grace(self.cancel_grace)
         now = self.clock()
         step = next_step(notice_at=job.notice_at, checkpoint_at=job.checkpoint_at,
                          grace_s=grace, now=now)
-        remote = executor.remote or not isinstance(executor, Signaller)
+        # Neither remote nor a Signaller: no way to warn it, so its notice is its stop.
+        engine_only = not executor.remote and not isinstance(executor, Signaller)
         if step is Step.NOTIFY:
-            if self._notify(job, executor, rule, grace, remote):
+            if self._notify(job, executor, rule, grace, engine_only):
                 self.notes.noticed(job.id, job.attempt, now)
+                how = "its engine's stop" if engine_only else \
+                    f"{rule.signal} through its runtime agent" if executor.remote else rule.signal
                 log.info("job %s: notice of its preemption given (%s, %g s grace)", job.id,
-                         "its engine's stop" if remote else rule.signal, grace)
-        elif step is not Step.WAIT and not remote and job.handle not in self._stopped:
+                         how, grace)
+        elif step is not Step.WAIT and not engine_only and job.handle not in self._stopped:
             if step is Step.OVER and rule.signal is NoticeSignal.TERM and \
                     job.handle in self._termed:
                 return  # its executor KILLs it at the grace's end, as it was asked
             self._stop(job, executor, rule)
 
     def _notify(self, job: JobRecord, executor: Executor, rule: NoticeRule, grace: float,
-                remote: bool) -> bool:
-        """The file first (a handler of the signal reads it), then the signal. A remote job
-        gets its engine's stop: TERM, KILL at the grace's end. False while the job cannot
-        be signalled yet: the next pass tries again."""
-        if remote:
+                engine_only: bool) -> bool:
+        """The file first (a handler of the signal reads it), then the signal; a remote
+        job's agent sends it, once the service told it. False while the job cannot be
+        signalled yet: the next pass tries again."""
+        if engine_only:
             return executor.cancel(job.handle, grace)
         self._write_notice(job, rule, grace)
+        if executor.remote or rule.signal is NoticeSignal.NONE:
+            return True
         if rule.signal is NoticeSignal.TERM:
             if not executor.cancel(job.handle, grace):
                 return False
             self._termed.add(job.handle)
-            return True
-        if rule.signal is NoticeSignal.NONE:
             return True
         assert isinstance(executor, Signaller)
         return executor.send_signal(job.handle, _SIGNUMS[rule.signal])
@@ -116,13 +122,11 @@ class Notices:
         self._termed.discard(handle)
 
     def _write_notice(self, job: JobRecord, rule: NoticeRule, grace: float) -> None:
-        """The file the job's runtime watches (preemption_requested()), written whole by a
-        rename; it says the signal sent and the grace."""
+        """The file the job's runtime watches (preemption_requested()); it says the signal
+        sent and the grace. A remote job's service reads it here (its agent writes its
+        own on its node)."""
         path = self.workspace.attempt(job.id, job.attempt).workdir / NOTICE_FILE
-        partial = path.with_name(f"{path.name}.partial")
         try:
-            partial.write_text(json.dumps({"signal": rule.signal.value,
-                                           "grace_seconds": grace}) + "\n")
-            os.replace(partial, path)
+            write_notice(path, GivenNotice(rule.signal.value, grace))
         except OSError:
             log.exception("job %s: could not write its preemption notice", job.id)

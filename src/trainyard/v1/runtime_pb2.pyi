@@ -79,9 +79,15 @@ class PushRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., rank: _Optional[int] = ..., first_seq: _Optional[int] = ..., lines: _Optional[_Iterable[bytes]] = ..., exit_code: _Optional[int] = ...) -> None: ...
 
 class PushReply(_message.Message):
-    __slots__ = ("next_seq", "stop_requested")
+    __slots__ = ("next_seq", "stop_requested", "preempt_notice", "notice_signal", "notice_grace_s")
     NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
     STOP_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_NOTICE_FIELD_NUMBER: _ClassVar[int]
+    NOTICE_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    NOTICE_GRACE_S_FIELD_NUMBER: _ClassVar[int]
     next_seq: int
     stop_requested: bool
-    def __init__(self, next_seq: _Optional[int] = ..., stop_requested: _Optional[bool] = ...) -> None: ...
+    preempt_notice: bool
+    notice_signal: str
+    notice_grace_s: float
+    def __init__(self, next_seq: _Optional[int] = ..., stop_requested: _Optional[bool] = ..., preempt_notice: _Optional[bool] = ..., notice_signal: _Optional[str] = ..., notice_grace_s: _Optional[float] = ...) -> None: ...
