@@ -4,6 +4,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
 	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes bench-web \
+	bench-sweeps bench-dependencies \
 	chaos clean
 
 venv: $(STAMP)
@@ -80,6 +81,12 @@ bench-scheduler: $(STAMP)
 
 bench-policies: $(STAMP)
 	$(PY) bench/policies.py --generated 100000
+
+bench-sweeps: $(STAMP)
+	$(PY) bench/sweeps.py
+
+bench-dependencies: $(STAMP)
+	$(PY) bench/dependencies.py
 
 # The fault suite (bench/chaos, bench/README.md): crashes and outages under real jobs.
 # `make chaos CHAOS="sigkill_storm --quick"` runs some scenarios, or small versions.
