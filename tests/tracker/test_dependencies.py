@@ -167,6 +167,13 @@ def test_the_sdk_sends_after_and_the_status_shows_it(server: TrainyardServer,
             with pytest.raises(TrainyardError) as caught:
                 client.train(TrainSpec(name="x", command="true", after=[bad]))
             assert caught.value.code == code and "after" in caught.value.message
+        # A sweep's trials cannot wait for jobs: its template's `after` is refused, not lost.
+        before = job_count(server)
+        with pytest.raises(TrainyardError) as caught:
+            client.sweep(TrainSpec(name="s", command="true", after=[a]), grid={"LR": ["1"]})
+        assert caught.value.code == "INVALID_ARGUMENT"
+        assert caught.value.message.startswith("template.after: ")
+        assert job_count(server) == before
         gate.touch()
         wait_for(server, c, FINAL)
         assert client.status(c).state == "SUCCEEDED"

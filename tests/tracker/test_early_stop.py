@@ -12,12 +12,20 @@ import pytest
 
 from tests.liveserver import live_server, wait_until
 from trainyard.auth.policy import Identity
-from trainyard.domain.early_stopping import STOPPED_EARLY
+from trainyard.domain.early_stopping import STOPPED_EARLY, EarlyStop, Objective
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.domain.sweep import Parameter
+from trainyard.domain.sweep_control import SweepBudget
 from trainyard.server.assembly import TrainyardServer
 from trainyard.services.sweeps import SweepRules
+from trainyard.store.db import Database
+from trainyard.store.jobs import JobStore
+from trainyard.store.metrics import MetricStore
+from trainyard.store.records import MetricPoint
+from trainyard.store.sweeps import SweepStore, sweep_columns
+from trainyard.tracker.admission import running_job
+from trainyard.tracker.early_stop import EarlyStopper
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ANN = Identity(user="ann", admin=True)
@@ -93,3 +101,64 @@ def test_asha_stops_the_loser_at_its_first_rung(server: TrainyardServer,
         JobState.SUCCEEDED, JobState.CANCELLED, JobState.SUCCEEDED]
     assert_stopped_early(server, ids[1], " at step 1, not in the top 1/3 of the 2 trials at "
                          "that rung (they reach ")
+
+
+def _trial(store: JobStore, sweep_id: str, name: str, started: float,
+           points: list[tuple[int, float]]) -> str:
+    job_id = store.create(JobSpec(name=name, command="true"), owner="ann", now=started - 1,
+                          sweep_id=sweep_id)[0]
+    store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                     now=started, attempt=1, executor="local", pool="local",
+                     handle=f"h-{job_id}")
+    store.mark_running(job_id, reason="started", now=started)
+    _points(store, job_id, points)
+    return job_id
+
+
+def _points(store: JobStore, job_id: str, points: list[tuple[int, float]]) -> None:
+    offset = store.get(job_id).metrics_offset
+    assert MetricStore(store.db).ingest(
+        job_id, 1, from_offset=offset, to_offset=offset + len(points),
+        points=[MetricPoint(step, {"acc": value}) for step, value in points], malformed=0)
+
+
+def test_a_tracker_that_takes_over_judges_only_the_steps_reached_since(db: Database) -> None:
+    store, sweeps = JobStore(db), SweepStore(db)
+    acc = Objective("acc", "max")
+    sweeps.add("swasha", "asha", "ann", 0, 900.0, sweep_columns(
+        acc, EarlyStop("asha", acc, min_steps=1, reduction=3), SweepBudget()))
+    for name in ("a", "b"):  # two trials that reached rungs 1 and 3 well
+        _trial(store, "swasha", name, 950.0, [(1, 0.9), (3, 0.95)])
+    stopper = EarlyStopper(store, clock=lambda: 1000.0)  # a tracker started at 1000
+    # Started under this tracker, a poor trial is judged at once at rung 1 (not the top
+    # third of three).
+    fresh = _trial(store, "swasha", "fresh", 1010.0, [(1, 0.1)])
+    assert stopper.judge(store.get(fresh)).end_reason == STOPPED_EARLY
+    # Running since before it, the same trial's rung 1 was the earlier tracker's to judge,
+    # against the trials that had reached it then: it is not judged again with more.
+    taken = _trial(store, "swasha", "taken", 990.0, [(1, 0.1)])
+    assert not stopper.judge(store.get(taken)).cancel_requested
+    # The rungs it reaches from now on are judged as anyone's.
+    _points(store, taken, [(2, 0.1), (3, 0.1)])
+    judged = stopper.judge(store.get(taken))
+    assert judged.end_reason == STOPPED_EARLY and " at step 3, " in judged.message
+
+
+def test_an_early_stop_never_relabels_a_stop_already_asked(db: Database) -> None:
+    store, sweeps = JobStore(db), SweepStore(db)
+    acc = Objective("acc", "max")
+    sweeps.add("swrace", "race", "ann", 0, 900.0, sweep_columns(
+        acc, EarlyStop("asha", acc, min_steps=1, reduction=3), SweepBudget()))
+    for name in ("a", "b"):
+        _trial(store, "swrace", name, 950.0, [(1, 0.9)])
+    loser = _trial(store, "swrace", "loser", 1010.0, [(1, 0.1)])
+    read = store.get(loser)  # the pass read it before the user's cancel landed
+    assert store.update_fields(loser, JobState.RUNNING, cancel_requested=True,
+                               message="cancelled by ann")
+    judged = EarlyStopper(store, clock=lambda: 1000.0).judge(read)
+    assert judged.end_reason == "" and not judged.cancel_requested
+    assert (store.get(loser).end_reason, store.get(loser).message) == ("", "cancelled by ann")
+    # Nor does a preemption take a job being stopped, or overwrite its message.
+    assert running_job(store.get(loser), 1020.0).preempting
+    assert not store.update_fields(loser, JobState.RUNNING, unless_stopping=True,
+                                   preempt_requested=True, message="preempted")

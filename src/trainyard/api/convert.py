@@ -49,6 +49,15 @@ def timestamp(epoch: float) -> Timestamp:
     return ts
 
 
+def sweep_template_from_pb(template: pb.TrainRequest) -> JobSpec:
+    """A sweep's template as every trial's spec. Its trials cannot wait for other jobs: a
+    template's `after` is refused rather than dropped."""
+    if template.after:
+        raise InvalidArgument("template.after", "a sweep's trials cannot wait for other jobs "
+                              "(--after); submit the sweep once they have ended")
+    return spec_from_request(template)
+
+
 def spec_from_request(req: pb.TrainRequest) -> JobSpec:
     dataset = None
     if req.HasField("dataset") and (req.dataset.name or req.dataset.version):

@@ -105,7 +105,7 @@ class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
     def SubmitSweep(self, request: pb.SweepRequest,
                     context: grpc.ServicerContext) -> pb.SweepResponse:
         sweep_id, job_ids = self.sweeps.submit(
-            current_identity(), convert.spec_from_request(request.template),
+            current_identity(), convert.sweep_template_from_pb(request.template),
             convert.parameters_from_pb(list(request.parameters)), search=request.search,
             trials=request.trials, seed=request.seed, max_parallel=request.max_parallel,
             rules=SweepRules(

@@ -338,13 +338,17 @@ class JobStore:
             conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == attempt)
                          .values(image_id=image_id))
 
-    def update_fields(self, job_id: str, expected: JobState, **fields: Any) -> bool:
-        """Change non-state columns while the job is still in `expected`; False if it is not."""
+    def update_fields(self, job_id: str, expected: JobState, *, unless_stopping: bool = False,
+                      **fields: Any) -> bool:
+        """Change non-state columns while the job is still in `expected` (and, with
+        `unless_stopping`, while no one has asked it to stop: a cancel or a preemption keeps
+        its own message); False if it is not."""
+        query = update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
+        if unless_stopping:
+            query = query.where(jobs.c.cancel_requested.is_(False),
+                                jobs.c.preempt_requested.is_(False))
         with self.db.write() as conn:
-            result = conn.execute(
-                update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
-                .values(updated_at=time.time(), **fields)
-            )
+            result = conn.execute(query.values(updated_at=time.time(), **fields))
         if result.rowcount:
             faults.job_written(job_id)
             self.db.feed.notify()

@@ -82,8 +82,8 @@ class SweepStore:
                                                kind=SWEEP, **settings))
 
     def get(self, sweep_id: str) -> SweepRecord | None:
-        if len(sweep_id) > 32:
-            return None
+        if len(sweep_id) > 32 or "\x00" in sweep_id:
+            return None  # could never have been issued
         with self.db.read() as conn:
             row = conn.execute(select(sweeps).where(sweeps.c.id == sweep_id,
                                                     sweeps.c.kind == SWEEP)).first()

@@ -75,8 +75,8 @@ class Admission:
         self.fair_share.carry(decisions)
         for victim, why in decisions.preempt.items():
             # Why it stops is its message until it is requeued, and then that event's reason.
-            if self.jobs.update_fields(victim, JobState.RUNNING, preempt_requested=True,
-                                       message=why):
+            if self.jobs.update_fields(victim, JobState.RUNNING, unless_stopping=True,
+                                       preempt_requested=True, message=why):
                 log.info("preempting %s: %s", victim, why)
                 self.telemetry.preemption(preemption_cause(why))
                 self._reconcile_soon()
@@ -182,6 +182,9 @@ def running_job(job: JobRecord, now: float) -> RunningJob:
     """An active job's record as a pass sees it."""
     return active_job(job.id, job.spec.queue, job.spec.total_resources, job.pool or job.kind,
                       job.gpu_ids, job.team, job.started_at, now,
-                      preempting=job.preempt_requested, sweep=job.sweep_id,
+                      # Being cancelled (an early stop's too), it is stopping already: its
+                      # room is on its way back, and it is no one's to preempt.
+                      preempting=job.preempt_requested or job.cancel_requested,
+                      sweep=job.sweep_id,
                       attained=held_service(job.spec.total_resources, job.held_s),
                       priority=job.spec.priority, time_limit_s=job.spec.time_limit_s)

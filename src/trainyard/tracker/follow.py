@@ -76,7 +76,7 @@ class Follower:
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
         self._noted: set[str] = set()  # job ids whose message is what their engine said
         self._succeeded_at: dict[str, float] = {}  # job id -> when its engine said success
-        self.early_stop = EarlyStopper(jobs)  # its sweep's rule, judged as metrics come in
+        self.early_stop = EarlyStopper(jobs, clock)  # its sweep's rule, judged as metrics come in
 
     def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
         """One job's trouble must not stall the others: log it, and fail the job if it
@@ -208,6 +208,7 @@ class Follower:
             state = JobState.RUNNING
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
+        self.early_stop.forget(job.id)
         if outcome.retry:
             self.retries.retry(job, outcome, now=self.clock())
             self.waiting.invalidate()  # an old submit order, back in the queue
