@@ -17,6 +17,7 @@ from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.domain.sweep import Parameter
 from trainyard.server.assembly import TrainyardServer
 from trainyard.services.sweeps import SweepRules, SweepService
+from trainyard.store.sweeps import SweepStore
 
 ANN = Identity(user="ann", admin=True)
 CARL = Identity(user="carl")
@@ -146,3 +147,19 @@ def test_bad_settings_are_refused_naming_the_field_and_store_nothing(
     assert refused.value.field == field
     assert server.jobs.in_states((JobState.WAITING, *ACTIVE_STATES)) == []
     assert sweeps(server).list(ANN)[0] == []
+
+
+def test_sweeps_made_in_one_instant_are_each_listed_once_across_pages(
+        server: TrainyardServer) -> None:
+    store = SweepStore(server.jobs.db)
+    made = [f"swsame{i}" for i in range(5)]
+    for sweep_id in made:
+        store.add(sweep_id, sweep_id, "ann", 0, 1_000.0, {})  # one created_at for all
+    seen: list[str] = []
+    token = ""
+    for _ in range(10):  # bounded: 5 sweeps in pages of 2
+        page, token = sweeps(server).list(ANN, page_size=2, page_token=token)
+        seen += [v.sweep.id for v in page]
+        if not token:
+            break
+    assert seen == sorted(made, reverse=True)

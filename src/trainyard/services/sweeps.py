@@ -144,8 +144,9 @@ class SweepService:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
         before = None
         if page_token:
+            at, _, last_id = page_token.partition("/")
             try:
-                before = float(page_token)
+                before = (float(at), last_id)
             except ValueError:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
                                       "ListSweeps response") from None
@@ -155,7 +156,8 @@ class SweepService:
         counts = self.sweeps.state_counts(s.id for s in page)
         use = self.sweeps.use([s.id for s in page], time.time())
         views = [self._view(s, counts[s.id], use[s.id]) for s in page]
-        return views, (repr(page[-1].created_at) if len(found) > size else "")
+        last = page[-1] if len(found) > size else None
+        return views, (f"{last.created_at!r}/{last.id}" if last is not None else "")
 
     def show(self, identity: Identity, sweep_id: str) -> SweepView:
         """The sweep with each trial's state, hyperparameters and latest metrics, and the

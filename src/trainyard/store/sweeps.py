@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import and_, func, insert, or_, select, update
 
 from trainyard.domain.early_stopping import (
     EarlyStop,
@@ -100,14 +100,18 @@ class SweepStore:
         return {r.id: SweepRecord.from_row(r) for r in rows}
 
     def newest(self, owners: frozenset[str] | None, *, limit: int,
-             before: float | None = None) -> list[SweepRecord]:
-        """Newest first; `owners` None: anyone's."""
+             before: tuple[float, str] | None = None) -> list[SweepRecord]:
+        """Newest first; `owners` None: anyone's; `before`: only those after this (created_at,
+        id) in that order, so that sweeps made in the same instant are neither lost nor
+        repeated across pages."""
         query = select(sweeps).where(sweeps.c.kind == SWEEP).order_by(
             sweeps.c.created_at.desc(), sweeps.c.id.desc()).limit(limit)
         if owners is not None:
             query = query.where(sweeps.c.owner.in_(sorted(owners)))
         if before is not None:
-            query = query.where(sweeps.c.created_at < before)
+            at, sweep_id = before
+            query = query.where(or_(sweeps.c.created_at < at, and_(
+                sweeps.c.created_at == at, sweeps.c.id < sweep_id)))
         with self.db.read() as conn:
             rows = conn.execute(query).all()
         return [SweepRecord.from_row(r) for r in rows]
