@@ -24,7 +24,8 @@ RUNTIME = "torch-distributed"
 
 def kube_policy(kube: KubeApiServer, namespace: str, cache: Path, extra: str = "",
                 kinds: str = '"PyTorchJob", "TFJob", "TrainJob"',
-                capacity: str = "cpus = 8\nmemory_mb = 16384") -> str:
+                capacity: str = "cpus = 8\nmemory_mb = 16384", queue: str = "") -> str:
+    """`queue`: more keys of the default queue."""
     return f"""
 max_running = 8
 [pools.k8s]
@@ -41,19 +42,20 @@ cache_dir = "{cache}/{{node}}"
 grace = "3s"
 [queues.default]
 pools = ["k8s"]
-"""
+{queue}"""
 
 
 @contextlib.contextmanager
 def kube_server(tmp_path: Path, kube: KubeApiServer, namespace: str, extra: str = "",
                 kinds: str = '"PyTorchJob", "TFJob", "TrainJob"',
-                capacity: str = "cpus = 8\nmemory_mb = 16384", **tracker: object
-                ) -> Iterator[TrainyardServer]:
-    """`extra`: the pool's table's last lines (its runtime_ref unless they say)."""
+                capacity: str = "cpus = 8\nmemory_mb = 16384", queue: str = "",
+                **tracker: object) -> Iterator[TrainyardServer]:
+    """`extra`: the pool's table's last lines (its runtime_ref unless they say); `queue`:
+    more keys of the default queue."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     with live_server(tmp_path, sqlite_url(tmp_path),
                      kube_policy(kube, namespace, tmp_path / "nodes", extra, kinds,
-                                 capacity),
+                                 capacity, queue),
                      **tracker) as srv:
         yield srv
 

@@ -51,7 +51,11 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(
         tmp_path: Path, kube_api: KubeApiServer, kubeflow_operator: KubeflowOperator,
         kube_namespace: str) -> None:
     go = tmp_path / "go"
-    with kube_server(tmp_path, kube_api, kube_namespace) as srv:
+    # The agent hears of a notice at its next push: this job writes no output, so at its
+    # next heartbeat (5 s). A grace longer than that lets the notice, not the stop at the
+    # grace's end, reach it.
+    with kube_server(tmp_path, kube_api, kube_namespace,
+                     queue='preempt_grace = "30s"') as srv:
         job_id, _ = srv.service.train(ROOT, JobSpec(name="resume", image=IMAGE,
                                                     command=COUNTER.format(go=go)))
         wait_state(srv, job_id, {JobState.RUNNING})
@@ -67,7 +71,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(
         resumed = int(second.read_text().split("start from ")[1].split()[0])
         assert resumed > 0, second.read_text()
         # Its notice came through its runtime agent: the queue's default, TERM, which ends
-        # this job (it sets no handler), within the server's cancel grace.
+        # this job (it sets no handler) long before its grace's end.
         assert "[trainyard runtime] preemption notice given (SIGTERM, " in first.read_text()
         go.touch()
         assert wait_state(srv, job_id, FINAL) is JobState.SUCCEEDED

@@ -50,6 +50,8 @@ print("training", flush=True)
 step = 0
 while not heard and step < 3000:
     step += 1
+    if step % 5 == 0:  # output: the agent pushes it, and hears any notice, within 0.2 s
+        print("step", step, flush=True)
     time.sleep(0.1)
 name = signal.Signals(heard[0]).name if heard else "nothing"
 print(f"heard {name}, notice file {runtime.preemption_requested()}", flush=True)
