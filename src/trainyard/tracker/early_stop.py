@@ -27,7 +27,7 @@ class EarlyStopper:
         self._since = clock()  # trials running before then were judged by an earlier tracker
 
     def forget(self, job_id: str) -> None:
-        """Its attempt ended: nothing more to judge of it."""
+        """It ended for good: nothing more to judge of it."""
         self._judged.pop(job_id, None)
 
     def judge(self, job: JobRecord) -> JobRecord:

@@ -208,7 +208,10 @@ class Follower:
             state = JobState.RUNNING
         if state is JobState.RUNNING:
             job = self._ingest_metrics(job, final=True)
-        self.early_stop.forget(job.id)
+        if outcome.target.is_final() and not outcome.retry:
+            # Over for good; a requeued or retried attempt keeps the steps judged, so its
+            # resumed curve is judged from where it was left.
+            self.early_stop.forget(job.id)
         if outcome.retry:
             self.retries.retry(job, outcome, now=self.clock())
             self.waiting.invalidate()  # an old submit order, back in the queue
