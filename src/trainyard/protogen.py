@@ -7,7 +7,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "proto"
-PROTO_FILES = ("trainyard/v1/training.proto", "trainyard/v1/runtime.proto")
+PROTO_FILES = ("trainyard/v1/training.proto", "trainyard/v1/runtime.proto",
+               "trainyard/v1/sample.proto")
 
 
 def generate(out_dir: Path) -> list[Path]:

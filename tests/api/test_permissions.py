@@ -22,7 +22,7 @@ from trainyard.domain.sweep import Parameter
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.services.runs import RunQuery
 from trainyard.store.jobs import JobFilter
-from trainyard.v1 import runtime_pb2
+from trainyard.v1 import runtime_pb2, sample_pb2
 from trainyard.v1 import training_pb2 as pb
 
 # The kinds of caller; the read-only one is the member's own read-only token.
@@ -200,7 +200,9 @@ def test_every_rpc_of_the_table_and_of_the_api_has_its_use_case() -> None:
     offered = {f"/trainyard.v1.{service}/{m.name}"
                for service in ("TrainingService", "AdminService")
                for m in pb.DESCRIPTOR.services_by_name[service].methods}
-    assert set(RPC_ACCESS) == offered | JOB_RPCS and len(JOB_RPCS) == 6
+    offered |= {f"/training.TrainingService/{m.name}"
+                for m in sample_pb2.DESCRIPTOR.services_by_name["TrainingService"].methods}
+    assert set(RPC_ACCESS) == offered | JOB_RPCS and len(JOB_RPCS) == 7
     assert set(CALLS) | NO_USE_CASE | JOB_RPCS == set(RPC_ACCESS)
     assert not set(CALLS) & NO_USE_CASE and not (set(CALLS) | NO_USE_CASE) & JOB_RPCS
     assert all(RPC_ACCESS[rpc] is Access.READ for rpc in NO_USE_CASE)

@@ -9,6 +9,7 @@ from trainyard.auth.policy import Access
 TRAINING = "/trainyard.v1.TrainingService/"
 ADMIN = "/trainyard.v1.AdminService/"
 RUNTIME = "/trainyard.v1.JobRuntime/"
+SAMPLE = "/training.TrainingService/"
 
 RPC_ACCESS: dict[str, Access] = {
     TRAINING + "Train": Access.WRITE,
@@ -41,6 +42,18 @@ RPC_ACCESS: dict[str, Access] = {
     TRAINING + "CancelSweep": Access.WRITE,
     TRAINING + "PauseSweep": Access.WRITE,
     TRAINING + "ResumeSweep": Access.WRITE,
+    # Algorithms are a shared catalogue, as models are: members register versions (their
+    # code is uploaded, not read from the server's disk) and move aliases; deletion of an
+    # unused version is also theirs. Which runs `GetAlgorithm` names, the job's visibility.
+    TRAINING + "RegisterAlgorithm": Access.WRITE,
+    TRAINING + "ListAlgorithms": Access.READ,
+    TRAINING + "GetAlgorithm": Access.READ,
+    TRAINING + "SetAlgorithmAlias": Access.WRITE,
+    TRAINING + "DeleteAlgorithm": Access.WRITE,
+    # The sample training service's contract (proto/trainyard/v1/sample.proto): the same
+    # needs as trainyard.v1's Train and GetTrainingStatus.
+    SAMPLE + "Train": Access.WRITE,
+    SAMPLE + "GetTrainingStatus": Access.READ,
     ADMIN + "CreateUser": Access.ADMIN,
     ADMIN + "ListUsers": Access.ADMIN_READ,
     ADMIN + "CreateTeam": Access.ADMIN,
@@ -61,6 +74,7 @@ RPC_ACCESS: dict[str, Access] = {
     RUNTIME + "PushCheckpoint": Access.JOB,
     RUNTIME + "PushModel": Access.JOB,
     RUNTIME + "Push": Access.JOB,
+    RUNTIME + "PullCode": Access.JOB,
 }
 
 # Open to anyone: load balancers probe health, and reflection describes only the API.

@@ -10,6 +10,8 @@ MODEL_SAVE_PATH = "MODEL_SAVE_PATH"
 METRICS_PATH = "METRICS_PATH"
 CHECKPOINT_PATH = "CHECKPOINT_PATH"
 HYPERPARAMETERS = "HYPERPARAMETERS"
+# Where a registered algorithm's code directory is, read-only; also the job's working directory.
+CODE_PATH = "CODE_PATH"
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 # What each worker of a multi-worker job gets besides, from the gang launcher
 # (`trainyard.runtime`, which sets them and cannot import this module inside an image).
@@ -26,6 +28,7 @@ CONTRACT_NAMES = frozenset(
         METRICS_PATH,
         CHECKPOINT_PATH,
         HYPERPARAMETERS,
+        CODE_PATH,
         *WORKER_NAMES,
     }
 )
@@ -50,9 +53,10 @@ def reserved_reason(name: str) -> str | None:
 
 def contract_env(
     *, job_id: str, data_path: str, model_path: str, metrics_path: str, checkpoint_path: str,
-    hyperparameters: dict[str, str],
+    hyperparameters: dict[str, str], code_path: str = "",
 ) -> dict[str, str]:
-    """The variables every training process receives (README.md, "The container contract")."""
+    """The variables every training process receives (README.md, "The container contract");
+    CODE_PATH only for a job of a registered algorithm's code directory."""
     env = {
         JOB_ID: job_id,
         TRAINING_DATA_PATH: data_path,
@@ -61,5 +65,7 @@ def contract_env(
         CHECKPOINT_PATH: checkpoint_path,
         HYPERPARAMETERS: json.dumps(hyperparameters, sort_keys=True),
     }
+    if code_path:
+        env[CODE_PATH] = code_path
     env.update(hyperparameters)  # names were checked against the reserved ones at submit
     return env

@@ -118,9 +118,10 @@ class ModelRef:
         return f"{self.name}:{self.version}" if self.version else self.name
 
 
-def check_model_name(name: str, field: str = "model") -> None:
+def check_model_name(name: str, field: str = "model", what: str = "model") -> None:
+    """A model's (or an algorithm's: `what`) name, as dataset names are checked."""
     if not NAME_RE.match(name):
-        raise InvalidArgument(field, f"{name[:130]!r} is not a valid model name (a letter or "
+        raise InvalidArgument(field, f"{name[:130]!r} is not a valid {what} name (a letter or "
                               "digit, then letters, digits, '.', '_' or '-'; at most 128)")
 
 
@@ -130,8 +131,11 @@ def check_alias(alias: str, field: str = "alias") -> None:
                               "'production': letters, digits, '.', '_' or '-', not a number)")
 
 
-def model_ref(name: str, version: int = 0, alias: str = "", field: str = "model") -> ModelRef:
-    check_model_name(name, f"{field}.name")
+def model_ref(name: str, version: int = 0, alias: str = "", field: str = "model",
+              what: str = "model") -> ModelRef:
+    """A reference to a version of a model, or of whatever else is named, numbered and
+    aliased the same way (`what`: an algorithm)."""
+    check_model_name(name, f"{field}.name", what)
     if version < 0:
         raise InvalidArgument(f"{field}.version", "must not be negative")
     if alias:
@@ -141,19 +145,19 @@ def model_ref(name: str, version: int = 0, alias: str = "", field: str = "model"
     return ModelRef(name, version, alias)
 
 
-def parse_model_ref(text: str, field: str = "model") -> ModelRef:
+def parse_model_ref(text: str, field: str = "model", what: str = "model") -> ModelRef:
     """NAME, NAME:VERSION or NAME@ALIAS, as the CLI takes it."""
     name, at, alias = text.partition("@")
     if at:
         if not alias:
             raise InvalidArgument(field, "name the alias after '@' (NAME@ALIAS)")
-        return model_ref(name, 0, alias, field)
+        return model_ref(name, 0, alias, field, what)
     name, colon, version = text.partition(":")
     if colon:
         if not version.isdigit() or not 0 < int(version) < 2**31:
             raise InvalidArgument(field, f"{version[:20]!r} is not a version number")
-        return model_ref(name, int(version), "", field)
-    return model_ref(name, 0, "", field)
+        return model_ref(name, int(version), "", field, what)
+    return model_ref(name, 0, "", field, what)
 
 
 def check_hex_prefix(value: str, field: str) -> None:

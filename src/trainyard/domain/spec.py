@@ -40,6 +40,21 @@ class DatasetRef:
 
 
 @dataclass(frozen=True)
+class AlgorithmRef:
+    """A registered algorithm: NAME (its latest version), NAME:VERSION or NAME@ALIAS. On a
+    stored job it is pinned: the version it was resolved to at submit, no alias."""
+
+    name: str
+    version: int = 0  # 0: by alias, or the latest
+    alias: str = ""
+
+    def __str__(self) -> str:
+        if self.alias:
+            return f"{self.name}@{self.alias}"
+        return f"{self.name}:{self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
 class JobSpec:
     name: str
     command: str = ""
@@ -67,6 +82,11 @@ class JobSpec:
     time_limit_s: float = 0.0
     # How long it may wait to start before it is cancelled; 0: as long as it takes.
     pending_timeout_s: float = 0.0
+    # The registered algorithm it runs (domain.algorithms): a handle in a request, pinned to
+    # one version at submit, whose image and command the spec then holds; and, for an
+    # algorithm of a code directory, that directory's content hash (CODE_PATH in the job).
+    algorithm: AlgorithmRef | None = None
+    code_hash: str = ""
 
     @property
     def total_resources(self) -> Resources:
@@ -152,6 +172,10 @@ def validate_spec(spec: JobSpec, limits: SpecLimits = SpecLimits()) -> None:
     _validate_hyperparameters(spec.hyperparameters, limits)
     _validate_labels(spec.labels, limits)
     _validate_retries(spec)
+    if spec.code_hash and not HASH_RE.match(spec.code_hash):
+        raise InvalidArgument("code_hash", "must be the 64-character hash of a code directory")
+    if spec.code_hash and spec.algorithm is None:
+        raise InvalidArgument("code_hash", "a code directory comes only with an algorithm")
 
 
 def _validate_retries(spec: JobSpec) -> None:

@@ -150,6 +150,9 @@ def _spec_columns(spec: JobSpec) -> dict[str, Any]:
         "retry_exit_codes": list(spec.retry_exit_codes),
         "time_limit_s": spec.time_limit_s,
         "pending_timeout_s": spec.pending_timeout_s,
+        "algorithm_name": spec.algorithm.name if spec.algorithm else None,
+        "algorithm_version": spec.algorithm.version if spec.algorithm else None,
+        "code_hash": spec.code_hash,
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.spec import AlgorithmRef, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 
 
@@ -74,6 +74,9 @@ class JobRecord:
             retry_exit_codes=tuple(m["retry_exit_codes"] or ()),
             time_limit_s=m["time_limit_s"],
             pending_timeout_s=m["pending_timeout_s"],
+            algorithm=AlgorithmRef(m["algorithm_name"], m["algorithm_version"] or 0)
+            if m.get("algorithm_name") else None,
+            code_hash=m.get("code_hash") or "",
         )
         return cls(
             id=m["id"],

@@ -101,7 +101,13 @@ jobs = Table(
     Column("work_lost_s", Float, nullable=False, default=0.0, server_default="0"),
     Column("checkpoints", Integer, nullable=False, default=0, server_default="0"),
     Column("preemptions", Integer, nullable=False, default=0, server_default="0"),
+    # The registered algorithm version it runs (pinned at submit; None: none), and for one of
+    # a code directory that directory's content hash.
+    Column("algorithm_name", String(128), nullable=True),
+    Column("algorithm_version", Integer, nullable=True),
+    Column("code_hash", String(64), nullable=False, default="", server_default=""),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
+    Index("ix_jobs_algorithm", "algorithm_name", "algorithm_version"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),
     # The jobs that ended lately, newest first: what run-time estimates learn from.
@@ -234,6 +240,70 @@ model_alias_history = Table(
     Column("actor", String(128), nullable=False),
     Column("time", Float, nullable=False),
     Index("ix_model_alias_history_model", "model_name", "id"),
+)
+
+# --- algorithms ----------------------------------------------------------------------------
+
+# A registered algorithm's versions, numbered per name: an image pinned by its content id, or
+# a code directory stored by content hash (under the server's code directory) with the image
+# it runs in and its command; its defaults apply under a job's own.
+algorithm_versions = Table(
+    "algorithm_versions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("source", String(8), nullable=False),  # domain.algorithms.Source
+    Column("image", String(512), nullable=False, default=""),
+    Column("image_id", String(80), nullable=False, default=""),
+    Column("code_hash", String(64), nullable=False, default=""),
+    Column("code_size_bytes", BigInteger, nullable=False, default=0),
+    Column("code_file_count", Integer, nullable=False, default=0),
+    Column("command", Text, nullable=False, default=""),
+    Column("hyperparameters", JSON, nullable=False),
+    Column("cpus", Float, nullable=False, default=0.0),
+    Column("memory_mb", BigInteger, nullable=False, default=0),
+    Column("gpus", Integer, nullable=False, default=0),
+    Column("description", Text, nullable=False, default=""),
+    Column("git_commit", String(64), nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("created_by", String(128), nullable=False, default=""),
+    UniqueConstraint("name", "version", name="uq_algorithm_versions_name_version"),
+    Index("ix_algorithm_versions_code_hash", "code_hash"),
+)
+
+# A stable handle on one version of an algorithm ("production"), moved in one transaction with
+# a row of its history, as model aliases are.
+algorithm_aliases = Table(
+    "algorithm_aliases",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("alias", String(128), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("updated_by", String(128), nullable=False),
+)
+
+algorithm_alias_history = Table(
+    "algorithm_alias_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(128), nullable=False),
+    Column("alias", String(128), nullable=False),
+    Column("from_version", Integer, nullable=True),  # None: the alias was new
+    Column("to_version", Integer, nullable=False),
+    Column("actor", String(128), nullable=False),
+    Column("time", Float, nullable=False),
+    Index("ix_algorithm_alias_history_name", "name", "id"),
+)
+
+# The sample training service's 32-bit job ids (`training.TrainingService`), each naming one
+# of Trainyard's jobs for good.
+sample_job_ids = Table(
+    "sample_job_ids",
+    metadata,
+    Column("number", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), ForeignKey("jobs.id"), nullable=False, unique=True),
 )
 
 # --- identity and access -------------------------------------------------------------------

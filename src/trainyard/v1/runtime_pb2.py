@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrainyard/v1/runtime.proto\x12\x0ctrainyard.v1\"/\n\x11GetAttemptRequest\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\"\xa4\x01\n\x07\x41ttempt\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x14\n\x0c\x64\x61taset_hash\x18\x03 \x01(\t\x12\x15\n\rdataset_bytes\x18\x04 \x01(\x03\x12\x15\n\rdataset_files\x18\x05 \x01(\x05\x12\x16\n\x0ehas_checkpoint\x18\x06 \x01(\x08\x12\x1c\n\x14heartbeat_interval_s\x18\x07 \x01(\x01\"*\n\x12PullDatasetRequest\x12\x14\n\x0c\x63ontent_hash\x18\x01 \x01(\t\"\x17\n\x15PullCheckpointRequest\"U\n\tFileChunk\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x0e\n\x06sha256\x18\x05 \x01(\t\".\n\x0ePushFilesReply\x12\r\n\x05\x66iles\x18\x01 \x01(\x05\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"`\n\x0bPushRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\x11\n\tfirst_seq\x18\x03 \x01(\x03\x12\r\n\x05lines\x18\x04 \x03(\x0c\x12\x11\n\texit_code\x18\x05 \x01(\x05\"|\n\tPushReply\x12\x10\n\x08next_seq\x18\x01 \x01(\x03\x12\x16\n\x0estop_requested\x18\x02 \x01(\x08\x12\x16\n\x0epreempt_notice\x18\x32 \x01(\x08\x12\x15\n\rnotice_signal\x18\x33 \x01(\t\x12\x16\n\x0enotice_grace_s\x18\x34 \x01(\x01\x32\xbd\x03\n\nJobRuntime\x12\x44\n\nGetAttempt\x12\x1f.trainyard.v1.GetAttemptRequest\x1a\x15.trainyard.v1.Attempt\x12J\n\x0bPullDataset\x12 .trainyard.v1.PullDatasetRequest\x1a\x17.trainyard.v1.FileChunk0\x01\x12P\n\x0ePullCheckpoint\x12#.trainyard.v1.PullCheckpointRequest\x1a\x17.trainyard.v1.FileChunk0\x01\x12I\n\x0ePushCheckpoint\x12\x17.trainyard.v1.FileChunk\x1a\x1c.trainyard.v1.PushFilesReply(\x01\x12\x44\n\tPushModel\x12\x17.trainyard.v1.FileChunk\x1a\x1c.trainyard.v1.PushFilesReply(\x01\x12:\n\x04Push\x12\x19.trainyard.v1.PushRequest\x1a\x17.trainyard.v1.PushReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrainyard/v1/runtime.proto\x12\x0ctrainyard.v1\"/\n\x11GetAttemptRequest\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\"\xdf\x01\n\x07\x41ttempt\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x14\n\x0c\x64\x61taset_hash\x18\x03 \x01(\t\x12\x15\n\rdataset_bytes\x18\x04 \x01(\x03\x12\x15\n\rdataset_files\x18\x05 \x01(\x05\x12\x16\n\x0ehas_checkpoint\x18\x06 \x01(\x08\x12\x1c\n\x14heartbeat_interval_s\x18\x07 \x01(\x01\x12\x11\n\tcode_hash\x18\x08 \x01(\t\x12\x12\n\ncode_bytes\x18\t \x01(\x03\x12\x12\n\ncode_files\x18\n \x01(\x05\"*\n\x12PullDatasetRequest\x12\x14\n\x0c\x63ontent_hash\x18\x01 \x01(\t\"\x17\n\x15PullCheckpointRequest\"\'\n\x0fPullCodeRequest\x12\x14\n\x0c\x63ontent_hash\x18\x01 \x01(\t\"U\n\tFileChunk\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x0e\n\x06sha256\x18\x05 \x01(\t\".\n\x0ePushFilesReply\x12\r\n\x05\x66iles\x18\x01 \x01(\x05\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"`\n\x0bPushRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\x11\n\tfirst_seq\x18\x03 \x01(\x03\x12\r\n\x05lines\x18\x04 \x03(\x0c\x12\x11\n\texit_code\x18\x05 \x01(\x05\"|\n\tPushReply\x12\x10\n\x08next_seq\x18\x01 \x01(\x03\x12\x16\n\x0estop_requested\x18\x02 \x01(\x08\x12\x16\n\x0epreempt_notice\x18\x32 \x01(\x08\x12\x15\n\rnotice_signal\x18\x33 \x01(\t\x12\x16\n\x0enotice_grace_s\x18\x34 \x01(\x01\x32\x83\x04\n\nJobRuntime\x12\x44\n\nGetAttempt\x12\x1f.trainyard.v1.GetAttemptRequest\x1a\x15.trainyard.v1.Attempt\x12J\n\x0bPullDataset\x12 .trainyard.v1.PullDatasetRequest\x1a\x17.trainyard.v1.FileChunk0\x01\x12P\n\x0ePullCheckpoint\x12#.trainyard.v1.PullCheckpointRequest\x1a\x17.trainyard.v1.FileChunk0\x01\x12I\n\x0ePushCheckpoint\x12\x17.trainyard.v1.FileChunk\x1a\x1c.trainyard.v1.PushFilesReply(\x01\x12\x44\n\tPushModel\x12\x17.trainyard.v1.FileChunk\x1a\x1c.trainyard.v1.PushFilesReply(\x01\x12:\n\x04Push\x12\x19.trainyard.v1.PushRequest\x1a\x17.trainyard.v1.PushReply\x12\x44\n\x08PullCode\x12\x1d.trainyard.v1.PullCodeRequest\x1a\x17.trainyard.v1.FileChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,19 +34,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETATTEMPTREQUEST']._serialized_start=44
   _globals['_GETATTEMPTREQUEST']._serialized_end=91
   _globals['_ATTEMPT']._serialized_start=94
-  _globals['_ATTEMPT']._serialized_end=258
-  _globals['_PULLDATASETREQUEST']._serialized_start=260
-  _globals['_PULLDATASETREQUEST']._serialized_end=302
-  _globals['_PULLCHECKPOINTREQUEST']._serialized_start=304
-  _globals['_PULLCHECKPOINTREQUEST']._serialized_end=327
-  _globals['_FILECHUNK']._serialized_start=329
-  _globals['_FILECHUNK']._serialized_end=414
-  _globals['_PUSHFILESREPLY']._serialized_start=416
-  _globals['_PUSHFILESREPLY']._serialized_end=462
-  _globals['_PUSHREQUEST']._serialized_start=464
-  _globals['_PUSHREQUEST']._serialized_end=560
-  _globals['_PUSHREPLY']._serialized_start=562
-  _globals['_PUSHREPLY']._serialized_end=686
-  _globals['_JOBRUNTIME']._serialized_start=689
-  _globals['_JOBRUNTIME']._serialized_end=1134
+  _globals['_ATTEMPT']._serialized_end=317
+  _globals['_PULLDATASETREQUEST']._serialized_start=319
+  _globals['_PULLDATASETREQUEST']._serialized_end=361
+  _globals['_PULLCHECKPOINTREQUEST']._serialized_start=363
+  _globals['_PULLCHECKPOINTREQUEST']._serialized_end=386
+  _globals['_PULLCODEREQUEST']._serialized_start=388
+  _globals['_PULLCODEREQUEST']._serialized_end=427
+  _globals['_FILECHUNK']._serialized_start=429
+  _globals['_FILECHUNK']._serialized_end=514
+  _globals['_PUSHFILESREPLY']._serialized_start=516
+  _globals['_PUSHFILESREPLY']._serialized_end=562
+  _globals['_PUSHREQUEST']._serialized_start=564
+  _globals['_PUSHREQUEST']._serialized_end=660
+  _globals['_PUSHREPLY']._serialized_start=662
+  _globals['_PUSHREPLY']._serialized_end=786
+  _globals['_JOBRUNTIME']._serialized_start=789
+  _globals['_JOBRUNTIME']._serialized_end=1304
 # @@protoc_insertion_point(module_scope)

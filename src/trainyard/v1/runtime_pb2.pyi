@@ -15,7 +15,7 @@ class GetAttemptRequest(_message.Message):
     def __init__(self, node: _Optional[str] = ..., rank: _Optional[int] = ...) -> None: ...
 
 class Attempt(_message.Message):
-    __slots__ = ("job_id", "attempt", "dataset_hash", "dataset_bytes", "dataset_files", "has_checkpoint", "heartbeat_interval_s")
+    __slots__ = ("job_id", "attempt", "dataset_hash", "dataset_bytes", "dataset_files", "has_checkpoint", "heartbeat_interval_s", "code_hash", "code_bytes", "code_files")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     DATASET_HASH_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,9 @@ class Attempt(_message.Message):
     DATASET_FILES_FIELD_NUMBER: _ClassVar[int]
     HAS_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    CODE_HASH_FIELD_NUMBER: _ClassVar[int]
+    CODE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CODE_FILES_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     attempt: int
     dataset_hash: str
@@ -30,7 +33,10 @@ class Attempt(_message.Message):
     dataset_files: int
     has_checkpoint: bool
     heartbeat_interval_s: float
-    def __init__(self, job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., dataset_hash: _Optional[str] = ..., dataset_bytes: _Optional[int] = ..., dataset_files: _Optional[int] = ..., has_checkpoint: _Optional[bool] = ..., heartbeat_interval_s: _Optional[float] = ...) -> None: ...
+    code_hash: str
+    code_bytes: int
+    code_files: int
+    def __init__(self, job_id: _Optional[str] = ..., attempt: _Optional[int] = ..., dataset_hash: _Optional[str] = ..., dataset_bytes: _Optional[int] = ..., dataset_files: _Optional[int] = ..., has_checkpoint: _Optional[bool] = ..., heartbeat_interval_s: _Optional[float] = ..., code_hash: _Optional[str] = ..., code_bytes: _Optional[int] = ..., code_files: _Optional[int] = ...) -> None: ...
 
 class PullDatasetRequest(_message.Message):
     __slots__ = ("content_hash",)
@@ -41,6 +47,12 @@ class PullDatasetRequest(_message.Message):
 class PullCheckpointRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class PullCodeRequest(_message.Message):
+    __slots__ = ("content_hash",)
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    content_hash: str
+    def __init__(self, content_hash: _Optional[str] = ...) -> None: ...
 
 class FileChunk(_message.Message):
     __slots__ = ("path", "offset", "data", "size", "sha256")

@@ -69,6 +69,11 @@ class JobRuntimeStub:
                 request_serializer=trainyard_dot_v1_dot_runtime__pb2.PushRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_runtime__pb2.PushReply.FromString,
                 _registered_method=True)
+        self.PullCode = channel.unary_stream(
+                '/trainyard.v1.JobRuntime/PullCode',
+                request_serializer=trainyard_dot_v1_dot_runtime__pb2.PullCodeRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_runtime__pb2.FileChunk.FromString,
+                _registered_method=True)
 
 
 class JobRuntimeServicer:
@@ -123,6 +128,14 @@ class JobRuntimeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PullCode(self, request, context):
+        """Streams the files of the job's registered algorithm's code directory, as
+        PullDataset streams its dataset's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobRuntimeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +168,11 @@ def add_JobRuntimeServicer_to_server(servicer, server):
                     servicer.Push,
                     request_deserializer=trainyard_dot_v1_dot_runtime__pb2.PushRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_runtime__pb2.PushReply.SerializeToString,
+            ),
+            'PullCode': grpc.unary_stream_rpc_method_handler(
+                    servicer.PullCode,
+                    request_deserializer=trainyard_dot_v1_dot_runtime__pb2.PullCodeRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_runtime__pb2.FileChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -324,6 +342,33 @@ class JobRuntime:
             '/trainyard.v1.JobRuntime/Push',
             trainyard_dot_v1_dot_runtime__pb2.PushRequest.SerializeToString,
             trainyard_dot_v1_dot_runtime__pb2.PushReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PullCode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/trainyard.v1.JobRuntime/PullCode',
+            trainyard_dot_v1_dot_runtime__pb2.PullCodeRequest.SerializeToString,
+            trainyard_dot_v1_dot_runtime__pb2.FileChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,17 +29,237 @@ FAILED: JobState
 CANCELLED: JobState
 PREEMPTED: JobState
 
+class AlgorithmRef(_message.Message):
+    __slots__ = ("name", "version", "alias")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: int
+    alias: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., alias: _Optional[str] = ...) -> None: ...
+
+class AlgorithmSpec(_message.Message):
+    __slots__ = ("name", "image", "code", "command", "hyperparameters", "resources", "description", "git_commit")
+    class HyperparametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    image: str
+    code: bool
+    command: str
+    hyperparameters: _containers.ScalarMap[str, str]
+    resources: Resources
+    description: str
+    git_commit: str
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., code: _Optional[bool] = ..., command: _Optional[str] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., description: _Optional[str] = ..., git_commit: _Optional[str] = ...) -> None: ...
+
+class CodeChunk(_message.Message):
+    __slots__ = ("path", "offset", "data", "size", "sha256")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    offset: int
+    data: bytes
+    size: int
+    sha256: str
+    def __init__(self, path: _Optional[str] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class AlgorithmUpload(_message.Message):
+    __slots__ = ("spec", "chunk")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    spec: AlgorithmSpec
+    chunk: CodeChunk
+    def __init__(self, spec: _Optional[_Union[AlgorithmSpec, _Mapping]] = ..., chunk: _Optional[_Union[CodeChunk, _Mapping]] = ...) -> None: ...
+
+class AlgorithmRun(_message.Message):
+    __slots__ = ("run_id", "state", "owner", "ended_at", "model")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    state: JobState
+    owner: str
+    ended_at: _timestamp_pb2.Timestamp
+    model: ModelArtifact
+    def __init__(self, run_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., owner: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ...) -> None: ...
+
+class AlgorithmVersion(_message.Message):
+    __slots__ = ("name", "version", "source", "image", "image_id", "code_hash", "code_size_bytes", "code_file_count", "command", "hyperparameters", "resources", "description", "git_commit", "created_at", "created_by", "aliases", "created", "runs", "job_count")
+    class HyperparametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_HASH_FIELD_NUMBER: _ClassVar[int]
+    CODE_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CODE_FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    JOB_COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: int
+    source: str
+    image: str
+    image_id: str
+    code_hash: str
+    code_size_bytes: int
+    code_file_count: int
+    command: str
+    hyperparameters: _containers.ScalarMap[str, str]
+    resources: Resources
+    description: str
+    git_commit: str
+    created_at: _timestamp_pb2.Timestamp
+    created_by: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    runs: _containers.RepeatedCompositeFieldContainer[AlgorithmRun]
+    job_count: int
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ..., source: _Optional[str] = ..., image: _Optional[str] = ..., image_id: _Optional[str] = ..., code_hash: _Optional[str] = ..., code_size_bytes: _Optional[int] = ..., code_file_count: _Optional[int] = ..., command: _Optional[str] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., description: _Optional[str] = ..., git_commit: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ..., runs: _Optional[_Iterable[_Union[AlgorithmRun, _Mapping]]] = ..., job_count: _Optional[int] = ...) -> None: ...
+
+class AlgorithmSummary(_message.Message):
+    __slots__ = ("name", "versions", "latest_version", "aliases", "updated_at", "description")
+    class AliasesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    LATEST_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    versions: int
+    latest_version: int
+    aliases: _containers.ScalarMap[str, int]
+    updated_at: _timestamp_pb2.Timestamp
+    description: str
+    def __init__(self, name: _Optional[str] = ..., versions: _Optional[int] = ..., latest_version: _Optional[int] = ..., aliases: _Optional[_Mapping[str, int]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., description: _Optional[str] = ...) -> None: ...
+
+class ListAlgorithmsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListAlgorithmsResponse(_message.Message):
+    __slots__ = ("algorithms",)
+    ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
+    algorithms: _containers.RepeatedCompositeFieldContainer[AlgorithmSummary]
+    def __init__(self, algorithms: _Optional[_Iterable[_Union[AlgorithmSummary, _Mapping]]] = ...) -> None: ...
+
+class GetAlgorithmRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class Algorithm(_message.Message):
+    __slots__ = ("name", "versions", "aliases", "alias_history")
+    class AliasesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    versions: _containers.RepeatedCompositeFieldContainer[AlgorithmVersion]
+    aliases: _containers.ScalarMap[str, int]
+    alias_history: _containers.RepeatedCompositeFieldContainer[AliasChange]
+    def __init__(self, name: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[AlgorithmVersion, _Mapping]]] = ..., aliases: _Optional[_Mapping[str, int]] = ..., alias_history: _Optional[_Iterable[_Union[AliasChange, _Mapping]]] = ...) -> None: ...
+
+class SetAlgorithmAliasRequest(_message.Message):
+    __slots__ = ("name", "alias", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alias: str
+    version: int
+    def __init__(self, name: _Optional[str] = ..., alias: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class SetAlgorithmAliasResponse(_message.Message):
+    __slots__ = ("name", "alias", "version", "previous_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    alias: str
+    version: int
+    previous_version: int
+    def __init__(self, name: _Optional[str] = ..., alias: _Optional[str] = ..., version: _Optional[int] = ..., previous_version: _Optional[int] = ...) -> None: ...
+
+class DeleteAlgorithmRequest(_message.Message):
+    __slots__ = ("name", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: int
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
+
+class DeleteAlgorithmResponse(_message.Message):
+    __slots__ = ("algorithm",)
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    algorithm: AlgorithmVersion
+    def __init__(self, algorithm: _Optional[_Union[AlgorithmVersion, _Mapping]] = ...) -> None: ...
+
 class CodeVersion(_message.Message):
-    __slots__ = ("image", "image_id", "command", "git_commit")
+    __slots__ = ("image", "image_id", "command", "git_commit", "algorithm", "code_hash")
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_ID_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    CODE_HASH_FIELD_NUMBER: _ClassVar[int]
     image: str
     image_id: str
     command: str
     git_commit: str
-    def __init__(self, image: _Optional[str] = ..., image_id: _Optional[str] = ..., command: _Optional[str] = ..., git_commit: _Optional[str] = ...) -> None: ...
+    algorithm: AlgorithmRef
+    code_hash: str
+    def __init__(self, image: _Optional[str] = ..., image_id: _Optional[str] = ..., command: _Optional[str] = ..., git_commit: _Optional[str] = ..., algorithm: _Optional[_Union[AlgorithmRef, _Mapping]] = ..., code_hash: _Optional[str] = ...) -> None: ...
 
 class MetricPoint(_message.Message):
     __slots__ = ("step", "has_step", "value", "time")
@@ -400,7 +620,7 @@ class GetModelLineageRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[ModelRef, _Mapping]] = ...) -> None: ...
 
 class ModelLineage(_message.Message):
-    __slots__ = ("model", "run_id", "owner", "dataset", "code", "hyperparameters", "resources", "workers", "run")
+    __slots__ = ("model", "run_id", "owner", "dataset", "code", "hyperparameters", "resources", "workers", "run", "algorithm")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -417,6 +637,7 @@ class ModelLineage(_message.Message):
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     model: ModelArtifact
     run_id: str
     owner: str
@@ -426,7 +647,8 @@ class ModelLineage(_message.Message):
     resources: Resources
     workers: int
     run: Run
-    def __init__(self, model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., run_id: _Optional[str] = ..., owner: _Optional[str] = ..., dataset: _Optional[_Union[DatasetVersion, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., workers: _Optional[int] = ..., run: _Optional[_Union[Run, _Mapping]] = ...) -> None: ...
+    algorithm: AlgorithmVersion
+    def __init__(self, model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., run_id: _Optional[str] = ..., owner: _Optional[str] = ..., dataset: _Optional[_Union[DatasetVersion, _Mapping]] = ..., code: _Optional[_Union[CodeVersion, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., workers: _Optional[int] = ..., run: _Optional[_Union[Run, _Mapping]] = ..., algorithm: _Optional[_Union[AlgorithmVersion, _Mapping]] = ...) -> None: ...
 
 class GetDatasetLineageRequest(_message.Message):
     __slots__ = ("name", "version")
@@ -909,7 +1131,7 @@ class DatasetRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class TrainRequest(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "client_request_id", "image", "workers", "pipeline", "pipeline_max_parallel", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after", "algorithm")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -946,6 +1168,7 @@ class TrainRequest(_message.Message):
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -968,7 +1191,8 @@ class TrainRequest(_message.Message):
     time_limit_seconds: float
     pending_timeout_seconds: float
     after: _containers.RepeatedCompositeFieldContainer[JobDependency]
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
+    algorithm: str
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., client_request_id: _Optional[str] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., pipeline: _Optional[str] = ..., pipeline_max_parallel: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., algorithm: _Optional[str] = ...) -> None: ...
 
 class TrainResponse(_message.Message):
     __slots__ = ("job_id", "existing")
@@ -979,7 +1203,7 @@ class TrainResponse(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after")
+    __slots__ = ("name", "command", "dataset", "hyperparameters", "resources", "queue", "priority", "labels", "image", "workers", "git_commit", "model_name", "framework", "max_attempts", "retry_on_failure", "retry_exit_codes", "time_limit_seconds", "pending_timeout_seconds", "after", "algorithm", "code_hash")
     class HyperparametersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1013,6 +1237,8 @@ class JobSpec(_message.Message):
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PENDING_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    CODE_HASH_FIELD_NUMBER: _ClassVar[int]
     name: str
     command: str
     dataset: DatasetRef
@@ -1032,7 +1258,9 @@ class JobSpec(_message.Message):
     time_limit_seconds: float
     pending_timeout_seconds: float
     after: _containers.RepeatedCompositeFieldContainer[JobDependency]
-    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ...) -> None: ...
+    algorithm: AlgorithmRef
+    code_hash: str
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., dataset: _Optional[_Union[DatasetRef, _Mapping]] = ..., hyperparameters: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., queue: _Optional[str] = ..., priority: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., image: _Optional[str] = ..., workers: _Optional[int] = ..., git_commit: _Optional[str] = ..., model_name: _Optional[str] = ..., framework: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ..., retry_exit_codes: _Optional[_Iterable[int]] = ..., time_limit_seconds: _Optional[float] = ..., pending_timeout_seconds: _Optional[float] = ..., after: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., algorithm: _Optional[_Union[AlgorithmRef, _Mapping]] = ..., code_hash: _Optional[str] = ...) -> None: ...
 
 class PendingReason(_message.Message):
     __slots__ = ("code", "message")
@@ -1101,7 +1329,7 @@ class PredictedStart(_message.Message):
     def __init__(self, p50: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., p90: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cannot_start: _Optional[str] = ..., horizon_seconds: _Optional[float] = ...) -> None: ...
 
 class TrainingStatus(_message.Message):
-    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start", "end_reason", "work_lost_seconds", "preemptions", "last_checkpoint_at")
+    __slots__ = ("job_id", "state", "queue_position", "pending_reason", "message", "has_exit_code", "exit_code", "transitions", "spec", "latest_metrics", "model", "submitted_at", "attempt", "malformed_metric_lines", "cancel_requested", "owner", "executor", "gpu_ids", "sweep_id", "retries", "retry_after", "predicted_start", "end_reason", "work_lost_seconds", "preemptions", "last_checkpoint_at", "sample_job_id")
     class LatestMetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1135,6 +1363,7 @@ class TrainingStatus(_message.Message):
     WORK_LOST_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PREEMPTIONS_FIELD_NUMBER: _ClassVar[int]
     LAST_CHECKPOINT_AT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     queue_position: int
@@ -1161,7 +1390,8 @@ class TrainingStatus(_message.Message):
     work_lost_seconds: float
     preemptions: int
     last_checkpoint_at: _timestamp_pb2.Timestamp
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., end_reason: _Optional[str] = ..., work_lost_seconds: _Optional[float] = ..., preemptions: _Optional[int] = ..., last_checkpoint_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sample_job_id: int
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., pending_reason: _Optional[_Union[PendingReason, _Mapping]] = ..., message: _Optional[str] = ..., has_exit_code: _Optional[bool] = ..., exit_code: _Optional[int] = ..., transitions: _Optional[_Iterable[_Union[StateTransition, _Mapping]]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., latest_metrics: _Optional[_Mapping[str, MetricValue]] = ..., model: _Optional[_Union[ModelArtifact, _Mapping]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., malformed_metric_lines: _Optional[int] = ..., cancel_requested: _Optional[bool] = ..., owner: _Optional[str] = ..., executor: _Optional[str] = ..., gpu_ids: _Optional[_Iterable[str]] = ..., sweep_id: _Optional[str] = ..., retries: _Optional[int] = ..., retry_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., predicted_start: _Optional[_Union[PredictedStart, _Mapping]] = ..., end_reason: _Optional[str] = ..., work_lost_seconds: _Optional[float] = ..., preemptions: _Optional[int] = ..., last_checkpoint_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sample_job_id: _Optional[int] = ...) -> None: ...
 
 class GetTrainingStatusRequest(_message.Message):
     __slots__ = ("job_id",)

@@ -171,6 +171,31 @@ class TrainingServiceStub:
                 request_serializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
                 response_deserializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
                 _registered_method=True)
+        self.RegisterAlgorithm = channel.stream_unary(
+                '/trainyard.v1.TrainingService/RegisterAlgorithm',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.AlgorithmUpload.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.AlgorithmVersion.FromString,
+                _registered_method=True)
+        self.ListAlgorithms = channel.unary_unary(
+                '/trainyard.v1.TrainingService/ListAlgorithms',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.ListAlgorithmsRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.ListAlgorithmsResponse.FromString,
+                _registered_method=True)
+        self.GetAlgorithm = channel.unary_unary(
+                '/trainyard.v1.TrainingService/GetAlgorithm',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.GetAlgorithmRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.Algorithm.FromString,
+                _registered_method=True)
+        self.SetAlgorithmAlias = channel.unary_unary(
+                '/trainyard.v1.TrainingService/SetAlgorithmAlias',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasResponse.FromString,
+                _registered_method=True)
+        self.DeleteAlgorithm = channel.unary_unary(
+                '/trainyard.v1.TrainingService/DeleteAlgorithm',
+                request_serializer=trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmRequest.SerializeToString,
+                response_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmResponse.FromString,
+                _registered_method=True)
 
 
 class TrainingServiceServicer:
@@ -371,6 +396,48 @@ class TrainingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterAlgorithm(self, request_iterator, context):
+        """Algorithms: registered, versioned training code. A version is an image,
+        pinned by its content id (sha256:...) at registration, or a code directory
+        stored by content hash with the image it runs in and its command. A job
+        names one by handle (NAME, NAME:VERSION or NAME@ALIAS), resolved once, at
+        submit, to one version it keeps.
+
+        The first message is the AlgorithmSpec; for a code directory its files
+        follow as chunks, each naming its path, size and sha256.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAlgorithms(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAlgorithm(self, request, context):
+        """One algorithm's versions, each with its runs (of those the caller may see)
+        and the models they made, its aliases and their history.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAlgorithmAlias(self, request, context):
+        """Points an alias at a version, atomically, with a row of its history.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAlgorithm(self, request, context):
+        """Refused (FAILED_PRECONDITION, naming them) while jobs are pinned to it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -508,6 +575,31 @@ def add_TrainingServiceServicer_to_server(servicer, server):
                     servicer.ResumeSweep,
                     request_deserializer=trainyard_dot_v1_dot_training__pb2.SweepActionRequest.FromString,
                     response_serializer=trainyard_dot_v1_dot_training__pb2.SweepStatus.SerializeToString,
+            ),
+            'RegisterAlgorithm': grpc.stream_unary_rpc_method_handler(
+                    servicer.RegisterAlgorithm,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.AlgorithmUpload.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.AlgorithmVersion.SerializeToString,
+            ),
+            'ListAlgorithms': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAlgorithms,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.ListAlgorithmsRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.ListAlgorithmsResponse.SerializeToString,
+            ),
+            'GetAlgorithm': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAlgorithm,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.GetAlgorithmRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.Algorithm.SerializeToString,
+            ),
+            'SetAlgorithmAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAlgorithmAlias,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasResponse.SerializeToString,
+            ),
+            'DeleteAlgorithm': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAlgorithm,
+                    request_deserializer=trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmRequest.FromString,
+                    response_serializer=trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1241,6 +1333,141 @@ class TrainingService:
             '/trainyard.v1.TrainingService/ResumeSweep',
             trainyard_dot_v1_dot_training__pb2.SweepActionRequest.SerializeToString,
             trainyard_dot_v1_dot_training__pb2.SweepStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterAlgorithm(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/trainyard.v1.TrainingService/RegisterAlgorithm',
+            trainyard_dot_v1_dot_training__pb2.AlgorithmUpload.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.AlgorithmVersion.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAlgorithms(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/ListAlgorithms',
+            trainyard_dot_v1_dot_training__pb2.ListAlgorithmsRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.ListAlgorithmsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAlgorithm(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/GetAlgorithm',
+            trainyard_dot_v1_dot_training__pb2.GetAlgorithmRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.Algorithm.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAlgorithmAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/SetAlgorithmAlias',
+            trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.SetAlgorithmAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAlgorithm(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainyard.v1.TrainingService/DeleteAlgorithm',
+            trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmRequest.SerializeToString,
+            trainyard_dot_v1_dot_training__pb2.DeleteAlgorithmResponse.FromString,
             options,
             channel_credentials,
             insecure,
