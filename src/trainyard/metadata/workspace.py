@@ -39,6 +39,14 @@ class Workspace:
         return self.data_dir / "artifacts"
 
     @property
+    def code_dir(self) -> Path:
+        """Registered algorithms' code directories, each under its content hash, read-only."""
+        return self.data_dir / "code"
+
+    def code_of(self, code_hash: str) -> Path:
+        return self.code_dir / code_hash
+
+    @property
     def executor_dir(self) -> Path:
         return self.data_dir / "executor"
 

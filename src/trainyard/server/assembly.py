@@ -55,6 +55,7 @@ from trainyard.services.runs import RunService
 from trainyard.services.submission import SubmitCheck
 from trainyard.services.sweeps import SweepService
 from trainyard.store.access import AccessStore
+from trainyard.store.algorithms import AlgorithmStore
 from trainyard.store.budget_usage import BudgetUsageStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.db import Database, open_database, sqlite_url
@@ -286,7 +287,8 @@ class TrainyardServer:
                       self.access.audit(who, action, target, False, why))
         registry = DatasetRegistry(dataset_store, self.workspace.datasets_dir,
                                    self.workspace.data_dir)
-        check = SubmitCheck(self.policy, registry, guard, pressure=Backpressure(self.jobs))
+        check = SubmitCheck(self.policy, registry, guard, pressure=Backpressure(self.jobs),
+                            algorithms=AlgorithmStore(self.db))
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
                           guard, on_submit=lambda: self._tell_tracker(SUBMITTED),
                           on_cancel=lambda: self._tell_tracker(CANCELLED),

@@ -5,9 +5,11 @@ waiting jobs and submit rate (services.backpressure)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainyard.auth.policy import Identity
+from trainyard.domain.algorithms import apply, conflicting_program
+from trainyard.domain.errors import InvalidArgument, NotFound
 from trainyard.domain.kinds import kind_for
 from trainyard.domain.policy import check_submission, job_kind, with_queue_defaults
 from trainyard.domain.pools import check_placement
@@ -16,6 +18,7 @@ from trainyard.metadata.datasets import DatasetRegistry
 from trainyard.services.backpressure import Backpressure
 from trainyard.services.guard import Guard
 from trainyard.services.policy import PolicyService
+from trainyard.store.algorithms import AlgorithmStore
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class SubmitCheck:
     guard: Guard
     limits: SpecLimits = field(default_factory=SpecLimits)
     pressure: Backpressure | None = None  # the policy's [limits]; None: never capped
+    algorithms: AlgorithmStore | None = None  # None: no job may name an algorithm
 
     def admit(self, identity: Identity, team: str, count: int = 1) -> None:
         """Hold a submit of `count` new jobs (a sweep's trials) to the caps of the policy's
@@ -43,8 +47,32 @@ class SubmitCheck:
             self.pressure.admit(self.policy.effective().policy.limits, identity.user, team,
                                 count)
 
+    def resolve(self, spec: JobSpec) -> JobSpec:
+        """The spec with its algorithm's handle resolved, once, to the version it keeps
+        (domain.algorithms.apply). A spec already pinned (a sweep's trial, a reproduced run)
+        comes back as it is once its version is found to hold its image, command and code."""
+        ref = spec.algorithm
+        if ref is None:
+            return spec
+        if self.algorithms is None:
+            raise InvalidArgument("algorithm", "this server keeps no registered algorithms")
+        try:
+            version = self.algorithms.resolve(ref)
+        except NotFound as exc:
+            known = [s.name for s in self.algorithms.list()][:10]
+            hint = f"; registered: {', '.join(known)}" if known else \
+                "; none is registered ('trainyard algorithms register')"
+            raise InvalidArgument("algorithm", f"{exc}{hint}") from None
+        if ref.version and not ref.alias and conflicting_program(spec) is not None:
+            pinned = apply(replace(spec, image="", command="", code_hash=""), version)
+            if (pinned.image, pinned.command, pinned.code_hash) == \
+                    (spec.image, spec.command, spec.code_hash):
+                return spec  # applied already: nothing more comes from the version
+        return apply(spec, version)
+
     def accept(self, spec: JobSpec, identity: Identity) -> Accepted:
         """Check the job; return its team and kind. A refusal of the queue is audited."""
+        spec = self.resolve(spec)
         validate_spec(spec, self.limits)
         view = self.policy.effective()
         kind = job_kind(view.policy, spec.queue, spec.image) if view.from_file else \
