@@ -1,10 +1,13 @@
-"""End to end: start a Trainyard server, register the digits dataset, run a learning-rate
-sweep of examples/trainer.py on it, follow the jobs live, compare the runs (CompareRuns)
-and show the lineage of the best model, promoted to `digits-mlp@production`.
+"""End to end: start a Trainyard server, register the digits dataset, register
+examples/trainer.py as the algorithm `digits-mlp` (a code directory, promoted to
+`digits-mlp@production`), run a learning-rate sweep of it by that handle, follow the jobs live,
+compare the runs (CompareRuns) and show the lineage of the best model, promoted to the model
+alias `digits-mlp@production`.
 
 Run from the repository root: `make demo` (or `.venv/bin/python examples/demo.py`).
-With `--docker` the same sweep runs as containers of an image built from examples/Dockerfile
-(the base image is made first if the engine lacks it); that needs a running Docker engine.
+With `--docker` the algorithm is registered from an image built from examples/Dockerfile
+(the base image is made first if the engine lacks it), pinned by its id, and the same sweep
+runs as its containers; that needs a running Docker engine.
 With `--slurm` (`make demo-slurm`) it runs on a two-node Slurm cluster started here for the
 demo (trainyard.testbed.slurm_cluster), through a policy file with one Slurm pool whose jobs
 pull the dataset and push their metrics, logs and model through the job runtime; that needs
@@ -61,6 +64,9 @@ EPOCHS = 15
 MAX_CONCURRENT = 2  # fewer slots than jobs, so the queue shows
 SWEEP_LABEL = "digits-lr"
 MODEL_NAME = "digits-mlp"  # every run's weights become a version of this one model
+# The trainer registered as an algorithm; the sweep names it by handle, resolved at submit.
+ALGORITHM = "digits-mlp"
+ALGORITHM_ALIAS = "production"
 # With --docker each container is held to the CPUs it asks for, from a pool with as many CPUs
 # as this host (the server's default). MAX_CONCURRENT counts containers too, so 2 run at once
 # however little they ask (at 0.5 CPU, 4 would fit a 2-CPU pool, but each would only run at
@@ -254,22 +260,48 @@ def git_commit() -> str:
     return out if len(out) in (40, 64) else ""
 
 
-def submit_sweep(client: Client, dataset_version: str, docker: bool) -> dict[str, str]:
-    """Submit one job per learning rate; returns job id -> learning rate."""
-    # A container gets no command: the image's CMD runs the trainer.
-    command = "" if docker else f"{shlex.quote(sys.executable)} {shlex.quote(str(TRAINER))}"
-    commit = git_commit()
+def register_trainer(client: Client, docker: bool) -> str:
+    """The trainer as the next version of the algorithm (or the same one, when nothing
+    changed), pointed at by its alias; returns the handle the sweep names.
+
+    Locally (and on Slurm) it is a code directory holding trainer.py alone, run in it by this
+    Python, which has numpy; with --docker it is the trainer image, pinned by its id, whose CMD
+    runs the trainer. Either way the epochs and seed are its defaults, under each job's own."""
+    defaults = {"EPOCHS": str(EPOCHS), "SEED": "0"}
+    about = "numpy MLP on the digits dataset (examples/trainer.py)"
+    if docker:
+        version = client.register_algorithm(
+            ALGORITHM, image=DEMO_IMAGE, hyperparameters=defaults,
+            resources=CONTAINER_RESOURCES, description=about, git_commit=git_commit())
+        what = f"image {version.image_id[7:19]}"
+    else:
+        with tempfile.TemporaryDirectory(prefix="trainyard-trainer-") as code:
+            shutil.copy2(TRAINER, Path(code) / TRAINER.name)
+            version = client.register_algorithm(
+                ALGORITHM, code_dir=code,
+                command=f"{shlex.quote(sys.executable)} {TRAINER.name}",
+                hyperparameters=defaults, description=about, git_commit=git_commit())
+        what = f"code {version.code_hash[:12]}"
+    client.set_algorithm_alias(ALGORITHM, ALGORITHM_ALIAS, version.version)
+    handle = f"{ALGORITHM}@{ALGORITHM_ALIAS}"
+    console.print(f"{'registered' if version.created else 'found'} algorithm "
+                  f"[bold]{ALGORITHM}:{version.version}[/] ({what}) as [bold]{handle}[/]")
+    return handle
+
+
+def submit_sweep(client: Client, dataset_version: str, algorithm: str,
+                 docker: bool) -> dict[str, str]:
+    """Submit one job of the algorithm per learning rate; returns job id -> learning rate."""
     jobs: dict[str, str] = {}
     for lr in LEARNING_RATES:
         submitted = client.train(TrainSpec(
-            name=f"digits-lr-{lr}", command=command, image=DEMO_IMAGE if docker else "",
-            dataset=f"digits:{dataset_version}",
-            hyperparameters={"LR": lr, "EPOCHS": str(EPOCHS), "SEED": "0"},
-            resources=CONTAINER_RESOURCES if docker else Resources(),
-            labels={"sweep": SWEEP_LABEL}, model_name=MODEL_NAME, git_commit=commit))
+            name=f"digits-lr-{lr}", algorithm=algorithm, dataset=f"digits:{dataset_version}",
+            hyperparameters={"LR": lr}, labels={"sweep": SWEEP_LABEL},
+            model_name=MODEL_NAME))
         jobs[submitted.job_id] = lr
-    console.print(f"submitted {len(jobs)} jobs{' as containers' if docker else ''} "
-                  f"(labels sweep={SWEEP_LABEL}), at most {MAX_CONCURRENT} run at once")
+    console.print(f"submitted {len(jobs)} jobs of {algorithm}"
+                  f"{' as containers' if docker else ''} (labels sweep={SWEEP_LABEL}), at most "
+                  f"{MAX_CONCURRENT} run at once")
     return jobs
 
 
@@ -413,7 +445,8 @@ def report(client: Client, statuses: dict[str, JobStatus]) -> None:
 
 def run_demo(client: Client, docker: bool) -> bool:
     version = register_digits(client)
-    jobs = submit_sweep(client, version, docker)
+    algorithm = register_trainer(client, docker)
+    jobs = submit_sweep(client, version, algorithm, docker)
     statuses = follow(client, jobs)
     report(client, statuses)
     return all(st.state == "SUCCEEDED" for st in statuses.values())
