@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from tests.services.conftest import ROOT
@@ -35,7 +36,7 @@ def register_code(server: TrainyardServer, name: str, salt: str = "",
     `name`, registered by `identity`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = write_tree(Path(tmp), {"train.py": TRAIN_PY + salt})
-        request = Registration(name=name, code=True, command="python3 train.py",
-                               **fields)  # type: ignore[arg-type]
+        request = replace(Registration(name=name, code=True, command="python3 train.py"),
+                          **fields)  # type: ignore[arg-type]
         version, _ = server.services.algorithms.register(identity, request, code_chunks(root))
     return version

@@ -207,7 +207,7 @@ def test_the_routes_cover_every_rpc_of_the_users_services() -> None:
     offered = {f"/{s.full_name}/{m.name}" for name in ("TrainingService", "AdminService")
                for s in [pb.DESCRIPTOR.services_by_name[name]] for m in s.methods}
     assert sorted(r.rpc for r in ROUTES) == sorted(offered - GRPC_ONLY)  # each once
-    assert GRPC_ONLY <= offered
+    assert offered >= GRPC_ONLY
     assert set(CALLS) == {r.name for r in ROUTES}
     assert len({(r.method, r.path) for r in ROUTES}) == len(ROUTES)
 

@@ -41,15 +41,15 @@ from trainyard.server.leadership import Leadership, holder_name
 from trainyard.server.scheduling import ActivePolicy
 from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
+from trainyard.services.algorithms import AlgorithmService
 from trainyard.services.backpressure import Backpressure
 from trainyard.services.bundle import Services
-from trainyard.services.algorithms import AlgorithmService
 from trainyard.services.datasets import DatasetService
 from trainyard.services.guard import Guard
 from trainyard.services.history import HistoryService
+from trainyard.services.image_ids import engine_image_ids
 from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
-from trainyard.services.image_ids import engine_image_ids
 from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
 from trainyard.services.policy_file import load_policy

@@ -9,6 +9,7 @@ sees only the runs they may see, and the count of every job pinned to it."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from trainyard.domain.errors import InvalidArgument, NotFound
 from trainyard.domain.runs import check_alias, check_model_name
 from trainyard.domain.spec import JobSpec, validate_spec
 from trainyard.domain.states import JobState
+
 # FileChunk is re-exported: the adapters build the chunks of an upload from it.
 from trainyard.metadata.file_chunks import FileChunk as FileChunk
 from trainyard.metadata.file_chunks import receive_tree, remove_tree
@@ -111,6 +113,7 @@ class AlgorithmService:
         every field (then the bool is False). Everything is checked before anything is
         stored; the image is pinned to the id the engine gives it now."""
         self.guard.require(identity, Access.WRITE, "RegisterAlgorithm")
+        check_model_name(request.name, "name", "algorithm")
         draft = AlgorithmVersion(
             name=request.name, version=0,
             source=Source.CODE if request.code else Source.IMAGE, image=request.image,
@@ -146,7 +149,7 @@ class AlgorithmService:
         versions = self.algorithms.versions(draft.name)
         if versions and _same(versions[-1], draft):
             return versions[-1], False
-        return self.algorithms.add_version(draft), True
+        return self.algorithms.add_version(replace(draft, created_at=time.time())), True
 
     def list(self, identity: Identity) -> list[AlgorithmSummary]:
         self.guard.require(identity, Access.READ, "ListAlgorithms")
@@ -161,7 +164,7 @@ class AlgorithmService:
         if not versions:
             raise NotFound("algorithm", name)
         pinned = self.algorithms.jobs_of(name)
-        jobs = Counter(v for v, _ in {(job, v) for job, v, _ in pinned})
+        jobs = Counter(v for _, v in {(job, v) for job, v, _ in pinned})
         keys = [(job, attempt) for job, _, attempt in pinned if attempt]
         found = self.runs.many(keys)
         models = self.models.for_runs(keys)

@@ -23,13 +23,17 @@ def engine_image_ids(base_url: str = "") -> ImageIds:
         try:
             import docker
             import docker.errors
+
+            # The executor's module also mends the SDK's connect, which leaves its socket
+            # open when no engine listens; its API version is the one containers run with.
+            from trainyard.executors.docker import API_VERSION
         except ImportError:  # pragma: no cover - the SDK is a dependency of the server
-            raise FailedPrecondition("the Docker SDK is not installed on the server, so "
-                                     f"image {image!r} cannot be pinned") from None
-        kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
+            raise FailedPrecondition("image: the Docker SDK is not installed on the server, "
+                                     f"so {image!r} cannot be pinned to its id") from None
+        kwargs: dict[str, Any] = {"base_url": base_url} if base_url else \
+            docker.utils.kwargs_from_env()
         try:
-            client = docker.APIClient(timeout=ENGINE_TIMEOUT_S, **kwargs) if base_url else \
-                docker.from_env(timeout=ENGINE_TIMEOUT_S).api
+            client = docker.APIClient(timeout=ENGINE_TIMEOUT_S, version=API_VERSION, **kwargs)
         except docker.errors.DockerException as exc:
             raise _no_engine(image, exc) from None
         try:
