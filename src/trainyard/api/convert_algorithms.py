@@ -11,11 +11,11 @@ from trainyard.domain.errors import InvalidArgument
 from trainyard.services.algorithms import (
     AlgorithmDetail,
     AlgorithmRun,
+    AlgorithmSummary,
     FileChunk,
     Registration,
     VersionUse,
 )
-from trainyard.store.algorithms import AlgorithmSummary
 from trainyard.v1 import training_pb2 as pb
 
 

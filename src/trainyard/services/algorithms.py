@@ -34,7 +34,8 @@ from trainyard.metadata.hashing import remove_stored, store_tree
 from trainyard.metadata.workspace import Workspace
 from trainyard.services.guard import Guard
 from trainyard.services.image_ids import ImageIds
-from trainyard.store.algorithms import AlgorithmStore, AlgorithmSummary
+from trainyard.store.algorithms import AlgorithmStore
+from trainyard.store.algorithms import AlgorithmSummary as AlgorithmSummary  # for the adapters
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import AliasChange, ModelRecord
 from trainyard.store.runs import RunStore
