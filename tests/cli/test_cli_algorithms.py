@@ -136,3 +136,16 @@ def test_an_image_is_pinned_through_the_sdk(server: ServerProcess, engine: Engin
         assert client.delete_algorithm("base-image", 1)["image_id"] == base.id
     shown = ok(server, "algorithms", "register", "base-cli", "--image", BASE_IMAGE).stdout
     assert f"image id {base.id[7:19]}" in shown
+
+
+def test_an_upload_moves_whole_to_the_next_server(server: ServerProcess,
+                                                  tmp_path: Path) -> None:
+    """The first address answers nothing: the upload is sent again, from its spec, to the
+    next one."""
+    code = write_tree(tmp_path / "code", {"train.py": TRAIN_PY + "# failover\n",
+                                          "data/empty.txt": ""})
+    with Client(f"127.0.0.1:1,{server.address}") as client:
+        version = client.register_algorithm("moved", code_dir=code,
+                                            command="python3 train.py")
+    assert (version["version"], version["code_file_count"], version["code_size_bytes"]) == \
+        (1, 2, len(TRAIN_PY + "# failover\n"))
