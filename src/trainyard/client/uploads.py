@@ -11,6 +11,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 1024 * 1024  # under gRPC's 4 MiB message limit with room to spare
 
@@ -73,12 +74,12 @@ def scan(root: Path) -> Tree:
     return Tree(root, tuple(sorted(files)))
 
 
-def _open(path: Path, rel: str) -> os.FileIO:
+def _open(path: Path, rel: str) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
         raise UploadError(f"{rel} cannot be read: {exc.strerror}") from None
-    return os.fdopen(fd, "rb", buffering=0)  # type: ignore[return-value]
+    return os.fdopen(fd, "rb")
 
 
 def _digest(path: Path, rel: str) -> tuple[str, int]:
