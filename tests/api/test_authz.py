@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import time
@@ -13,6 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
+from tests.algorithm_code import register_code
 from tests.services.conftest import ROOT, add_people
 from trainyard.auth.certs import generate_self_signed
 from trainyard.domain.states import JobState
@@ -187,6 +189,30 @@ MEMBER_WRITE = {"read_only": DENIED, "other_team": DENIED, "member": OK, "admin"
 MEMBER_READ_OWN = {"read_only": OK, "other_team": DENIED, "member": OK, "admin": OK}
 ANYONE_READ = {"read_only": OK, "other_team": OK, "member": OK, "admin": OK}
 ADMIN_ONLY = {"read_only": DENIED, "other_team": DENIED, "member": DENIED, "admin": OK}
+# A shared catalogue's writes (algorithms): any writable token, whoever's team.
+ANYONE_WRITE = {"read_only": DENIED, "other_team": OK, "member": OK, "admin": OK}
+
+
+def upload(world: World) -> Iterator[pb.AlgorithmUpload]:
+    """A registration of a code directory of one file, new content each time."""
+    data = fresh(world, "print(").encode() + b")\n"
+    yield pb.AlgorithmUpload(spec=pb.AlgorithmSpec(name="uploaded", code=True,
+                                                   command="python3 train.py"))
+    yield pb.AlgorithmUpload(chunk=pb.CodeChunk(path="train.py", offset=0, data=data,
+                                                size=len(data),
+                                                sha256=hashlib.sha256(data).hexdigest()))
+
+
+def shared_algorithm(world: World) -> str:
+    if "algorithm" not in world.made:
+        world.made["algorithm"] = register_code(world.server, "shared-algo").name
+    return world.made["algorithm"]
+
+
+def doomed_algorithm(world: World) -> pb.DeleteAlgorithmRequest:
+    version = register_code(world.server, "doomed-algo", fresh(world, "x"))
+    return pb.DeleteAlgorithmRequest(name=version.name, version=version.version)
+
 
 RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "Train": (training("Train", lambda w: pb.TrainRequest(
@@ -223,6 +249,14 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
         run_ids=[mia_run(w)])), MEMBER_READ_OWN),
     "ReproduceRun": (training("ReproduceRun", lambda w: pb.ReproduceRunRequest(
         run_id=mia_run(w))), MEMBER_WRITE),
+    "RegisterAlgorithm": (training("RegisterAlgorithm", upload), ANYONE_WRITE),
+    "ListAlgorithms": (training("ListAlgorithms", lambda w: pb.ListAlgorithmsRequest()),
+                       ANYONE_READ),
+    "GetAlgorithm": (training("GetAlgorithm", lambda w: pb.GetAlgorithmRequest(
+        name=shared_algorithm(w))), ANYONE_READ),
+    "SetAlgorithmAlias": (training("SetAlgorithmAlias", lambda w: pb.SetAlgorithmAliasRequest(
+        name=shared_algorithm(w), alias="production", version=1)), ANYONE_WRITE),
+    "DeleteAlgorithm": (training("DeleteAlgorithm", doomed_algorithm), ANYONE_WRITE),
     "ListModels": (training("ListModels", lambda w: pb.ListModelsRequest()), ANYONE_READ),
     "GetModel": (training("GetModel", lambda w: pb.GetModelRequest(
         name=mia_model(w).name)), ANYONE_READ),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.algorithm_code import code_chunks, register_code, write_tree
 from tests.services.conftest import ROOT, World, assemble, populate
 from trainyard.api.permissions import ADMIN, RPC_ACCESS, RUNTIME, TRAINING
 from trainyard.auth.policy import Access, Identity, check_access
@@ -20,6 +21,7 @@ from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.domain.sweep import Parameter
 from trainyard.metadata.artifacts import ArtifactCollector
+from trainyard.services.algorithms import Registration
 from trainyard.services.runs import RunQuery
 from trainyard.store.jobs import JobFilter
 from trainyard.v1 import runtime_pb2, sample_pb2
@@ -43,6 +45,7 @@ class Fixtures:
                      for caller in ("admin", "member", "other_team")}
         self.runs["read_only"] = self.runs["member"]
         self.dataset = self.register("shared-ds")
+        register_code(world.server, "shared-algo")
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self.names)}"
@@ -78,6 +81,16 @@ class Fixtures:
     def register(self, name: str) -> tuple[str, str]:
         record, _ = self.services.datasets.register(ROOT, name, self.directory())
         return record.name, record.version
+
+    def register_algorithm(self) -> UseCase:
+        """A new version of a code directory, its chunks read only by the call."""
+        root = write_tree(self.tmp / self.fresh("code"), {"train.py": self.fresh("print")})
+        request = Registration(name="registered-algo", code=True, command="python3 train.py")
+        return bind(self.services.algorithms.register, request, code_chunks(root))
+
+    def doomed_algorithm(self) -> tuple[str, int]:
+        version = register_code(self.world.server, "doomed-algo", self.fresh("x"))
+        return version.name, version.version
 
     def new_user(self) -> str:
         return self.services.access.create_user(ROOT, self.fresh("new"), False).name
@@ -162,6 +175,13 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
                                                       *f.dataset),
     TRAINING + "DeleteDataset": lambda f, c: bind(f.services.datasets.delete,
                                                   *f.register("doomed")),
+    TRAINING + "RegisterAlgorithm": lambda f, c: f.register_algorithm(),
+    TRAINING + "ListAlgorithms": lambda f, c: bind(f.services.algorithms.list),
+    TRAINING + "GetAlgorithm": lambda f, c: bind(f.services.algorithms.get, "shared-algo"),
+    TRAINING + "SetAlgorithmAlias": lambda f, c: bind(f.services.algorithms.set_alias,
+                                                      "shared-algo", "production", 1),
+    TRAINING + "DeleteAlgorithm": lambda f, c: bind(f.services.algorithms.delete,
+                                                    *f.doomed_algorithm()),
     ADMIN + "CreateUser": lambda f, c: bind(f.services.access.create_user, f.fresh("user"),
                                             admin=False),
     ADMIN + "ListUsers": lambda f, c: bind(f.services.access.list_users),
@@ -235,7 +255,9 @@ def footprint(world: World) -> tuple[Any, ...]:
     return ([(j.id, j.state, j.cancel_requested) for j in jobs], store.list_users(),
             store.list_teams(), [(t.id, t.revoked_at) for t in store.list_tokens("")],
             store.queue_acls(), server.datasets.registry.store.list(""),
-            [server.models.models.aliases(m.name) for m in server.models.models.list_models()])
+            [server.models.models.aliases(m.name) for m in server.models.models.list_models()],
+            [(a.name, a.versions, a.aliases) for a in server.services.algorithms.algorithms.list()],
+            sorted(p.name for p in server.workspace.code_dir.glob("*")))
 
 
 def refusals(world: World) -> list[tuple[str, str, str]]:

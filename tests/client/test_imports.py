@@ -11,7 +11,8 @@ SERVER_SIDE = ("trainyard.services", "trainyard.store", "trainyard.tracker",
                "trainyard.executors", "trainyard.scheduler", "trainyard.server",
                "trainyard.metadata", "trainyard.api", "trainyard.domain", "trainyard.sim")
 CLIENT_SIDE = ("trainyard.client", "trainyard.client.credentials",
-               "trainyard.client.downloads", "trainyard.runtime", "trainyard.cli.main")
+               "trainyard.client.downloads", "trainyard.client.uploads", "trainyard.runtime",
+               "trainyard.cli.main")
 
 
 def loaded_by(module: str) -> list[str]:

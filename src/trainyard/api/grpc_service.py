@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import grpc
 
 from trainyard.api import convert
+from trainyard.api.algorithm_servicer import AlgorithmServicer
 from trainyard.api.auth import current_identity
 from trainyard.api.catalog_servicer import CatalogServicer
 from trainyard.api.convert_sweeps import sweep_to_pb
@@ -17,13 +18,14 @@ from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
 
-class TrainingServicer(CatalogServicer, pb_grpc.TrainingServiceServicer):
+class TrainingServicer(CatalogServicer, AlgorithmServicer, pb_grpc.TrainingServiceServicer):
     def __init__(self, services: Services) -> None:
         self.jobs = services.jobs
         self.sweeps = services.sweeps
         self.runs = services.runs  # runs, compare, reproduce: api/catalog_servicer.py
         self.models = services.models  # models, aliases, download, lineage
         self.datasets = services.datasets
+        self.algorithms = services.algorithms  # api/algorithm_servicer.py
 
     @grpc_errors
     def Train(self, request: pb.TrainRequest, context: grpc.ServicerContext) -> pb.TrainResponse:

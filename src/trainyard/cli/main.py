@@ -8,6 +8,7 @@ import typer
 
 from trainyard.cli import jobs, login
 from trainyard.cli.admin import admin_app
+from trainyard.cli.algorithms import algorithms_app
 from trainyard.cli.datasets import datasets_app
 from trainyard.cli.history import history_app
 from trainyard.cli.images import images_app
@@ -26,6 +27,7 @@ app.command("sim")(sim_command)  # cli/sim.py
 app.add_typer(history_app, name="history")  # cli/history.py
 app.add_typer(runs_app, name="runs")  # cli/runs.py
 app.add_typer(models_app, name="models")  # cli/models.py
+app.add_typer(algorithms_app, name="algorithms")  # cli/algorithms.py
 app.add_typer(sweeps_app, name="sweeps")  # cli/sweeps.py
 app.command()(server)  # cli/server.py
 app.command()(jobs.submit)  # cli/jobs.py

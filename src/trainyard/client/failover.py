@@ -80,7 +80,10 @@ class FailoverStub:
         return lambda request, **kw: self._unary(name, request, kw)
 
     def _unary(self, name: str, request: Any, kw: dict[str, Any]) -> Any:
-        return self._answered(lambda stub: getattr(stub, name)(request, **kw))
+        """`request` may be a function that makes a client stream's messages: each server
+        tried then gets the stream from its start."""
+        return self._answered(lambda stub: getattr(stub, name)(
+            request() if callable(request) else request, **kw))
 
     def _stream(self, name: str, request: Any, kw: dict[str, Any]) -> Iterator[Any]:
         def opened(stub: Any) -> tuple[list[Any], Iterator[Any]]:

@@ -26,7 +26,7 @@ from trainyard.client.messages import (
     plain,
     state_name,
 )
-from trainyard.client.spec import TrainSpec, model_ref, states_to_pb
+from trainyard.client.spec import Resources, TrainSpec, model_ref, states_to_pb
 from trainyard.client.values import build
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
@@ -270,6 +270,62 @@ class Client:
     def delete_dataset(self, name: str, version: str) -> dict[str, Any]:
         return plain(self._call(self._stub.DeleteDataset, build(pb.DeleteDatasetRequest,
             name=name, version=version)).dataset)
+
+    # --- algorithms (plain data, as `--output json` prints it) ----------------------------
+
+    def register_algorithm(self, name: str, *, image: str = "",
+                           code_dir: str | Path | None = None, command: str = "",
+                           hyperparameters: Mapping[str, str] | None = None,
+                           resources: Resources | None = None, description: str = "",
+                           git_commit: str = "") -> dict[str, Any]:
+        """The next version of algorithm `name`: an image of the server's container engine
+        (pinned by its id now), or the files of `code_dir`, uploaded (with the image they
+        run in, if any, and the command that runs them in the directory). Default
+        hyperparameters and resources (each one given) apply under a job's own. If the
+        latest version is the same in every field it is returned, with created False."""
+        from trainyard.client.uploads import UploadError, scan
+
+        try:
+            tree = scan(Path(code_dir)) if code_dir is not None else None
+        except UploadError as exc:
+            raise TrainyardError("INVALID_ARGUMENT", f"code: {exc}") from None
+        res = resources or Resources(cpus=0, memory_mb=0)
+        spec = build(pb.AlgorithmSpec, name=name, image=image, code=tree is not None,
+                     command=command, hyperparameters=dict(hyperparameters or {}),
+                     resources={"cpus": res.cpus, "memory_mb": res.mib(), "gpus": res.gpus},
+                     description=description, git_commit=git_commit)
+
+        def upload() -> Iterator[pb.AlgorithmUpload]:
+            yield pb.AlgorithmUpload(spec=spec)
+            for c in tree.chunks() if tree is not None else ():
+                yield pb.AlgorithmUpload(chunk=pb.CodeChunk(
+                    path=c.path, offset=c.offset, data=c.data, size=c.size, sha256=c.sha256))
+
+        try:
+            # A callable: each server tried gets the upload from its start.
+            return plain(self._call(self._stub.RegisterAlgorithm, upload,
+                                    timeout=max(self.timeout, REGISTER_TIMEOUT)))
+        except UploadError as exc:
+            raise TrainyardError("INVALID_ARGUMENT", f"code: {exc}") from None
+
+    def list_algorithms(self) -> list[dict[str, Any]]:
+        return [plain(a) for a in self._call(self._stub.ListAlgorithms,
+                                              build(pb.ListAlgorithmsRequest)).algorithms]
+
+    def get_algorithm(self, name: str) -> dict[str, Any]:
+        """Its versions, oldest first, each with its runs you may see and the models they
+        made, and its aliases with their history."""
+        return plain(self._call(self._stub.GetAlgorithm, build(pb.GetAlgorithmRequest,
+                                                               name=name)))
+
+    def set_algorithm_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
+        return plain(self._call(self._stub.SetAlgorithmAlias, build(
+            pb.SetAlgorithmAliasRequest, name=name, alias=alias, version=version)))
+
+    def delete_algorithm(self, name: str, version: int) -> dict[str, Any]:
+        """Refused (FAILED_PRECONDITION, naming them) while jobs are pinned to it."""
+        return plain(self._call(self._stub.DeleteAlgorithm, build(
+            pb.DeleteAlgorithmRequest, name=name, version=version)).algorithm)
 
     def download_model(self, model: str, dest: str | Path) -> dict[str, Any]:
         """Stream a model version's files into `dest` (new, or an empty directory). Every

@@ -41,11 +41,13 @@ from trainyard.server.leadership import Leadership, holder_name
 from trainyard.server.scheduling import ActivePolicy
 from trainyard.server.slurm_pools import REFRESH_S, SlurmCapacity, slurm_config, slurm_pools
 from trainyard.services.access import AccessService
+from trainyard.services.algorithms import AlgorithmService
 from trainyard.services.backpressure import Backpressure
 from trainyard.services.bundle import Services
 from trainyard.services.datasets import DatasetService
 from trainyard.services.guard import Guard
 from trainyard.services.history import HistoryService
+from trainyard.services.image_ids import engine_image_ids
 from trainyard.services.job_runtime import JobRuntimeService
 from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
@@ -287,8 +289,9 @@ class TrainyardServer:
                       self.access.audit(who, action, target, False, why))
         registry = DatasetRegistry(dataset_store, self.workspace.datasets_dir,
                                    self.workspace.data_dir)
+        algorithm_store = AlgorithmStore(self.db)
         check = SubmitCheck(self.policy, registry, guard, pressure=Backpressure(self.jobs),
-                            algorithms=AlgorithmStore(self.db))
+                            algorithms=algorithm_store)
         jobs = JobService(self.jobs, metrics, model_store, self.workspace, self.policy, check,
                           guard, on_submit=lambda: self._tell_tracker(SUBMITTED),
                           on_cancel=lambda: self._tell_tracker(CANCELLED),
@@ -313,6 +316,10 @@ class TrainyardServer:
                 self.pushed, on_exit=lambda: self._tell_tracker(EXITED),
                 notes=PreemptionNotes(self.db), clock=lambda: self.tracker.now()),
             history=HistoryService(HistoryStore(self.db), self.policy, guard),
+            # Images are pinned by the engine the Docker pool runs on (or the local one).
+            algorithms=AlgorithmService(
+                algorithm_store, run_store, model_store, self.workspace, guard,
+                engine_image_ids(config.docker.base_url if config.docker else "")),
         )
 
     def fair_share_half_life(self) -> float:

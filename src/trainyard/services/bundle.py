@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainyard.services.access import AccessService
+from trainyard.services.algorithms import AlgorithmService
 from trainyard.services.datasets import DatasetService
 from trainyard.services.history import HistoryService
 from trainyard.services.job_runtime import JobRuntimeService
@@ -26,3 +27,4 @@ class Services:
     policy: PolicyService
     runtime: JobRuntimeService  # what remote attempts ask, with their job tokens
     history: HistoryService  # the finished jobs and the policy in force, for a replay
+    algorithms: AlgorithmService  # registered versions of training code

@@ -53,6 +53,10 @@ def _a(method: str, path: str, rpc: str, summary: str) -> Route:
     return Route(method, path, ADMIN + rpc, summary, "admin")
 
 
+# The RPCs of the users' services with no route: a client-streaming upload (a code
+# directory's files after the spec) is spoken over gRPC, by the SDK and the CLI.
+GRPC_ONLY: frozenset[str] = frozenset({TRAINING + "RegisterAlgorithm"})
+
 # Fixed paths before the ones with a variable in the same place ("/runs/compare" before
 # "/runs/{run_id}"): the first route that matches serves.
 ROUTES: tuple[Route, ...] = (
@@ -101,6 +105,14 @@ ROUTES: tuple[Route, ...] = (
     _t("GET", "/models/{name}/download", "DownloadModel", "A model version's files as a "
        "tar archive (version=N or alias=A; the latest without)", "models", Reply.TAR,
        within="model"),
+    _t("GET", "/algorithms", "ListAlgorithms", "List registered algorithms: versions, the "
+       "latest, aliases", "algorithms"),
+    _t("GET", "/algorithms/{name}", "GetAlgorithm", "An algorithm's versions, each with its "
+       "runs and the models they made, its aliases and their history", "algorithms"),
+    _t("PUT", "/algorithms/{name}/aliases/{alias}", "SetAlgorithmAlias", "Point an alias "
+       "at a version", "algorithms"),
+    _t("DELETE", "/algorithms/{name}/versions/{version}", "DeleteAlgorithm", "Delete a "
+       "version no job is pinned to", "algorithms"),
     _t("GET", "/datasets", "ListDatasets", "List dataset versions", "datasets"),
     _t("POST", "/datasets", "RegisterDataset", "Register a dataset version from a path on "
        "the server (admins)", "datasets"),
