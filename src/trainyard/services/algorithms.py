@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from trainyard.auth.policy import Access, Identity
 from trainyard.domain.algorithms import (
@@ -130,17 +131,16 @@ class AlgorithmService:
                 raise InvalidArgument("chunk", "an algorithm of an image takes no code "
                                       "files; register a code directory to send them")
             return self._add(draft)
-        with self._code_lock:
-            return self._add(self._store_code(draft, chunks))
-
-    def _store_code(self, draft: AlgorithmVersion,
-                    chunks: Iterable[FileChunk]) -> AlgorithmVersion:
-        code_dir = self.workspace.code_dir
-        received = receive_tree(chunks, code_dir / UPLOADS / "code", "code")
+        # Received (checked) first, outside the lock: a slow upload holds up no one.
+        received = receive_tree(chunks, self.workspace.code_dir / UPLOADS / "code", "code")
         try:
-            digest, stored = store_tree(received.directory, code_dir, "code")
+            with self._code_lock:
+                return self._add(self._store_code(draft, received.directory))
         finally:
             remove_tree(received.directory)
+
+    def _store_code(self, draft: AlgorithmVersion, received: Path) -> AlgorithmVersion:
+        digest, stored = store_tree(received, self.workspace.code_dir, "code")
         if stored is None:
             raise InvalidArgument("code", "the code directory holds no files")
         return replace(draft, code_hash=digest.digest, code_size_bytes=digest.size_bytes,
