@@ -273,7 +273,7 @@ def register_trainer(client: Client, docker: bool) -> str:
         version = client.register_algorithm(
             ALGORITHM, image=DEMO_IMAGE, hyperparameters=defaults,
             resources=CONTAINER_RESOURCES, description=about, git_commit=git_commit())
-        what = f"image {version.image_id[7:19]}"
+        what = f"image {version['image_id'][7:19]}"
     else:
         with tempfile.TemporaryDirectory(prefix="trainyard-trainer-") as code:
             shutil.copy2(TRAINER, Path(code) / TRAINER.name)
@@ -281,11 +281,12 @@ def register_trainer(client: Client, docker: bool) -> str:
                 ALGORITHM, code_dir=code,
                 command=f"{shlex.quote(sys.executable)} {TRAINER.name}",
                 hyperparameters=defaults, description=about, git_commit=git_commit())
-        what = f"code {version.code_hash[:12]}"
-    client.set_algorithm_alias(ALGORITHM, ALGORITHM_ALIAS, version.version)
+        what = f"code {version['code_hash'][:12]}"
+    number = version["version"]
+    client.set_algorithm_alias(ALGORITHM, ALGORITHM_ALIAS, number)
     handle = f"{ALGORITHM}@{ALGORITHM_ALIAS}"
-    console.print(f"{'registered' if version.created else 'found'} algorithm "
-                  f"[bold]{ALGORITHM}:{version.version}[/] ({what}) as [bold]{handle}[/]")
+    console.print(f"{'registered' if version['created'] else 'found'} algorithm "
+                  f"[bold]{ALGORITHM}:{number}[/] ({what}) as [bold]{handle}[/]")
     return handle
 
 

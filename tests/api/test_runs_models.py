@@ -70,7 +70,8 @@ def test_lineage_both_ways_and_a_comparison_of_runs(client: Client, tmp_path: Pa
     assert lineage["run_id"] == f"{a}-1" and lineage["owner"] == "local"
     assert lineage["dataset"]["version"] == version and lineage["dataset"]["name"] == "rows"
     assert lineage["code"] == {"image": "", "image_id": "", "command": JOB,
-                               "git_commit": "0123abcd"}
+                               "git_commit": "0123abcd", "algorithm": None, "code_hash": ""}
+    assert lineage["algorithm"] is None  # a job of no registered algorithm
     assert lineage["hyperparameters"] == {"LR": "0.1", "ACC": "0.8", "SEED": "1"}
     assert lineage["run"]["metrics"]["acc"]["value"] == 0.8
     assert client.model_lineage("digits-mlp")["run_id"] == f"{b}-1"  # the latest

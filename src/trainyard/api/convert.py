@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from trainyard.auth.policy import Identity
 from trainyard.domain.access import QueueAccess
+from trainyard.domain.algorithms import UNSET_RESOURCES, parse_algorithm_ref
 from trainyard.domain.budgets import NO_USE, QUEUE, TEAM, Budget, BudgetScope, BudgetUse
 from trainyard.domain.dependencies import Dependency, Need, dependency
 from trainyard.domain.errors import InvalidArgument
@@ -65,9 +66,12 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
     # proto3 cannot tell 0 from unset: 0 CPUs or memory means "the default"; any other
     # value, negative ones included, goes to validation as given.
     res = req.resources
+    algorithm = parse_algorithm_ref(req.algorithm) if req.algorithm else None
+    # With an algorithm, what is left at 0 takes its defaults first (domain.algorithms.apply).
+    unset = UNSET_RESOURCES if algorithm is not None else Resources()
     resources = Resources(
-        cpus=res.cpus if res.cpus != 0 else Resources.cpus,
-        memory_mb=res.memory_mb if res.memory_mb != 0 else Resources.memory_mb,
+        cpus=res.cpus if res.cpus != 0 else unset.cpus,
+        memory_mb=res.memory_mb if res.memory_mb != 0 else unset.memory_mb,
         gpus=res.gpus,
     )
     return JobSpec(
@@ -89,6 +93,7 @@ def spec_from_request(req: pb.TrainRequest) -> JobSpec:
         retry_exit_codes=tuple(req.retry_exit_codes),
         time_limit_s=req.time_limit_seconds,
         pending_timeout_s=req.pending_timeout_seconds,
+        algorithm=algorithm,
     )
 
 
@@ -116,6 +121,10 @@ def spec_to_pb(spec: JobSpec, needs: list[Need] | None = None) -> pb.JobSpec:
     )
     if spec.dataset is not None:
         msg.dataset.CopyFrom(pb.DatasetRef(name=spec.dataset.name, version=spec.dataset.version))
+    if spec.algorithm is not None:
+        msg.algorithm.CopyFrom(pb.AlgorithmRef(name=spec.algorithm.name,
+                                               version=spec.algorithm.version))
+        msg.code_hash = spec.code_hash
     return msg
 
 

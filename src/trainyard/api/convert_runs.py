@@ -11,6 +11,7 @@ from trainyard.api.convert import (
     timestamp,
     transition_to_pb,
 )
+from trainyard.api.convert_algorithms import version_to_pb
 from trainyard.domain.runs import MetricThreshold, ModelRef, algorithm_of, model_ref, threshold
 from trainyard.services.datasets import DatasetLineage
 from trainyard.services.models import ModelDetail, ModelLineage
@@ -21,8 +22,12 @@ from trainyard.v1 import training_pb2 as pb
 
 def code_to_pb(run: RunRecord) -> pb.CodeVersion:
     spec = run.spec
-    return pb.CodeVersion(image=spec.image, image_id=run.image_id, command=spec.command,
-                          git_commit=spec.git_commit)
+    msg = pb.CodeVersion(image=spec.image, image_id=run.image_id, command=spec.command,
+                         git_commit=spec.git_commit, code_hash=spec.code_hash)
+    if spec.algorithm is not None:
+        msg.algorithm.CopyFrom(pb.AlgorithmRef(name=spec.algorithm.name,
+                                               version=spec.algorithm.version))
+    return msg
 
 
 def run_message(run: RunRecord) -> str:
@@ -39,7 +44,9 @@ def run_to_pb(view: RunView) -> pb.Run:
     msg = pb.Run(
         run_id=run.id, job_id=job.id, attempt=run.attempt, name=job.spec.name,
         owner=job.owner, state=state_to_pb(run.state),
-        algorithm=algorithm_of(job.spec.name, job.spec.labels), spec=spec_to_pb(job.spec),
+        algorithm=algorithm_of(job.spec.name, job.spec.labels,
+                               job.spec.algorithm.name if job.spec.algorithm else ""),
+        spec=spec_to_pb(job.spec),
         code=code_to_pb(run), executor=run.executor, pool=run.pool,
         gpu_ids=list(run.gpu_ids), submitted_at=timestamp(job.submitted_at),
         launched_at=timestamp(run.launched_at), has_exit_code=run.exit_code is not None,
@@ -120,6 +127,8 @@ def lineage_to_pb(lineage: ModelLineage) -> pb.ModelLineage:
         msg.dataset.CopyFrom(dataset_to_pb(lineage.dataset))
     if lineage.run_view is not None:
         msg.run.CopyFrom(run_to_pb(lineage.run_view))
+    if lineage.algorithm is not None:
+        msg.algorithm.CopyFrom(version_to_pb(lineage.algorithm))
     return msg
 
 

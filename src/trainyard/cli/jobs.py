@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
+import click
 import typer
 from rich.markup import escape
 
@@ -23,10 +24,28 @@ from trainyard.client import Resources, TrainSpec
 from trainyard.client.spec import DEFAULT_QUEUE
 
 
+def given_resources(ctx: typer.Context, cpus: float, memory: str, gpus: int) -> Resources:
+    """The resources as typed; each option left out is 0 on the wire, "not given": the job's
+    algorithm's default, else the server's."""
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+
+    return Resources(cpus=cpus if given("cpus") else 0.0,
+                     memory_mb=size(memory, "--memory") if given("memory") else 0,
+                     gpus=gpus)
+
+
+ALGORITHM_HELP = ("A registered algorithm, NAME[:VERSION|@ALIAS], in place of --command and "
+                  "--image; resolved now to the version the job keeps.")
+
+
 def submit(
+    ctx: typer.Context,
     name: Annotated[str, typer.Option(help="Job name; also the model's name.")],
     command: Annotated[str, typer.Option(
         help="Shell command to run; with --image, replaces the image's command.")] = "",
+    algorithm: Annotated[str, typer.Option(help=ALGORITHM_HELP)] = "",
     git_commit: Annotated[str, typer.Option(
         help="The code's git commit, recorded on the run.")] = "",
     model_name: Annotated[str, typer.Option(
@@ -81,9 +100,9 @@ def submit(
     if dataset and ":" not in dataset:
         raise typer.BadParameter("expected NAME:VERSION", param_hint="--dataset")
     spec = TrainSpec(
-        name=name, command=command, image=image, dataset=dataset,
+        name=name, command=command, image=image, dataset=dataset, algorithm=algorithm,
         hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
-        resources=Resources(cpus=cpus, memory_mb=size(memory, "--memory"), gpus=gpus),
+        resources=given_resources(ctx, cpus, memory, gpus),
         queue=queue, priority=priority, client_request_id=request_id, workers=workers,
         pipeline=pipeline, pipeline_max_parallel=pipeline_max_parallel,
         git_commit=git_commit, model_name=model_name, framework=framework,
@@ -125,9 +144,12 @@ def _ranges(values: list[str]) -> dict[str, tuple[float, float, bool]]:
 
 
 def sweep(
+    ctx: typer.Context,
     name: Annotated[str, typer.Option(help="Sweep name; trials are NAME-1, NAME-2, ...")],
     command: Annotated[str, typer.Option(help="Shell command of every trial.")] = "",
     image: Annotated[str, typer.Option(help="Container image of every trial.")] = "",
+    algorithm: Annotated[str, typer.Option(help=ALGORITHM_HELP + " One version for every "
+                                           "trial.")] = "",
     git_commit: Annotated[str, typer.Option(
         help="The code's git commit, recorded on each run.")] = "",
     model_name: Annotated[str, typer.Option(
@@ -188,9 +210,9 @@ def sweep(
     split = {k: v.split(",") for k, v in pairs(grid or [], "--grid").items()}
     choices = {k: v.split(",") for k, v in pairs(choice or [], "--choice").items()}
     template = TrainSpec(
-        name=name, command=command, image=image, dataset=dataset,
+        name=name, command=command, image=image, dataset=dataset, algorithm=algorithm,
         hyperparameters=pairs(param or [], "--param"), labels=pairs(label or [], "--label"),
-        resources=Resources(cpus=cpus, memory_mb=size(memory, "--memory"), gpus=gpus),
+        resources=given_resources(ctx, cpus, memory, gpus),
         queue=queue, priority=priority, workers=workers, git_commit=git_commit,
         model_name=model_name)
     with client_for(server, {"parameters.values": "--choice" if choice else "--grid"}

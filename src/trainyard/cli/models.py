@@ -116,6 +116,18 @@ def models_download(
                   f"verified) -> {escape(found['path'])}", highlight=False)
 
 
+def algorithm_text(ref: dict[str, Any], version: dict[str, Any] | None, code_hash: str) -> str:
+    """NAME:VERSION and what it is: its image id or its code directory's hash; "(deleted)"
+    for a version no longer registered."""
+    handle = f"{ref['name']}:{ref['version']}"
+    if version is None:
+        return f"{handle} (no longer registered)"
+    what = [f"code {code_hash[:12]}"] if code_hash else []
+    if version.get("image_id"):
+        what.append(f"image {version['image_id'][:19]}")
+    return f"{handle} ({', '.join(what)})" if what else handle
+
+
 def render_lineage(found: dict[str, Any]) -> None:
     m = found["model"]
     table = Table.grid(padding=(0, 2))
@@ -130,6 +142,9 @@ def render_lineage(found: dict[str, Any]) -> None:
     table.add_row("dataset", escape(f"{ds['name']}:{ds['version']} ({ds['file_count']} files, "
                                     f"{ds['size_bytes']} bytes)") if ds else "-")
     code = found["code"]
+    if code.get("algorithm"):
+        table.add_row("algorithm", escape(algorithm_text(code["algorithm"], found.get(
+            "algorithm"), code.get("code_hash", ""))))
     table.add_row("code", escape(code_text(code)))
     if code["image_id"]:
         table.add_row("image id", escape(code["image_id"]))

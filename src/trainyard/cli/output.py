@@ -70,6 +70,8 @@ def render_status(st: JobStatus) -> None:
     # Everything a user wrote (commands, names, messages) is escaped: "[adam]" or "[/]"
     # in a command must print as written, not be read as markup.
     table.add_row("job", f"{escape(st.job_id)} ({escape(st.name)})")
+    if st.sample_job_id:
+        table.add_row("sample job id", str(st.sample_job_id))
     ended = " [dim](stopped early)[/]" if st.end_reason == "STOPPED_EARLY" else ""
     table.add_row("state", styled_state(st.state) + ended)
     if st.state == "WAITING":
@@ -85,6 +87,9 @@ def render_status(st: JobStatus) -> None:
     if st.after:
         table.add_row("after", escape(", ".join(d.describe() for d in st.after)))
     spec = st.spec
+    if spec.get("algorithm"):
+        code = f", code {spec['code_hash'][:12]}" if spec.get("code_hash") else ""
+        table.add_row("algorithm", escape(spec["algorithm"]) + code)
     if spec["image"]:
         table.add_row("image", escape(spec["image"]))
     if spec["command"] or not spec["image"]:

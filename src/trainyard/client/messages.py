@@ -195,6 +195,7 @@ class JobStatus:
     work_lost_seconds: float = 0.0
     preemptions: int = 0
     last_checkpoint_at: str | None = None
+    sample_job_id: int = 0  # its id in the sample training service, if it came through it
 
     @property
     def is_final(self) -> bool:
@@ -231,6 +232,10 @@ class JobStatus:
                 "retry_exit_codes": list(spec.retry_exit_codes),
                 "time_limit_seconds": spec.time_limit_seconds,
                 "pending_timeout_seconds": spec.pending_timeout_seconds,
+                # NAME:VERSION of the registered algorithm it is pinned to ("": none).
+                "algorithm": (f"{spec.algorithm.name}:{spec.algorithm.version}"
+                              if spec.HasField("algorithm") else ""),
+                "code_hash": spec.code_hash,
             },
             metrics={k: {"value": v.value, "step": v.step} for k, v in s.latest_metrics.items()},
             model=({"model_name": s.model.model_name, "version": s.model.version,
@@ -245,7 +250,7 @@ class JobStatus:
             end_reason=s.end_reason,
             work_lost_seconds=s.work_lost_seconds, preemptions=s.preemptions,
             last_checkpoint_at=iso(s.last_checkpoint_at)
-            if s.HasField("last_checkpoint_at") else None,
+            if s.HasField("last_checkpoint_at") else None, sample_job_id=s.sample_job_id,
         )
 
 

@@ -66,7 +66,8 @@ class TrainSpec:
     image: str = ""
     dataset: str = ""  # NAME:VERSION
     hyperparameters: Mapping[str, str] = field(default_factory=dict)
-    resources: Resources = field(default_factory=Resources)
+    # None: its algorithm's default resources, else the server's (Resources()).
+    resources: Resources | None = None
     queue: str = DEFAULT_QUEUE
     priority: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -87,13 +88,19 @@ class TrainSpec:
     # Jobs it waits for: "JOB_ID", "JOB_ID:succeeded" (the default) or "JOB_ID:finished",
     # or After values. It joins the queue once each has ended so.
     after: Sequence[str | After] = ()
+    # A registered algorithm, NAME, NAME:VERSION or NAME@ALIAS, in place of command and
+    # image: resolved by the server at submit to the version the job keeps.
+    algorithm: str = ""
 
     def to_pb(self) -> pb.TrainRequest:
+        res = self.resources
         req = build(
             pb.TrainRequest, name=self.name, command=self.command, image=self.image,
             hyperparameters={k: str(v) for k, v in self.hyperparameters.items()},
-            resources={"cpus": self.resources.cpus, "memory_mb": self.resources.mib(),
-                       "gpus": self.resources.gpus},
+            # 0 is "not given" on the wire: the algorithm's default, else the server's.
+            resources={"cpus": res.cpus, "memory_mb": res.mib(), "gpus": res.gpus}
+            if res is not None else {},
+            algorithm=self.algorithm,
             queue=self.queue, priority=self.priority, labels=dict(self.labels),
             client_request_id=self.client_request_id, workers=self.workers,
             pipeline=self.pipeline, pipeline_max_parallel=self.pipeline_max_parallel,

@@ -28,6 +28,8 @@ from trainyard.domain.spec import (
 PRODUCTION_ALIAS = "production"
 MAX_DESCRIPTION_CHARS = 4096
 IMAGE_ID_RE_PREFIX = "sha256:"
+# A job's resources before its algorithm's defaults fill them: each 0 is "not given".
+UNSET_RESOURCES = Resources(0.0, 0, 0)
 
 
 class Source(StrEnum):
@@ -140,18 +142,19 @@ def conflicting_program(spec: JobSpec) -> InvalidArgument | None:
 
 def apply(spec: JobSpec, version: AlgorithmVersion) -> JobSpec:
     """The job's spec with the version pinned: its image (by content id) and command, its code
-    directory, and its defaults under the job's own hyperparameters and resources."""
+    directory, and its defaults under the job's own hyperparameters and resources. A resource
+    the job leaves at 0 (UNSET_RESOURCES: what a request that names none carries) takes the
+    version's default, else the service's; so a job cannot ask for fewer GPUs than its
+    algorithm's default."""
     refused = conflicting_program(spec)
     if refused is not None:
         raise refused
-    base = Resources()
     res = spec.resources
     defaults = version.resources
     resources = Resources(
-        cpus=defaults.cpus if res.cpus == base.cpus and defaults.cpus else res.cpus,
-        memory_mb=defaults.memory_mb if res.memory_mb == base.memory_mb and defaults.memory_mb
-        else res.memory_mb,
-        gpus=defaults.gpus if res.gpus == base.gpus and defaults.gpus else res.gpus,
+        cpus=res.cpus or defaults.cpus or Resources.cpus,
+        memory_mb=res.memory_mb or defaults.memory_mb or Resources.memory_mb,
+        gpus=res.gpus or defaults.gpus,
     )
     return replace(
         spec,

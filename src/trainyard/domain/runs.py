@@ -2,8 +2,9 @@
 InvalidArgument out.
 
 A run is one attempt of one job, named `<job id>-<attempt>`; a bare job id names its latest
-attempt. A run's algorithm is its `algorithm` label, or else its job's name without the
-last `-suffix` (`digits-lr-0.1` is `digits-lr`, `lr-3` of a sweep is `lr`).
+attempt. A run's algorithm is the registered algorithm its job is pinned to; without one, its
+`algorithm` label, or else its job's name without the last `-suffix` (`digits-lr-0.1` is
+`digits-lr`, `lr-3` of a sweep is `lr`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ def parse_run_id(text: str, field: str = "run_id") -> tuple[str, int | None]:
     return match.group(1), int(attempt) if attempt else None
 
 
-def algorithm_of(name: str, labels: dict[str, str]) -> str:
+def algorithm_of(name: str, labels: dict[str, str], registered: str = "") -> str:
+    """A run's algorithm: the registered one its job is pinned to, else its label, else its
+    name less the last -suffix."""
+    if registered:
+        return registered
     if labels.get(ALGORITHM_LABEL):
         return labels[ALGORITHM_LABEL]
     head, sep, _ = name.rpartition("-")

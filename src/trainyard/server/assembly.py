@@ -307,7 +307,7 @@ class TrainyardServer:
                                 on_cancel=lambda: self._tell_tracker(CANCELLED)),
             runs=runs,
             models=ModelService(model_store, runs, dataset_store, guard,
-                                self.workspace.artifacts_dir),
+                                self.workspace.artifacts_dir, algorithm_store),
             datasets=DatasetService(registry, run_store, model_store, guard),
             access=self.access,
             policy=self.policy,

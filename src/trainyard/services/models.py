@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainyard.auth.policy import Access, Identity
+from trainyard.domain.algorithms import AlgorithmVersion
 from trainyard.domain.errors import FailedPrecondition, NotFound
 from trainyard.domain.runs import ModelRef, check_alias, check_model_name, run_id
-from trainyard.domain.spec import HASH_RE
+from trainyard.domain.spec import HASH_RE, AlgorithmRef
 from trainyard.metadata.file_chunks import FileChunk, chunks_of
 from trainyard.metadata.hashing import read_manifest
 from trainyard.services.guard import Guard
 from trainyard.services.runs import RunService, RunView
+from trainyard.store.algorithms import AlgorithmStore
 from trainyard.store.datasets import DatasetStore
 from trainyard.store.model_registry import ModelStore, ModelSummary
 from trainyard.store.records import AliasChange, DatasetRecord, ModelRecord, RunRecord
@@ -40,6 +42,8 @@ class ModelLineage:
     run: RunRecord  # what it ran: spec, image id, owner
     run_view: RunView | None  # the run's record, for a caller who may see it
     dataset: DatasetRecord | None
+    # The registered algorithm version it was trained with (None: none, or since deleted).
+    algorithm: AlgorithmVersion | None = None
 
 
 @dataclass
@@ -49,6 +53,7 @@ class ModelService:
     datasets: DatasetStore
     guard: Guard
     artifacts_dir: Path
+    algorithms: AlgorithmStore | None = None
 
     def list_models(self, identity: Identity) -> list[ModelSummary]:
         self.guard.require(identity, Access.READ, "ListModels")
@@ -106,4 +111,12 @@ class ModelService:
             identity, run.job.owner) else None
         dataset = model.dataset or run.spec.dataset
         record = self.datasets.get(dataset.name, dataset.version) if dataset else None
-        return ModelLineage(model, run, view, record)
+        return ModelLineage(model, run, view, record, self._algorithm(run.spec.algorithm))
+
+    def _algorithm(self, ref: AlgorithmRef | None) -> AlgorithmVersion | None:
+        if ref is None or self.algorithms is None:
+            return None
+        try:
+            return self.algorithms.resolve(ref)
+        except NotFound:  # deleted once no job was pinned to it: only a reproduction's gone
+            return None

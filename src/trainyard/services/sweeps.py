@@ -122,6 +122,8 @@ class SweepService:
         if max_parallel < 0:
             raise InvalidArgument("max_parallel", "must not be negative")
         objective, rule, budget = rules.checked()
+        # Its algorithm's handle is resolved once, so every trial runs the same version.
+        template = self.check.resolve(template)
         specs = expand(template, parameters, search=search, trials=trials, seed=seed)
         accepted = [self.check.accept(spec, identity) for spec in specs]
         self.check.admit(identity, accepted[0].team if accepted else "", len(specs))

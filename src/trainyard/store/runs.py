@@ -138,11 +138,15 @@ def _filtered(query: Select[Any], flt: RunFilter) -> Select[Any]:
     if flt.dataset_version:
         query = query.where(_starts_with(c.dataset_version, flt.dataset_version))
     if flt.algorithm:
+        # A run's algorithm (domain.runs.algorithm_of): the registered one its job is pinned
+        # to, exactly; only a job pinned to none is matched by its label, else its name.
         name = flt.algorithm
         query = query.where(or_(
-            _label(ALGORITHM_LABEL, name),
-            and_(not_(_label(ALGORITHM_LABEL)),
-                 or_(c.name == name, _starts_with(c.name, f"{name}-")))))
+            c.algorithm_name == name,
+            and_(c.algorithm_name.is_(None), or_(
+                _label(ALGORITHM_LABEL, name),
+                and_(not_(_label(ALGORITHM_LABEL)),
+                     or_(c.name == name, _starts_with(c.name, f"{name}-")))))))
     if flt.image:
         image = flt.image
         choices = [c.image == image, runs.c.image_id == image,
