@@ -29,13 +29,17 @@ def kind_for(image: str) -> str:
     return JobKind.DOCKER if image else JobKind.LOCAL
 
 
-def runs_shape(executor: str, image: str) -> bool:
-    """Whether a pool of this executor runs a job with (or without) an image."""
+def runs_shape(executor: str, image: str, code: bool = False) -> bool:
+    """Whether a pool of this executor runs a job with (or without) an image. A registered
+    algorithm's code directory (`code`) with an image runs anywhere: as a command on the
+    host of a command backend, in its image on a container backend."""
+    if code and image:
+        return executor in COMMAND_KINDS or executor in IMAGE_KINDS
     return executor in IMAGE_KINDS if image else executor in COMMAND_KINDS
 
 
-def kind_in(pool_executors: Iterable[str], image: str) -> str:
+def kind_in(pool_executors: Iterable[str], image: str, code: bool = False) -> str:
     """The kind of a job in a queue whose pools have these executors, in order of
     preference: the first that runs its shape; kind_for() when none does (the submit check
     then says the queue runs no such jobs)."""
-    return next((e for e in pool_executors if runs_shape(e, image)), kind_for(image))
+    return next((e for e in pool_executors if runs_shape(e, image, code)), kind_for(image))

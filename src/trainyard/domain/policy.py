@@ -89,14 +89,14 @@ class Team:
     budget: Budget | None = None
 
 
-def job_kind(policy: Policy, queue_name: str, image: str) -> str:
+def job_kind(policy: Policy, queue_name: str, image: str, code: bool = False) -> str:
     """A job's kind: the executor of the first pool of its queue that runs its shape (an
     image: docker or kubernetes; a command: local or slurm). A queue the policy does not
     list runs by kind_for()."""
     queue = policy.queues.get(queue_name)
     executors = [policy.pools[p].executor for p in queue.pools if p in policy.pools] \
         if queue is not None else []
-    return kind_in(executors, image)
+    return kind_in(executors, image, code)
 
 
 @dataclass(frozen=True)

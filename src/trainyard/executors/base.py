@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from trainyard.domain.contract import (
     CHECKPOINT_PATH,
+    CODE_PATH,
     METRICS_PATH,
     MODEL_SAVE_PATH,
     TRAINING_DATA_PATH,
@@ -37,7 +38,8 @@ def _launcher_path() -> Path:
 
 LAUNCHER = _launcher_path()
 TOKEN_ENV = "TRAINYARD_JOB_TOKEN"  # where a remote job's runtime finds its credential
-CONTRACT_PATHS = (TRAINING_DATA_PATH, MODEL_SAVE_PATH, METRICS_PATH, CHECKPOINT_PATH)
+CONTRACT_PATHS = (TRAINING_DATA_PATH, MODEL_SAVE_PATH, METRICS_PATH, CHECKPOINT_PATH,
+                  CODE_PATH)
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class JobFiles:
     checkpoint: Path
     workdir: Path
     log: Path  # written by the executor, not by the job
+    # A registered algorithm's code directory, read-only (None: the job has none): the job
+    # finds it at CODE_PATH and runs in it.
+    code: Path | None = None
 
 
 def notice_env(workdir: str) -> dict[str, str]:
@@ -84,13 +89,20 @@ class LaunchRequest:
     time_limit_s: float | None = None  # engines with a limit of their own are given it
 
     def contract(self, *, data: str, model: str, metrics: str,
-                 checkpoint: str) -> dict[str, str]:
-        """The job's environment, given where the job sees its files."""
+                 checkpoint: str, code: str = "") -> dict[str, str]:
+        """The job's environment, given where the job sees its files (`code`: its code
+        directory, for a job that has one)."""
         env = dict(self.env)
         env.update(contract_env(job_id=self.job_id, data_path=data, model_path=model,
                                 metrics_path=metrics, checkpoint_path=checkpoint,
-                                hyperparameters=self.hyperparameters))
+                                hyperparameters=self.hyperparameters, code_path=code))
         return env
+
+    @property
+    def runs_as_command(self) -> bool:
+        """Whether a command backend may run it: no image, or a code directory, which runs
+        as a command on the host and in its image in a container (domain.kinds)."""
+        return not self.image or self.files.code is not None
 
     def remote_contract(self, *, shared: bool) -> dict[str, str]:
         """The environment of a job that reaches its files through the job runtime: the
@@ -100,7 +112,8 @@ class LaunchRequest:
         tracker writes the one and reads the other as for a local job."""
         files = self.files
         env = self.contract(data=str(files.data), model=str(files.model),
-                            metrics=str(files.metrics), checkpoint=str(files.checkpoint))
+                            metrics=str(files.metrics), checkpoint=str(files.checkpoint),
+                            code=str(files.code) if files.code is not None else "")
         if shared:
             env.update(notice_env(str(files.workdir)))
         else:

@@ -53,6 +53,7 @@ WORK_MOUNT = "/trainyard/work"
 METRICS_MOUNT = "/trainyard/metrics.jsonl"
 # The service's own gang launcher, for multi-worker jobs; run by the image's python3.
 LAUNCHER_MOUNT = "/trainyard/launcher.py"
+CODE_MOUNT = "/code"  # a registered algorithm's code directory, read-only: CODE_PATH
 
 LABEL_JOB = "org.trainyard.job"
 LABEL_ATTEMPT = "org.trainyard.attempt"
@@ -157,7 +158,8 @@ class DockerExecutor:
         """The container, as the engine's create call takes it."""
         files = request.files
         env = request.contract(data=DATA_MOUNT, model=MODEL_MOUNT, metrics=METRICS_MOUNT,
-                               checkpoint=CHECKPOINT_MOUNT)
+                               checkpoint=CHECKPOINT_MOUNT,
+                               code=CODE_MOUNT if files.code is not None else "")
         env["HOME"] = WORK_MOUNT
         env.update(notice_env(WORK_MOUNT))
         if not request.gpu_ids:
@@ -172,6 +174,8 @@ class DockerExecutor:
             Mount(WORK_MOUNT, str(files.workdir), type="bind"),
             Mount(METRICS_MOUNT, str(files.metrics), type="bind"),
         ]
+        if files.code is not None:
+            mounts.append(Mount(CODE_MOUNT, str(files.code), type="bind", read_only=True))
         # SIGUSR1, a preemption's notice, is ignored by the shell and so by what it starts,
         # unless a program sets a handler for it: a shell that does not exec its last
         # command must not die of it (domain.notice).
@@ -216,6 +220,8 @@ class DockerExecutor:
             "host_config": host_config,
             "stdin_open": False,
             "tty": False,
+            # A code directory is the job's working directory; else the image's own.
+            **({"working_dir": CODE_MOUNT} if files.code is not None else {}),
         }
 
     def _give_to_user(self, request: LaunchRequest) -> None:

@@ -159,7 +159,7 @@ class LocalExecutor:
     # --- protocol ------------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> None:
-        if request.image:
+        if not request.runs_as_command:
             raise LaunchError("the local executor runs commands, not images")
         hdir = self._dir(request.handle)
         try:
@@ -170,7 +170,8 @@ class LocalExecutor:
         env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         env.update(request.contract(data=str(files.data), model=str(files.model),
                                     metrics=str(files.metrics),
-                                    checkpoint=str(files.checkpoint)))
+                                    checkpoint=str(files.checkpoint),
+                                    code=str(files.code) if files.code is not None else ""))
         # Exactly the allocated devices; none (an empty list) for a job that asked for none.
         # Numbered as the driver and the engine number them, not fastest first.
         env.update(notice_env(str(files.workdir)))
@@ -186,7 +187,8 @@ class LocalExecutor:
                      str(self.max_log_bytes), cut_note(self.max_log_bytes).decode(),
                      str(self._copied_file(request.handle)),
                      self._pids.prepare(request.handle)],
-                    cwd=files.workdir, env=env,
+                    # A code directory is the job's working directory (CODE_PATH).
+                    cwd=files.code if files.code is not None else files.workdir, env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                     close_fds=True,

@@ -75,7 +75,8 @@ class SubmitCheck:
         spec = self.resolve(spec)
         validate_spec(spec, self.limits)
         view = self.policy.effective()
-        kind = job_kind(view.policy, spec.queue, spec.image) if view.from_file else \
+        kind = job_kind(view.policy, spec.queue, spec.image, bool(spec.code_hash)) \
+            if view.from_file else \
             kind_for(spec.image)
         user = identity.user
         team = ""

@@ -40,7 +40,7 @@ class LaunchRequests:
         env["PYTHONUNBUFFERED"] = "1"
         files = JobFiles(data=Path(self.data_path(job)), model=paths.model_dir,
                          metrics=paths.metrics_path, checkpoint=paths.checkpoint_dir,
-                         workdir=paths.workdir, log=paths.log_path)
+                         workdir=paths.workdir, log=paths.log_path, code=self.code_path(job))
         return LaunchRequest(job_id=job.id, attempt=job.attempt, handle=job.handle,
                              command=job.spec.command, image=job.spec.image, env=env,
                              hyperparameters=job.spec.hyperparameters,
@@ -54,6 +54,16 @@ class LaunchRequests:
         minted = job_tokens.mint(job.id, job.attempt)
         self.tokens.put(job.id, job.attempt, minted.secret_hash, now=self.clock())
         return minted.token
+
+    def code_path(self, job: JobRecord) -> Path | None:
+        """Where the job's algorithm's code directory is stored (None: it has none)."""
+        if not job.spec.code_hash:
+            return None
+        path = self.workspace.code_of(job.spec.code_hash)
+        if not path.is_dir():
+            raise LaunchError(f"the code directory {job.spec.code_hash[:12]} of algorithm "
+                              f"{job.spec.algorithm} is not on the server")
+        return path
 
     def data_path(self, job: JobRecord) -> str:
         """The directory of the job's dataset version; without one, an empty read-only one."""

@@ -158,7 +158,7 @@ class SlurmExecutor:
         return Shipped(bundle.name, bundle.data)
 
     def launch(self, request: LaunchRequest) -> None:
-        if request.image:
+        if not request.runs_as_command:
             raise LaunchError("the Slurm executor runs commands, not container images")
         pool = self.pool_of(request)
         with self._lock:
