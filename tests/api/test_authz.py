@@ -21,6 +21,7 @@ from trainyard.domain.states import JobState
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store.jobs import JobFilter
 from trainyard.tracker import TrackerConfig
+from trainyard.v1 import sample_pb2, sample_pb2_grpc
 from trainyard.v1 import training_pb2 as pb
 from trainyard.v1 import training_pb2_grpc as pb_grpc
 
@@ -119,6 +120,14 @@ def training(name: str, request: Callable[[World], Any], stream: bool = False) -
     return call
 
 
+def sample(name: str, request: Callable[[World], Any]) -> Call:
+    """A call of the sample training service's (training.TrainingService), same port."""
+    def call(world: World, caller: str) -> Any:
+        method = getattr(sample_pb2_grpc.TrainingServiceStub(world.channel), name)
+        return method(request(world), metadata=world.metadata(caller), timeout=15)
+    return call
+
+
 def admin(name: str, request: Callable[[World], Any]) -> Call:
     def call(world: World, caller: str) -> Any:
         method = getattr(pb_grpc.AdminServiceStub(world.channel), name)
@@ -209,6 +218,20 @@ def shared_algorithm(world: World) -> str:
     return world.made["algorithm"]
 
 
+def sample_train(world: World) -> sample_pb2.TrainRequest:
+    return sample_pb2.TrainRequest(metadata=sample_pb2.TrainingJobMetadata(
+        algorithm=shared_algorithm(world), dataset_id="lineage-ds",
+        train_data_version_hash=dataset_version(world), parameters={"lr": "0.1"}))
+
+
+def mia_sample_job(world: World) -> sample_pb2.GetTrainingStatusRequest:
+    """A job of mia's through the sample service, by its 32-bit number."""
+    if "sample" not in world.made:
+        world.made["sample"] = str(sample_pb2_grpc.TrainingServiceStub(world.channel).Train(
+            sample_train(world), metadata=world.metadata("member"), timeout=15).job_id)
+    return sample_pb2.GetTrainingStatusRequest(job_id=int(world.made["sample"]))
+
+
 def doomed_algorithm(world: World) -> pb.DeleteAlgorithmRequest:
     version = register_code(world.server, "doomed-algo", fresh(world, "x"))
     return pb.DeleteAlgorithmRequest(name=version.name, version=version.version)
@@ -218,6 +241,10 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
     "Train": (training("Train", lambda w: pb.TrainRequest(
         name="t", command="true", queue="red-q")), MEMBER_WRITE),
     "GetTrainingStatus": (training("GetTrainingStatus", own_job), MEMBER_READ_OWN),
+    # The sample service's: no queue in its request, so the default queue's, open to all.
+    "sample.Train": (sample("Train", sample_train), ANYONE_WRITE),
+    "sample.GetTrainingStatus": (sample("GetTrainingStatus", mia_sample_job),
+                                 MEMBER_READ_OWN),
     "ListJobs": (training("ListJobs", lambda w: pb.ListJobsRequest()), ANYONE_READ),
     "CancelJob": (training("CancelJob", lambda w: pb.CancelJobRequest(job_id=w.mia_job())),
                   MEMBER_WRITE),
@@ -298,6 +325,8 @@ RPCS: dict[str, tuple[Call, dict[str, str]]] = {
 def test_the_table_covers_every_rpc() -> None:
     offered = {m.name for s in ("TrainingService", "AdminService")
                for m in pb.DESCRIPTOR.services_by_name[s].methods}
+    offered |= {f"sample.{m.name}"
+                for m in sample_pb2.DESCRIPTOR.services_by_name["TrainingService"].methods}
     assert set(RPCS) == offered
 
 
@@ -320,7 +349,7 @@ def test_who_may_call_what(world: World, rpc: str, caller: str, expected: str) -
             assert "may not" in exc.details() or "is for admins" in exc.details() or \
                 "read-only" in exc.details() or "not open to" in exc.details()
     assert outcome == expected
-    if rpc == "Train" and expected != OK:
+    if rpc in ("Train", "sample.Train") and expected != OK:
         assert _job_count(world) == jobs_before  # a refused call changes nothing
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.algorithm_code import code_chunks, register_code, write_tree
 from tests.services.conftest import ROOT, World, assemble, populate
-from trainyard.api.permissions import ADMIN, RPC_ACCESS, RUNTIME, TRAINING
+from trainyard.api.permissions import ADMIN, RPC_ACCESS, RUNTIME, SAMPLE, TRAINING
 from trainyard.auth.policy import Access, Identity, check_access
 from trainyard.domain.errors import PermissionDenied
 from trainyard.domain.runs import ModelRef
@@ -23,6 +23,7 @@ from trainyard.domain.sweep import Parameter
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.services.algorithms import Registration
 from trainyard.services.runs import RunQuery
+from trainyard.services.sample import SampleMetadata
 from trainyard.store.jobs import JobFilter
 from trainyard.v1 import runtime_pb2, sample_pb2
 from trainyard.v1 import training_pb2 as pb
@@ -87,6 +88,18 @@ class Fixtures:
         root = write_tree(self.tmp / self.fresh("code"), {"train.py": self.fresh("print")})
         request = Registration(name="registered-algo", code=True, command="python3 train.py")
         return bind(self.services.algorithms.register, request, code_chunks(root))
+
+    def sample_request(self) -> SampleMetadata:
+        """The sample service's request for the shared algorithm and dataset."""
+        name, version = self.dataset
+        return SampleMetadata(algorithm="shared-algo", dataset_id=name,
+                              train_data_version_hash=version, parameters={"lr": "0.1"})
+
+    def sample_job(self, caller: str) -> int:
+        """A job of the caller's through the sample service (the read-only caller's is the
+        member's), by its 32-bit number."""
+        writer = self.world.who["member" if caller == "read_only" else caller]
+        return self.services.sample.train(writer, self.sample_request())
 
     def doomed_algorithm(self) -> tuple[str, int]:
         version = register_code(self.world.server, "doomed-algo", self.fresh("x"))
@@ -175,6 +188,9 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
                                                       *f.dataset),
     TRAINING + "DeleteDataset": lambda f, c: bind(f.services.datasets.delete,
                                                   *f.register("doomed")),
+    SAMPLE + "Train": lambda f, c: bind(f.services.sample.train, f.sample_request()),
+    SAMPLE + "GetTrainingStatus": lambda f, c: bind(f.services.sample.status,
+                                                    f.sample_job(c)),
     TRAINING + "RegisterAlgorithm": lambda f, c: f.register_algorithm(),
     TRAINING + "ListAlgorithms": lambda f, c: bind(f.services.algorithms.list),
     TRAINING + "GetAlgorithm": lambda f, c: bind(f.services.algorithms.get, "shared-algo"),

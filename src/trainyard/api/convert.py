@@ -156,6 +156,7 @@ def status_to_pb(status: JobStatus) -> pb.TrainingStatus:
     job = status.job
     msg = pb.TrainingStatus(
         job_id=job.id, state=state_to_pb(job.state), queue_position=status.queue_position,
+        sample_job_id=status.sample_job_id,
         message=job.message, has_exit_code=job.exit_code is not None,
         exit_code=job.exit_code or 0, spec=spec_to_pb(job.spec, status.needs),
         transitions=[transition_to_pb(e) for e in status.events],

@@ -54,6 +54,7 @@ from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
 from trainyard.services.policy_file import load_policy
 from trainyard.services.runs import RunService
+from trainyard.services.sample import SampleService
 from trainyard.services.submission import SubmitCheck
 from trainyard.services.sweeps import SweepService
 from trainyard.store.access import AccessStore
@@ -320,6 +321,7 @@ class TrainyardServer:
             algorithms=AlgorithmService(
                 algorithm_store, run_store, model_store, self.workspace, guard,
                 engine_image_ids(config.docker.base_url if config.docker else "")),
+            sample=SampleService(jobs, algorithm_store, dataset_store),
         )
 
     def fair_share_half_life(self) -> float:

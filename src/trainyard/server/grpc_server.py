@@ -14,6 +14,8 @@ from trainyard.api.auth import AuthInterceptor
 from trainyard.api.grpc_service import TrainingServicer
 from trainyard.api.runtime_servicer import JobRuntimeServicer
 from trainyard.api.runtime_servicer import add_to_server as add_runtime_servicer
+from trainyard.api.sample_servicer import SAMPLE_SERVICE_NAME, SampleTrainingServicer
+from trainyard.api.sample_servicer import add_to_server as add_sample_servicer
 from trainyard.services.bundle import Services
 from trainyard.v1 import runtime_pb2
 from trainyard.v1 import training_pb2 as pb
@@ -48,9 +50,12 @@ class GrpcServer:
         pb_grpc.add_TrainingServiceServicer_to_server(servicers.training, self.server)
         pb_grpc.add_AdminServiceServicer_to_server(servicers.admin, self.server)
         add_runtime_servicer(JobRuntimeServicer(services.runtime), self.server)
+        # The sample training service's two RPCs, for its existing clients (same port).
+        add_sample_servicer(SampleTrainingServicer(services.sample), self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, ADMIN_SERVICE_NAME, RUNTIME_SERVICE_NAME, health.SERVICE_NAME,
+            (SERVICE_NAME, ADMIN_SERVICE_NAME, RUNTIME_SERVICE_NAME, SAMPLE_SERVICE_NAME,
+             health.SERVICE_NAME,
              reflection.SERVICE_NAME), self.server)
 
     def bind(self, address: str, credentials: grpc.ServerCredentials | None) -> int:

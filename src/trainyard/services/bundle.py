@@ -13,6 +13,7 @@ from trainyard.services.jobs import JobService
 from trainyard.services.models import ModelService
 from trainyard.services.policy import PolicyService
 from trainyard.services.runs import RunService
+from trainyard.services.sample import SampleService
 from trainyard.services.sweeps import SweepService
 
 
@@ -28,3 +29,4 @@ class Services:
     runtime: JobRuntimeService  # what remote attempts ask, with their job tokens
     history: HistoryService  # the finished jobs and the policy in force, for a replay
     algorithms: AlgorithmService  # registered versions of training code
+    sample: SampleService  # the sample training service's contract over jobs

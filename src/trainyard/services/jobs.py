@@ -43,6 +43,7 @@ from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.predictions import PredictionStore
 from trainyard.store.records import EventRecord, JobRecord, ModelRecord
+from trainyard.store.sample_ids import SampleIdStore
 
 _VERBS = {"GetTrainingStatus": "see", "CancelJob": "cancel", "WatchJob": "watch",
           "StreamLogs": "read the logs of"}
@@ -63,6 +64,7 @@ class JobStatus:
     prediction: PredictedStart | None = None
     # The jobs it waits for (--after), each with its state now.
     needs: list[Need] = field(default_factory=list)
+    sample_job_id: int = 0  # its number in the sample training service (0: none)
 
     @property
     def queue_position(self) -> int:
@@ -130,15 +132,17 @@ class JobService:
     # What the tracker's forecast last predicted (store/predictions.py): read, never made.
     predictions: PredictionStore = field(init=False)
     dependencies: DependencyStore = field(init=False)
+    sample_ids: SampleIdStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.predictions = PredictionStore(self.jobs.db)
         self.dependencies = DependencyStore(self.jobs.db)
+        self.sample_ids = SampleIdStore(self.jobs.db)
 
     def train(self, identity: Identity, spec: JobSpec, *, client_request_id: str = "",
               pipeline: str = "", pipeline_max_parallel: int = 0,
-              reproduced_from: str = "", after: Sequence[Dependency] = ()
-              ) -> tuple[str, bool]:
+              reproduced_from: str = "", after: Sequence[Dependency] = (),
+              sample_id: bool = False) -> tuple[str, bool]:
         """Store the job as WAITING. In a pipeline (the caller's, by name, made on its first
         submit), it runs only while fewer than the pipeline's limit of its jobs run.
         `reproduced_from` links it to the run whose pinned spec it repeats. With `after`, it
@@ -159,7 +163,7 @@ class JobService:
                                             kind=accepted.kind,
                                             client_request_id=client_request_id or None,
                                             sweep_id=group, reproduced_from=reproduced_from,
-                                            needs=needs)
+                                            needs=needs, sample_id=sample_id)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")
@@ -222,6 +226,7 @@ class JobService:
                 model=self.models.for_job(job_id, conn=conn) if succeeded else None,
                 prediction=self.predictions.get(job_id, conn) if waiting else None,
                 needs=self.dependencies.needs_of([job_id], conn).get(job_id, []),
+                sample_job_id=self.sample_ids.number_of(job_id, conn) or 0,
             )
 
     def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),

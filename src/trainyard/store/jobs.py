@@ -32,7 +32,7 @@ from trainyard.domain.position import QueuePlace
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
-from trainyard.store import dependencies, faults
+from trainyard.store import dependencies, faults, sample_ids
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
@@ -166,13 +166,15 @@ class JobStore:
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
         reproduced_from: str = "", kind: str | None = None, needs: Sequence[Need] = (),
+        sample_id: bool = False,
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job.
 
         `kind` is the executor that will run it, kept for good; None: the one its image
         gives it (domain.kinds). `needs`: the jobs it waits for (--after), stored with it in
         one transaction; while one is unmet it is held out of the queue, its reason
-        DEPENDENCY."""
+        DEPENDENCY. `sample_id`: it is numbered for the sample training service in the same
+        transaction (store/sample_ids.py)."""
         if client_request_id:
             found = self._by_request_id(client_request_id)
             if found is not None:
@@ -200,7 +202,9 @@ class JobStore:
         try:
             self.db.group.execute([(_INSERT_JOB, [row]), (_INSERT_LABEL, labels),
                                   (_INSERT_EVENT, [event]),
-                                  (dependencies.INSERT, dependencies.rows(job_id, needs))])
+                                  (dependencies.INSERT, dependencies.rows(job_id, needs)),
+                                  (sample_ids.INSERT, [sample_ids.row(job_id)] if sample_id
+                                   else [])])
         except IntegrityError:
             # Lost a race with a concurrent retry of the same request.
             found = self._by_request_id(client_request_id) if client_request_id else None
