@@ -60,3 +60,20 @@ def test_mistakes_are_the_error_body_naming_the_field(world: HttpWorld) -> None:
                                             {"version": 1})
     assert read_only.error["status"] == 403
     assert rest.get("/api/v1/algorithms/http-bad").json()["aliases"] == {}
+
+
+def test_a_job_is_submitted_by_handle_over_http(world: HttpWorld) -> None:
+    version = register_code(world.server, "http-run", "1")
+    rest = world.rest()
+    rest.put("/api/v1/algorithms/http-run/aliases/production", {"version": 1})
+    made = rest.post("/api/v1/jobs", {"name": "by-handle", "algorithm": "http-run@production",
+                                      "hyperparameters": {"LR": "0.1"}})
+    assert made.status == 201, made.body
+    status = rest.get(f"/api/v1/jobs/{made.json()['job_id']}").json()
+    assert status["spec"]["algorithm"] == {"name": "http-run", "version": 1, "alias": ""}
+    assert status["spec"]["code_hash"] == version.code_hash
+    both = rest.post("/api/v1/jobs", {"name": "both", "algorithm": "http-run",
+                                      "command": "true"}).error
+    assert both["status"] == 400 and both["message"].startswith("command:")
+    unknown = rest.post("/api/v1/jobs", {"name": "nope", "algorithm": "never"}).error
+    assert unknown["status"] == 400 and unknown["message"].startswith("algorithm:")
