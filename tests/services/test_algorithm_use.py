@@ -110,7 +110,7 @@ def test_defaults_apply_under_the_jobs_own_hyperparameters_and_resources(
     assert left.spec.resources == Resources(cpus=2.0, memory_mb=2048, gpus=0)
     # Without an algorithm, a request that names no resources gets the server's.
     plain = convert.spec_from_request(pb.TrainRequest(name="p", command="true"))
-    assert plain.resources == Resources() and UNSET_RESOURCES != Resources()
+    assert plain.resources == Resources() and Resources() != UNSET_RESOURCES
 
 
 def test_a_moved_alias_leaves_queued_and_finished_jobs_pinned_and_a_reproduction_too(
