@@ -18,10 +18,13 @@ from tests.api.runtime_live import RuntimeWorld, bearer, chunks, received, runti
 from tests.services.conftest import ROOT
 from tests.services.test_policy_file_notice import BASE
 from trainyard.api.runtime_servicer import NEXT_SEQ_METADATA
+from trainyard.domain.algorithms import AlgorithmVersion, Source
 from trainyard.domain.notice import NOTICE_FILE
+from trainyard.domain.spec import AlgorithmRef, JobSpec
 from trainyard.domain.states import JobState
 from trainyard.metadata.hashing import store_tree
 from trainyard.runtime.notice import GivenNotice, write_notice
+from trainyard.store.algorithms import AlgorithmStore
 from trainyard.v1 import runtime_pb2 as rpb
 
 
@@ -51,6 +54,43 @@ def test_the_attempt_pulls_its_dataset_whole_and_no_other(world: RuntimeWorld) -
     assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
     assert f"may pull only its dataset version (its own, sha256:{ref.version})" in \
         str(refused.value.details())
+
+
+
+def test_the_attempt_pulls_its_code_directory_whole_and_no_other(world: RuntimeWorld) -> None:
+    files = {"train.py": b"print('hi')\n", "lib/util.py": b"X = 1\n" * 1000}
+    src = world.tmp / "code-src"
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    digest, _ = store_tree(src, world.server.workspace.code_dir, "code")
+    go = world.tmp / "go-code"
+    AlgorithmStore(world.server.db).add_version(AlgorithmVersion(
+        name="coded", version=0, source=Source.CODE, code_hash=digest.digest,
+        command=f"for i in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done; exit 1"))
+    job_id, _ = world.server.service.train(ROOT, JobSpec(name="code",
+                                                         algorithm=AlgorithmRef("coded")))
+    world.wait(job_id, {JobState.RUNNING})
+    token = world.server.tracker.launcher.requests.mint(world.server.jobs.get(job_id))
+    attempt = world.stub.GetAttempt(rpb.GetAttemptRequest(node="n1", rank=0),
+                                    metadata=bearer(token), timeout=10)
+    assert attempt.code_hash == f"sha256:{digest.digest}"
+    assert (attempt.code_files, attempt.code_bytes) == (2, sum(map(len, files.values())))
+    pulled = received(world.stub.PullCode(rpb.PullCodeRequest(content_hash=attempt.code_hash),
+                                          metadata=bearer(token), timeout=30))
+    assert pulled == files
+    plain_id, plain_token = world.running_job("no-code")
+    for wrong, who in ((f"sha256:{'0' * 64}", token), (attempt.code_hash, plain_token)):
+        with pytest.raises(grpc.RpcError) as refused:
+            list(world.stub.PullCode(rpb.PullCodeRequest(content_hash=wrong),
+                                     metadata=bearer(who), timeout=10))
+        assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+        assert "may pull only its code directory" in str(refused.value.details())
+    assert world.stub.GetAttempt(rpb.GetAttemptRequest(node="n1", rank=0),
+                                 metadata=bearer(plain_token), timeout=10).code_hash == ""
+    go.touch()
+    world.wait(job_id, {JobState.SUCCEEDED})
+    world.finish("no-code", plain_id)
 
 
 def _push(world: RuntimeWorld, token: str, stream: str, first: int, lines: list[bytes],

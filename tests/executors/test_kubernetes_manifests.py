@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from trainyard.domain.pools import KubernetesPool, Toleration
@@ -134,3 +135,11 @@ def test_a_trainjob_runs_on_its_runtime_with_one_process_per_node() -> None:
 def test_the_same_request_makes_the_same_object() -> None:
     assert manifest(request(), KubernetesPool(), place()) == \
         manifest(request(), KubernetesPool(), place())
+
+
+def test_a_code_job_leaves_its_code_directory_to_the_runtime_to_stage() -> None:
+    code = request(files=replace(FILES, code=Path("/srv/ty/code/" + "c" * 64)))
+    body = json.dumps(manifest(code, KubernetesPool(), place()))
+    # No host path in the pod: the agent pulls the directory, sets CODE_PATH and runs in it.
+    assert "/srv/ty/code" not in body and "CODE_PATH" not in body
+    assert body == json.dumps(manifest(request(), KubernetesPool(), place()))

@@ -277,3 +277,28 @@ def test_a_notice_reaches_the_program_that_listens_and_not_the_shells_around_it(
     assert "after 7" in log
     assert f"{req.files.workdir}/.trainyard-preempt-notice" in log  # where it would look
     assert ex.send_signal(req.handle, signal.SIGUSR1)  # ended: nothing left to signal
+
+
+def test_a_code_directory_is_its_jobs_working_directory_and_code_path(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.sh").write_text('echo "ran in $(pwd) with CODE_PATH=$CODE_PATH"\n')
+    ex = LocalExecutor(tmp_path / "state")
+    plain = request(tmp_path, ex, "sh train.sh")
+    # Its image is for image backends; here the host's shell runs it.
+    req = replace(plain, image="sha256:" + "b" * 64,
+                  files=replace(plain.files, code=code))
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == f"ran in {code} with CODE_PATH={code}\n"
+
+
+def test_a_job_without_code_has_no_code_path_and_an_image_alone_is_refused(
+        tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, 'echo "[${CODE_PATH-unset}] $(pwd)"')
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == f"[unset] {req.files.workdir}\n"
+    with pytest.raises(LaunchError, match="runs commands, not images"):
+        ex.launch(replace(request(tmp_path, ex, "true", attempt=2), image="sha256:" + "b" * 64))

@@ -24,9 +24,12 @@ import pytest
 from tests.api.runtime_live import RuntimeWorld, bearer, runtime_world
 from tests.liveserver import ACTIVE
 from tests.services.conftest import ROOT
-from trainyard.domain.spec import DatasetRef, JobSpec
+from trainyard.domain.algorithms import AlgorithmVersion, Source
+from trainyard.domain.spec import AlgorithmRef, DatasetRef, JobSpec
 from trainyard.domain.states import JobState
+from trainyard.metadata.hashing import store_tree
 from trainyard.metadata.workspace import AttemptPaths
+from trainyard.store.algorithms import AlgorithmStore
 from trainyard.v1 import runtime_pb2 as rpb
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -182,6 +185,45 @@ def test_a_job_gets_its_dataset_and_its_output_arrives_once(world: RuntimeWorld,
     kept = (cached / "train.csv").stat()
     assert (kept.st_ino, kept.st_ctime_ns) == (pulled.st_ino, pulled.st_ctime_ns)
     again.finish()
+
+
+
+CODE_TRAIN = '''
+import os
+from trainyard import runtime
+code = os.environ["CODE_PATH"]
+print("cwd is code:", os.getcwd() == code, sorted(os.listdir(".")))
+print("writable:", os.access(code, os.W_OK) and os.geteuid() != 0)
+(runtime.model_path() / "m.txt").write_text(open("lib/weights.txt").read())
+'''
+
+
+def test_a_code_job_runs_in_its_code_directory_pulled_once_into_the_nodes_cache(
+        world: RuntimeWorld, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "lib" / "weights.txt").write_text("w=0.5\n")
+    digest, _ = store_tree(src, world.server.workspace.code_dir, "code")
+    go = f"{world.tmp}/go-$TRAINYARD_HANDLE"
+    AlgorithmStore(world.server.db).add_version(AlgorithmVersion(
+        name="staged", version=0, source=Source.CODE, code_hash=digest.digest,
+        command=f"for i in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done; exit 1"))
+    runs = []
+    for name in ("code-1", "code-2"):
+        job_id, _ = world.server.service.train(ROOT, JobSpec(
+            name=name, algorithm=AlgorithmRef("staged")))
+        job = current(world, job_id)
+        code, _, err = finish(agent(address(world), tmp_path / "cache", CODE_TRAIN,
+                                    token=job.token))
+        assert code == 0, err
+        assert job.log()[:2] == ["cwd is code: True ['lib']", "writable: False"]
+        assert files_in(job.paths.model_dir) == {"m.txt": b"w=0.5\n"}
+        cached = next((tmp_path / "cache").glob(f"*/code/{digest.digest}"))
+        runs.append((cached / "lib" / "weights.txt").stat())
+        job.finish({JobState.SUCCEEDED})
+    # The second job reused the node's copy, read-only.
+    assert (runs[0].st_ino, runs[0].st_ctime_ns) == (runs[1].st_ino, runs[1].st_ctime_ns)
+    assert not runs[0].st_mode & 0o222
 
 
 def test_the_exit_code_passes_through_and_a_failed_job_uploads_no_model(

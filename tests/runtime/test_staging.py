@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainyard.runtime.staging import (
+    CODE_FOLDER,
     DatasetCache,
     Received,
     StagingError,
@@ -68,6 +69,23 @@ def test_two_jobs_share_one_read_only_copy(tmp_path: Path) -> None:
             (first.path / "new").write_text("no")
     first.release()
     second.release()
+
+
+
+def test_code_directories_have_a_cache_folder_of_their_own(tmp_path: Path) -> None:
+    datasets, code, service = DatasetCache(tmp_path, 10**6), \
+        DatasetCache(tmp_path, 10**6, CODE_FOLDER), Service()
+    digest, files = version("a")
+    staged = code.stage(digest, service.puller(files))
+    assert staged.path == tmp_path / "code" / digest.split(":")[1]
+    assert stat.S_IMODE(staged.path.stat().st_mode) == 0o555
+    # The same hash as a dataset is another thing: pulled again, into the datasets' folder.
+    other = datasets.stage(digest, service.puller(files))
+    assert other.path.parent == tmp_path / "datasets" and service.pulls == 2
+    staged.release()
+    other.release()
+    with pytest.raises(StagingError, match="the code directory's content hash 'sha256:x'"):
+        code.stage("sha256:x", service.puller(files))
 
 
 def test_lru_versions_are_evicted_under_the_cap_but_never_one_in_use(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """What a launch asks of its executor: the contract's files and environment, and the dataset
 version, which must still be there."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,10 @@ from tests.tracker.passes import run_to_end
 from trainyard.auth.job_grants import JobGrants
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.errors import Unauthenticated
-from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.spec import AlgorithmRef, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchError
+from trainyard.metadata.hashing import store_tree
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
@@ -136,3 +138,27 @@ def test_an_engine_with_a_limit_of_its_own_gets_the_jobs_later_than_the_tracker(
     assert limited.time_limit_s == 7200 + ENGINE_LIMIT_SLACK_S
     unlimited = requests.build(launching(stack, JobSpec(name="u", command="true")))
     assert unlimited.time_limit_s is None
+
+
+def test_a_code_job_carries_its_stored_code_directory(
+        stack: TrainyardServer, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train.py").write_text("print(1)\n")
+    digest, stored = store_tree(src, stack.workspace.code_dir, "code")
+    requests = stack.tracker.launcher.requests
+    code_spec = JobSpec(name="c", command="python3 train.py", algorithm=AlgorithmRef("a", 1),
+                        code_hash=digest.digest)
+    request = requests.build(launching(stack, code_spec))
+    assert request.files.code == stored == stack.workspace.code_of(digest.digest)
+    assert request.contract(data="d", model="m", metrics="x", checkpoint="c",
+                            code="/code")["CODE_PATH"] == "/code"
+    # A remote job's runtime stages it and sets CODE_PATH there; shared staging uses ours.
+    assert "CODE_PATH" not in request.remote_contract(shared=False)
+    assert request.remote_contract(shared=True)["CODE_PATH"] == str(stored)
+    plain = requests.build(launching(stack, JobSpec(name="p", command="true")))
+    assert plain.files.code is None
+    assert "CODE_PATH" not in plain.remote_contract(shared=True)
+    gone = replace(code_spec, code_hash="e" * 64)
+    with pytest.raises(LaunchError, match="the code directory eeeeeeeeeeee of algorithm "):
+        requests.build(launching(stack, gone))

@@ -30,13 +30,20 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
                           dataset_hash=info.dataset_hash, dataset_bytes=info.dataset_bytes,
                           dataset_files=info.dataset_files,
                           has_checkpoint=info.has_checkpoint,
-                          heartbeat_interval_s=info.heartbeat_interval_s)
+                          heartbeat_interval_s=info.heartbeat_interval_s,
+                          code_hash=info.code_hash, code_bytes=info.code_bytes,
+                          code_files=info.code_files)
 
     @grpc_errors
     def PullDataset(self, request: pb.PullDatasetRequest,
                     context: grpc.ServicerContext) -> Iterator[bytes]:
         chunks = self.runtime.pull_dataset(current_grant(), request.content_hash)
         yield from _send(chunks, context)
+
+    @grpc_errors
+    def PullCode(self, request: pb.PullCodeRequest,
+                 context: grpc.ServicerContext) -> Iterator[bytes]:
+        yield from _send(self.runtime.pull_code(current_grant(), request.content_hash), context)
 
     @grpc_errors
     def PullCheckpoint(self, request: pb.PullCheckpointRequest,
@@ -72,7 +79,7 @@ class JobRuntimeServicer(pb_grpc.JobRuntimeServicer):
 
 
 def add_to_server(servicer: JobRuntimeServicer, server: grpc.Server) -> None:
-    """The generated registration, but for the two pulls, whose chunks are encoded already:
+    """The generated registration, but for the pulls, whose chunks are encoded already:
     building a generated message and serializing it would copy each megabyte twice more."""
     registered: dict[str, grpc.RpcMethodHandler] = {}
 
@@ -85,7 +92,7 @@ def add_to_server(servicer: JobRuntimeServicer, server: grpc.Server) -> None:
             registered.update(handlers)
 
     pb_grpc.add_JobRuntimeServicer_to_server(servicer, Collect())
-    for name in ("PullDataset", "PullCheckpoint"):
+    for name in ("PullDataset", "PullCode", "PullCheckpoint"):
         handler = registered[name]
         registered[name] = grpc.unary_stream_rpc_method_handler(
             handler.unary_stream, request_deserializer=handler.request_deserializer,

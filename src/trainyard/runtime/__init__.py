@@ -35,6 +35,8 @@ CHECKPOINT_SIGNAL = "TRAINYARD_CHECKPOINT_SIGNAL"
 # The file whose existence says the job is about to be preempted (domain.notice's names; a
 # remote job's agent sets its own, runtime/notice.py the file's format).
 PREEMPT_NOTICE = "TRAINYARD_PREEMPT_NOTICE"
+# A registered algorithm's code directory, read-only, its working directory (domain.contract).
+CODE_PATH = "CODE_PATH"
 
 
 def _path(name: str, default: str) -> Path:

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from trainyard.runtime import CHECKPOINT_SIGNAL, PREEMPT_NOTICE
+from trainyard.runtime import CHECKPOINT_SIGNAL, CODE_PATH, PREEMPT_NOTICE
 from trainyard.runtime.gang import LONGEST_LINE
 from trainyard.runtime.notice import GivenNotice, write_notice
 from trainyard.runtime.pushers import LineSplitter
 from trainyard.runtime.reporter import Reporter
 from trainyard.runtime.staging import (
+    CODE_FOLDER,
     DatasetCache,
     Received,
     StagedDataset,
@@ -44,6 +45,7 @@ from trainyard.runtime.wire import (
     Attempt,
     FileChunk,
     PullCheckpointRequest,
+    PullCodeRequest,
     PullDatasetRequest,
     PushRequest,
 )
@@ -113,6 +115,8 @@ class _Agent:
         self.proc: subprocess.Popen[bytes] | None = None
         self.reporter: Reporter | None = None
         self.dataset: StagedDataset | None = None
+        self.code: StagedDataset | None = None  # its algorithm's code directory, pulled
+        self.cwd: str | None = None  # the code directory, where the command runs; None: here
         self.stop_asked = threading.Event()  # TERM, or the service asked
         self.failed = threading.Event()  # the reporter gave up
         self.uploaded: tuple[tuple[str, int, int], ...] | None = None  # the last checkpoint
@@ -140,8 +144,9 @@ class _Agent:
         try:
             return self._run()
         finally:
-            if self.dataset is not None:
-                self.dataset.release()
+            for staged in (self.dataset, self.code):
+                if staged is not None:
+                    staged.release()
             self.client.close()
 
     def _run(self) -> int:
@@ -167,6 +172,8 @@ class _Agent:
         _offer_runtime(self.env)
         if self.pull:
             self._stage(attempt, cache, job_dir)
+        if attempt.code_hash:
+            self._stage_code(attempt, cache)
         self.checkpoint = Path(self.env.get("CHECKPOINT_PATH") or self.rank_dir / "checkpoint")
         self.model = Path(self.env.get("MODEL_SAVE_PATH") or self.rank_dir / "model")
         self.reporter = Reporter(
@@ -198,6 +205,27 @@ class _Agent:
                          "CHECKPOINT_PATH": str(checkpoint)})
         self.uploaded = fingerprint(checkpoint)  # the service has this one already
 
+    def _stage_code(self, attempt: Attempt, cache: Path) -> None:
+        """The code directory the command runs in, read-only: with shared staging the
+        service's own (CODE_PATH, from the executor), else pulled into this node's cache."""
+        if self.pull:
+            store = DatasetCache(cache, self.options.cache_mb * 1024 * 1024, CODE_FOLDER)
+            self.code = store.stage(attempt.code_hash, lambda into: self._pull_code(attempt, into))
+            self.env[CODE_PATH] = str(self.code.path)
+        if not self.env.get(CODE_PATH):
+            raise AgentError(f"the job's code directory is not on this node: {CODE_PATH} is not "
+                             "set")
+        self.cwd = self.env[CODE_PATH]
+
+    def _pull_code(self, attempt: Attempt, into: Path) -> Received:
+        got = self.client.pull("code", PullCodeRequest(attempt.code_hash),
+                               _receiver(into, read_only=True))
+        if (got.files, got.bytes) != (attempt.code_files, attempt.code_bytes):
+            raise StagingError(f"the code directory arrived as {got.files} files of "
+                               f"{got.bytes} bytes; the service announced {attempt.code_files} "
+                               f"files of {attempt.code_bytes} bytes")
+        return got
+
     def _pull_dataset(self, attempt: Attempt, into: Path) -> Received:
         got = self.client.pull("dataset", PullDatasetRequest(attempt.dataset_hash),
                                _receiver(into, read_only=True))
@@ -219,7 +247,8 @@ class _Agent:
         previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         try:
             self.proc = subprocess.Popen(
-                ["/bin/sh", "-c", self.command], env=self.env, stdin=subprocess.DEVNULL,
+                ["/bin/sh", "-c", self.command], env=self.env, cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True,
                 process_group=0)  # its own group: a TERM reaches all it started
         except OSError as exc:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from trainyard.runtime import wire
 
 SERVICE = "/trainyard.v1.JobRuntime/"
+PULLS = {"dataset": "PullDataset", "code": "PullCode", "checkpoint": "PullCheckpoint"}
 # Errors that say "not now" rather than "no": retried with backoff until RETRY_FOR passes.
 RETRIED = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"})
 RETRY_FOR = 120.0
@@ -96,9 +97,9 @@ class RuntimeClient:
 
     def pull(self, what: str, request: wire.Message,
              receive: Callable[[Iterator[wire.FileChunk]], T]) -> T:
-        """Stream `what` ("dataset" or "checkpoint") into `receive`, which starts again from
-        nothing when the stream is cut and retried."""
-        method = "PullDataset" if what == "dataset" else "PullCheckpoint"
+        """Stream `what` ("dataset", "code" or "checkpoint") into `receive`, which starts
+        again from nothing when the stream is cut and retried."""
+        method = PULLS[what]
         call = self._channel.unary_stream(
             SERVICE + method, request_serializer=_encode,
             response_deserializer=wire.FileChunk.decode)

@@ -1,8 +1,8 @@
-"""Files streamed from the service onto this node: the per-node dataset cache and the
-checkpoint of an attempt.
+"""Files streamed from the service onto this node: the per-node caches of datasets and of
+algorithms' code directories, and the checkpoint of an attempt.
 
-The cache holds one read-only directory per dataset version, named by its content hash,
-shared by every job on the node. Its lock file arbitrates: an exclusive flock while a
+A cache holds one read-only directory per dataset version (or code directory), named by its
+content hash, shared by every job on the node. Its lock file arbitrates: an exclusive flock while a
 version is downloaded, a shared one while a job uses it, so that eviction (which needs the
 exclusive lock, without waiting) never removes a version in use."""
 
@@ -26,6 +26,7 @@ from trainyard.runtime.writer import BackgroundWriter, reuse_freed_buffers
 
 _HEX = re.compile(r"^[0-9a-f]{16,128}$")
 PARTIAL = ".partial"
+CODE_FOLDER = "code"  # the cache's folder of code directories
 LOCK = ".lock"
 
 
@@ -180,16 +181,18 @@ class StagedDataset:
 
 
 class DatasetCache:
-    """`<root>/datasets/<hex>/` per version, at most `cap_bytes` of them kept when idle."""
+    """`<root>/<folder>/<hex>/` per version, at most `cap_bytes` of them kept when idle:
+    `datasets` for dataset versions, `code` (CODE_FOLDER) for code directories."""
 
-    def __init__(self, root: Path, cap_bytes: int) -> None:
-        self.root = root / "datasets"
+    def __init__(self, root: Path, cap_bytes: int, folder: str = "datasets") -> None:
+        self.root = root / folder
         self.cap_bytes = cap_bytes
+        self.what = "code directory" if folder == CODE_FOLDER else "dataset"
 
     def stage(self, content_hash: str, pull: Callable[[Path], Received]) -> StagedDataset:
         """The version's directory, downloaded by `pull(into)` unless another job on this
         node has it already; then idle versions are evicted down to the cap."""
-        hex_digest = _hex(content_hash)
+        hex_digest = _hex(content_hash, self.what)
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / hex_digest
         lock = open(self.root / (hex_digest + LOCK), "ab")  # noqa: SIM115 - held by the result
@@ -247,10 +250,10 @@ class DatasetCache:
             return True
 
 
-def _hex(content_hash: str) -> str:
+def _hex(content_hash: str, what: str) -> str:
     digest = content_hash.split(":", 1)[-1].lower()
     if not _HEX.match(digest):
-        raise StagingError(f"the dataset's content hash {content_hash!r} is not a hex digest")
+        raise StagingError(f"the {what}'s content hash {content_hash!r} is not a hex digest")
     return digest
 
 

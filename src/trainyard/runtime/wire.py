@@ -165,7 +165,8 @@ class GetAttemptRequest(Message):
 class Attempt(Message):
     SCHEMA = {"job_id": (1, "string"), "attempt": (2, "int32"), "dataset_hash": (3, "string"),
               "dataset_bytes": (4, "int64"), "dataset_files": (5, "int32"),
-              "has_checkpoint": (6, "bool"), "heartbeat_interval_s": (7, "double")}
+              "has_checkpoint": (6, "bool"), "heartbeat_interval_s": (7, "double"),
+              "code_hash": (8, "string"), "code_bytes": (9, "int64"), "code_files": (10, "int32")}
     job_id: str = ""
     attempt: int = 0
     dataset_hash: str = ""
@@ -173,10 +174,19 @@ class Attempt(Message):
     dataset_files: int = 0
     has_checkpoint: bool = False
     heartbeat_interval_s: float = 0.0
+    code_hash: str = ""
+    code_bytes: int = 0
+    code_files: int = 0
 
 
 @dataclass
 class PullDatasetRequest(Message):
+    SCHEMA = {"content_hash": (1, "string")}
+    content_hash: str = ""
+
+
+@dataclass
+class PullCodeRequest(Message):
     SCHEMA = {"content_hash": (1, "string")}
     content_hash: str = ""
 

@@ -55,6 +55,9 @@ class AttemptInfo:
     dataset_files: int
     has_checkpoint: bool
     heartbeat_interval_s: float
+    code_hash: str = ""  # "sha256:<hex>" of its algorithm's code directory; empty: none
+    code_bytes: int = 0
+    code_files: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,13 +102,17 @@ class JobRuntimeService:
                  node[:64] or "an unnamed node")
         self.streams.heartbeat(grant.job_id, grant.attempt)
         record = self._dataset(grant)
+        code = self._code(grant)
         return AttemptInfo(
             job_id=grant.job_id, attempt=grant.attempt,
             dataset_hash=HASH_PREFIX + record.version if record else "",
             dataset_bytes=record.size_bytes if record else 0,
             dataset_files=record.file_count if record else 0,
             has_checkpoint=self._has_checkpoint(grant),
-            heartbeat_interval_s=self.heartbeat_interval_s)
+            heartbeat_interval_s=self.heartbeat_interval_s,
+            code_hash=HASH_PREFIX + grant.job.spec.code_hash if code else "",
+            code_bytes=sum(size for _, _, size in code[1]) if code else 0,
+            code_files=len(code[1]) if code else 0)
 
     def pull_dataset(self, grant: JobGrant, content_hash: str) -> Iterator[FileChunk]:
         """The files of the job's own dataset version; any other is refused."""
@@ -124,6 +131,17 @@ class JobRuntimeService:
                                      f"{record.version[:12]} cannot be read on the server: "
                                      f"{exc}") from None
         return chunks_of(stored, files)
+
+    def pull_code(self, grant: JobGrant, content_hash: str) -> Iterator[FileChunk]:
+        """The files of the job's own algorithm code directory; any other is refused."""
+        own = grant.job.spec.code_hash
+        if not own or content_hash.removeprefix(HASH_PREFIX) != own:
+            mine = f"its own, {HASH_PREFIX}{own}" if own else "none: it runs no code directory"
+            raise PermissionDenied(f"job {grant.name} may pull only its code directory "
+                                   f"({mine}), not {content_hash[:80]!r}")
+        code = self._code(grant)
+        assert code is not None
+        return chunks_of(*code)
 
     def pull_checkpoint(self, grant: JobGrant) -> Iterator[FileChunk]:
         """The job's checkpoint as its last upload (or a local attempt) left it; none: no
@@ -210,6 +228,19 @@ class JobRuntimeService:
             raise FailedPrecondition(f"dataset {ref.name}:{ref.version[:12]} of job "
                                      f"{grant.job_id} is no longer registered")
         return record
+
+    def _code(self, grant: JobGrant) -> tuple[Path, tuple[tuple[str, str, int], ...]] | None:
+        """Where the job's code directory is stored and its files, from its manifest."""
+        code_hash = grant.job.spec.code_hash
+        if not code_hash:
+            return None
+        stored = self.workspace.code_of(code_hash)
+        try:
+            return stored, read_manifest(stored)
+        except (OSError, ValueError) as exc:
+            raise FailedPrecondition(f"the code directory {code_hash[:12]} of job "
+                                     f"{grant.job_id} cannot be read on the server: "
+                                     f"{exc}") from None
 
     def _has_checkpoint(self, grant: JobGrant) -> bool:
         checkpoint = self._paths(grant).checkpoint_dir
