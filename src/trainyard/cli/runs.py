@@ -128,7 +128,11 @@ def render_run(r: dict[str, Any]) -> None:
         exit_code = f"exit code {r['exit_code']}" if r["has_exit_code"] else ""
         table.add_row("ended", escape("; ".join(x for x in (exit_code, r["message"]) if x)))
     table.add_row("owner", escape(r["owner"]))
-    table.add_row("algorithm", escape(r["algorithm"]))
+    pinned = code.get("algorithm")
+    table.add_row("algorithm", escape(
+        f"{pinned['name']}:{pinned['version']}" + (f", code {code['code_hash'][:12]}"
+                                                  if code.get("code_hash") else "")
+        if pinned else r["algorithm"]))
     table.add_row("dataset", escape(f"{spec['dataset']['name']}:{spec['dataset']['version']}"
                                     if spec["dataset"] else "-"))
     if code["image"]:
