@@ -3,6 +3,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
+	bench-algorithms \
 	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes bench-web \
 	bench-sweeps bench-dependencies \
 	chaos clean
@@ -84,6 +85,9 @@ bench-policies: $(STAMP)
 
 bench-sweeps: $(STAMP)
 	$(PY) bench/sweeps.py
+
+bench-algorithms: $(STAMP)
+	$(PY) bench/algorithms.py
 
 bench-dependencies: $(STAMP)
 	$(PY) bench/dependencies.py

@@ -6,7 +6,7 @@ numbered with a 32-bit id for good. The same access, validation and audit as `Tr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from trainyard.auth.policy import Access, Identity
@@ -98,13 +98,28 @@ class SampleService:
             raise InvalidArgument("metadata.name", f"{spec.name[:130]!r} is not a valid job "
                                   "name (a letter or digit, then letters, digits, '.', '_' "
                                   "or '-'; at most 128)")
-        try:
-            job_id, _ = self.jobs.train(identity, spec, sample_id=True)
-        except InvalidArgument as exc:
-            raise InvalidArgument(sample_field(exc.field), exc.problem) from None
+        job_id = self._submit(identity, spec)
         number = self.ids.number_of(job_id)
         assert number is not None  # made with the job, in its transaction
         return number
+
+    def _submit(self, identity: Identity, spec: JobSpec) -> str:
+        """The job stored by Trainyard's own submit, which resolves its algorithm: its
+        production alias first, else (no such alias) its latest version."""
+        assert spec.algorithm is not None
+        latest = spec.algorithm
+        for handle in (AlgorithmRef(latest.name, 0, PRODUCTION_ALIAS), latest):
+            try:
+                job_id, _ = self.jobs.train(identity, replace(spec, algorithm=handle),
+                                            sample_id=True)
+                return job_id
+            except InvalidArgument as exc:
+                if exc.field == "algorithm" and handle.alias:
+                    continue  # no production alias: the latest version
+                if exc.field == "dataset" and spec.dataset is not None:
+                    raise self._unknown_dataset(spec.dataset) from None
+                raise InvalidArgument(sample_field(exc.field), exc.problem) from None
+        raise AssertionError("the latest version's submit returns or raises")
 
     def status(self, identity: Identity, number: int) -> SampleStatus:
         """The job's state in the contract's words. An unknown number, and a job the caller
@@ -124,21 +139,17 @@ class SampleService:
         return SampleStatus(_STATES[job.state], number, message_of(status), echoed,
                             status.queue_position)
 
-    def _version(self, name: str) -> AlgorithmRef:
-        """The version a request's algorithm names: its production alias, else its latest."""
+    @staticmethod
+    def _version(name: str) -> AlgorithmRef:
+        """The algorithm a request names (its version is chosen at submit)."""
         try:
-            ref = algorithm_ref(name)
+            return algorithm_ref(name)
         except InvalidArgument as exc:
             raise InvalidArgument("metadata.algorithm", exc.problem) from None
-        for wanted in (AlgorithmRef(ref.name, 0, PRODUCTION_ALIAS), ref):
-            try:
-                return self.algorithms.resolve(wanted).ref
-            except NotFound:
-                continue
-        raise InvalidArgument("metadata.algorithm", f"{name!r} is not a registered algorithm "
-                              "('trainyard algorithms register')")
 
     def _dataset(self, metadata: SampleMetadata) -> DatasetRef:
+        """The dataset version a request names, by its form; whether it is registered the
+        submit checks (SubmitCheck.accept), and `_unknown_dataset` says which part is not."""
         name, version = metadata.dataset_id, metadata.train_data_version_hash
         if not name or not NAME_RE.match(name):
             raise InvalidArgument("metadata.dataset_id", f"{name[:130]!r} is not a dataset "
@@ -146,13 +157,14 @@ class SampleService:
         if not HASH_RE.match(version):
             raise InvalidArgument("metadata.train_data_version_hash", "must be the "
                                   "64-character hash of a registered version of the dataset")
-        if self.datasets.get(name, version) is None:
-            if not self.datasets.list(name):
-                raise InvalidArgument("metadata.dataset_id", f"{name!r} is not a registered "
-                                      "dataset")
-            raise InvalidArgument("metadata.train_data_version_hash", f"{version[:12]} is "
-                                  f"not a registered version of dataset {name!r}")
         return DatasetRef(name, version)
+
+    def _unknown_dataset(self, ref: DatasetRef) -> InvalidArgument:
+        if not self.datasets.list(ref.name):
+            return InvalidArgument("metadata.dataset_id", f"{ref.name!r} is not a registered "
+                                   "dataset")
+        return InvalidArgument("metadata.train_data_version_hash", f"{ref.version[:12]} is "
+                               f"not a registered version of dataset {ref.name!r}")
 
 
 def message_of(status: JobStatus) -> str:

@@ -57,7 +57,7 @@ class SubmitCheck:
         if self.algorithms is None:
             raise InvalidArgument("algorithm", "this server keeps no registered algorithms")
         try:
-            version = self.algorithms.resolve(ref)
+            version = self.algorithms.resolve(ref, aliases=False)
         except NotFound as exc:
             known = [s.name for s in self.algorithms.list()][:10]
             hint = f"; registered: {', '.join(known)}" if known else \

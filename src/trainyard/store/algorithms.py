@@ -4,11 +4,11 @@ history (as model aliases are); and what uses them: the jobs pinned to each vers
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from trainyard.domain.algorithms import AlgorithmVersion, DefaultResources, Source
@@ -36,6 +36,23 @@ def _version(m: Mapping[Any, Any], aliases: tuple[str, ...] = ()) -> AlgorithmVe
         resources=DefaultResources(m["cpus"], m["memory_mb"], m["gpus"]),
         description=m["description"], git_commit=m["git_commit"],
         created_at=m["created_at"], created_by=m["created_by"], aliases=aliases)
+
+
+# A submit resolves its handle by one of these, built once (the statement cache's key).
+_V, _A = algorithm_versions.c, algorithm_aliases.c
+_BY_NAME = select(algorithm_versions).where(_V.name == bindparam("b_name"))
+_BY_NUMBER = _BY_NAME.where(_V.version == bindparam("b_version"))
+_BY_ALIAS = _BY_NAME.join(algorithm_aliases, (_A.name == _V.name) & (
+    _A.version == _V.version)).where(_A.alias == bindparam("b_alias"))
+_LATEST = _BY_NAME.order_by(_V.version.desc()).limit(1)
+
+
+def _missing_kind(name_known: bool, ref: AlgorithmRef) -> str:
+    """What a reference that names no version lacks: the algorithm, or its alias or
+    version."""
+    if not name_known:
+        return "algorithm"
+    return "algorithm alias" if ref.alias else "algorithm version"
 
 
 def _aliases_of(aliases: Mapping[str, int], version: int) -> tuple[str, ...]:
@@ -105,27 +122,33 @@ class AlgorithmStore:
                                  latest.get(name, ""))
                 for name, count, top, created in rows]
 
-    def resolve(self, ref: AlgorithmRef) -> AlgorithmVersion:
+    def resolve(self, ref: AlgorithmRef, *, aliases: bool = True) -> AlgorithmVersion:
         """The version a reference names: by number, by alias, or the latest. NotFound names
-        what is missing."""
-        v = algorithm_versions.c
+        what is missing. `aliases` False leaves the version's aliases out (a submit needs
+        only the version: one query)."""
+        return self.resolve_first([ref], aliases=aliases)
+
+    def resolve_first(self, refs: Sequence[AlgorithmRef], *,
+                      aliases: bool = True) -> AlgorithmVersion:
+        """The version the first of `refs` that names one names, on one connection (the
+        sample service's `production` alias, else the latest); NotFound for the last."""
+        missing: NotFound | None = None
         with self.db.read() as conn:
-            number = ref.version
-            if ref.alias:
-                found = conn.execute(select(algorithm_aliases.c.version).where(
-                    algorithm_aliases.c.name == ref.name,
-                    algorithm_aliases.c.alias == ref.alias)).scalar()
-                if found is None:
-                    raise NotFound("algorithm alias", str(ref))
-                number = found
-            query = select(algorithm_versions).where(v.name == ref.name)
-            query = query.where(v.version == number) if number else \
-                query.order_by(v.version.desc()).limit(1)
-            row = conn.execute(query).first()
-            if row is None:
-                raise NotFound("algorithm version" if number else "algorithm", str(ref))
-            aliases = self.aliases(ref.name, conn)
-        return _version(row._mapping, _aliases_of(aliases, row.version))
+            for ref in refs:
+                query, params = (_BY_ALIAS, {"b_alias": ref.alias}) if ref.alias else \
+                    (_BY_NUMBER, {"b_version": ref.version}) if ref.version else (_LATEST, {})
+                row = conn.execute(query, {"b_name": ref.name, **params}).first()
+                if row is not None:
+                    names = _aliases_of(self.aliases(ref.name, conn), row.version) \
+                        if aliases else ()
+                    return _version(row._mapping, names)
+                missing = NotFound(_missing_kind(self._exists(ref, conn), ref), str(ref))
+        assert missing is not None, "no reference given"
+        raise missing
+
+    def _exists(self, ref: AlgorithmRef, conn: Connection) -> bool:
+        return conn.execute(select(algorithm_versions.c.id).where(
+            algorithm_versions.c.name == ref.name).limit(1)).first() is not None
 
     def set_alias(self, name: str, alias: str, version: int, actor: str,
                   now: float | None = None) -> int | None:
