@@ -32,8 +32,11 @@ demo-docker: $(STAMP)
 demo-slurm: $(STAMP)
 	$(PY) examples/demo.py --slurm
 
+# Two test processes, each taking whole files: most tests wait on servers, jobs and engines
+# rather than compute. Each process starts its own PostgreSQL, Slurm cluster and API server.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 proto: $(STAMP)
 	$(PY) -m trainyard.protogen

@@ -8,7 +8,9 @@ from trainyard.domain.states import (
     check_transition,
 )
 
-EDGES = [(a, b) for a, targets in ALLOWED_TRANSITIONS.items() for b in targets]
+# In a fixed order, so that every test process collects the same ids.
+EDGES = [(a, b) for a, targets in ALLOWED_TRANSITIONS.items()
+         for b in sorted(targets, key=lambda state: state.value)]
 NON_EDGES = [(a, b) for a in JobState for b in JobState if (a, b) not in EDGES]
 
 

@@ -30,12 +30,12 @@ from trainyard.executors.base import (
 )
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 
-# $1 command, $2 exit file, $3 pid file, $4 start file; $5 the interpreter, $6 the log
-# copier's code, $7 the log's cap in bytes, $8 the note at the cut (domain.log_cap), $9 the
-# file the copier makes once it has copied all (see `_output_pending`), ${10} the
-# cgroup.procs of the job's process cap (empty: none). The wrapper joins that cgroup and
-# writes its pid before anything else, runs the command in a child shell and records
-# its status; the command's output goes through the copier, which keeps the log to its cap.
+# $1 command, $2 exit file, $3 pid file, $4 start file, $5 the log's cap in bytes, $6 the
+# note at the cut (domain.log_cap), $7 the file the copier makes once it has copied all (see
+# `_output_pending`), $8 the cgroup.procs of the job's process cap (empty: none). The
+# wrapper joins that cgroup and writes its pid before anything else, runs the command in a
+# child shell and records its status; the command's output goes through the copier, which
+# keeps the log to its cap.
 # The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
 # copier keeps the ignore (it runs no job), while the group around the command trades it
 # for a handler before it starts the command, which so gets TERM's default. SIGUSR1, a
@@ -48,38 +48,24 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # file: the tracker knows it asked. Between its fork and its exec the child still has the
 # group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
 # the start file before it runs the command, and a cancel waits for that file.
+# The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
+# for a job: `head -c` copies the first $5 bytes and reads no further; one byte more means
+# the output was longer than the cap: the note, then the rest is read and discarded while
+# the job runs on. Its processes inherit the ignored TERM and SIGUSR1, so a job stopping on
+# TERM still has its last words copied.
 WRAPPER = r"""
 trap '' TERM USR1
-[ -z "${10}" ] || printf '%s\n' "$$" > "${10}" 2>/dev/null
+[ -z "$8" ] || printf '%s\n' "$$" > "$8" 2>/dev/null
 printf '%s\n' "$$" > "$3"
 {
 trap 'true' TERM
 /bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
-} 2>&1 | "$5" -I -S -c "$6" "$7" "$8" "$9"
-"""
-# The wrapper pipes the job's output through this, in the server's interpreter and with
-# nothing of ours imported (the job's environment has no PYTHONPATH). It ignores TERM (as
-# it is born doing), so that a job stopping on TERM still has its last words copied, and
-# SIGUSR1, a preemption's notice to the job's group.
-COPIER = r"""
-import os, signal, sys
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-limit, note = int(sys.argv[1]), sys.argv[2].encode()
-written = 0
-while True:
-    chunk = os.read(0, 1 << 16)
-    if not chunk:
-        break
-    if written > limit:
-        continue
-    room = limit - written
-    data = chunk if len(chunk) <= room else chunk[:room] + note
-    written += len(data)
-    while data:
-        data = data[os.write(1, data):]
-open(sys.argv[3], "w").close()
+} 2>&1 | {
+head -c "$5"
+[ "$(head -c 1 | wc -c)" -eq 0 ] || { printf '%s' "$6"; cat >/dev/null; }
+: > "$7"
+}
 """
 # How long an exit waits for the copier to copy the output written before it: a process the
 # job left behind may hold the output open, and the copier then never sees its end.
@@ -183,7 +169,7 @@ class LocalExecutor:
                 proc = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
                      str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
-                     str(self._start_file(request.handle)), sys.executable, COPIER,
+                     str(self._start_file(request.handle)),
                      str(self.max_log_bytes), cut_note(self.max_log_bytes).decode(),
                      str(self._copied_file(request.handle)),
                      self._pids.prepare(request.handle)],
