@@ -115,6 +115,9 @@ def evaluate(params: Params, split: Split) -> tuple[float, float]:
     return loss, accuracy
 
 
+SIGNAL_AFTER_FILE_S = 1.0  # how long a notice found by its file waits for its signal
+
+
 class Notice:
     """The notice of a preemption: SIGUSR1 or TERM (as the job's queue says), or the file
     the service writes (runtime.preemption_requested())."""
@@ -127,12 +130,21 @@ class Notice:
     def _heard(self, signum: int, _frame: object) -> None:
         self.signum = self.signum or signum
 
+    def _await_signal(self) -> None:
+        """The file came first: the signal it names follows at once (the service writes
+        the file, then signals), so give it a moment to be heard."""
+        deadline = time.monotonic() + SIGNAL_AFTER_FILE_S
+        while not self.signum and runtime.preemption_signal() and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def requested(self) -> bool:
         return bool(self.signum) or runtime.preemption_requested()
 
     def stop(self) -> None:
         """The checkpoint is saved: say so, and wait for the stop the service then sends
         (TERM's default, or the TERM heard already)."""
+        self._await_signal()
         runtime.checkpoint_saved()
         heard = signal.Signals(self.signum).name if self.signum else "no signal"
         print(f"preemption notice ({heard}, notice file "

@@ -21,11 +21,13 @@ from trainyard.runtime.gang import (
     launch,
     worker_env,
 )
+from trainyard.runtime.notice import read_notice
 
 __all__ = [
     "FRAMEWORKS", "LOOPBACK", "checkpoint_path", "checkpoint_saved", "data_path",
     "framework_env", "free_ports", "hyperparameter", "hyperparameters", "job_id", "launch",
-    "log_metric", "main", "metrics_path", "model_path", "preemption_requested", "rank",
+    "log_metric", "main", "metrics_path", "model_path", "preemption_requested",
+    "preemption_signal", "rank",
     "worker_env", "world_size",
 ]
 
@@ -74,6 +76,15 @@ def preemption_requested() -> bool:
     tells it. Always False outside the service."""
     notice = os.environ.get(PREEMPT_NOTICE)
     return bool(notice) and Path(notice).exists()
+
+
+def preemption_signal() -> str:
+    """The signal the notice came with ("SIGUSR1" or "TERM"), "" when there is no notice or
+    it came alone. The service writes the file just before it sends the signal, so a job
+    that finds the file may wait a moment for the signal the file names."""
+    notice = os.environ.get(PREEMPT_NOTICE)
+    given = read_notice(Path(notice)) if notice else None
+    return "" if given is None or given.signal == "none" else given.signal
 
 
 def checkpoint_saved() -> None:

@@ -52,15 +52,45 @@ class Database:
         self.telemetry: StoreTelemetry = NO_STORE_TELEMETRY
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, *, synced: bool = True) -> Iterator[Connection]:
         """A transaction that commits on success and rolls back on any error. The
         telemetry hears how long a committed one took, from its start (not the wait for
-        SQLite's writer lock) to its commit; group commits come through here too."""
+        SQLite's writer lock) to its commit; group commits come through here too.
+
+        `synced=False`: the commit survives a crash of this process (it is in the log) but
+        does not wait for the disk, so a power cut may undo it until the next synced commit
+        (the log is written in order, so that one carries it). Only for facts the service
+        can tell again from their source after such a cut: a process seen started, which
+        recovery polls again."""
         with self._write_lock:
             began = time.perf_counter()
-            with self.engine.begin() as conn:
-                yield conn
+            if synced:
+                with self.engine.begin() as conn:
+                    yield conn
+            else:
+                with self._unsynced() as conn:
+                    yield conn
             self.telemetry.committed(time.perf_counter() - began)
+
+    @contextlib.contextmanager
+    def _unsynced(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            if not self.is_sqlite:
+                with conn.begin():
+                    conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+                    yield conn
+                return
+            # The driver opens its transaction at the first write, so the setting, made on
+            # the connection before it, holds for this commit; the pool's next user gets
+            # FULL again whatever happened.
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            raw.execute("PRAGMA synchronous=NORMAL")
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                raw.execute("PRAGMA synchronous=FULL")
 
     @contextlib.contextmanager
     def read(self, conn: Connection | None = None) -> Iterator[Connection]:

@@ -232,7 +232,7 @@ class JobStore:
 
     def transition(
         self, job_id: str, expected: JobState, target: JobState, *, reason: str,
-        now: float | None = None, **fields: Any,
+        now: float | None = None, synced: bool = True, **fields: Any,
     ) -> None:
         """A job changes state here (or, for a requeue's two moves, in requeue): check the
         edge, compare-and-set, append an event.
@@ -241,7 +241,7 @@ class JobStore:
         is no longer in `expected` (someone else moved it first).
         """
         now = time.time() if now is None else now
-        with self.db.write() as conn:
+        with self.db.write(synced=synced) as conn:
             move = _move(conn, job_id, expected, target, reason, now, fields)
         faults.job_written(job_id)
         self.db.feed.notify()
@@ -268,9 +268,11 @@ class JobStore:
         return [job_id for job_id, _ in moves]
 
     def mark_running(self, job_id: str, *, reason: str, now: float) -> None:
-        """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now."""
+        """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now. Not
+        synced to disk (Database.write): after a power cut that undid it, the job is
+        LAUNCHING again and recovery's poll of its handle sees it run."""
         self.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason=reason, now=now,
-                        started_at=now)
+                        synced=False, started_at=now)
 
     def requeue(
         self, job_id: str, *, preempted: str, requeued: str, pending: tuple[str, str],

@@ -145,8 +145,8 @@ class FencedDatabase(Database):
         self.launch_margin = lease.ttl / 2
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
-        with super().write() as conn:
+    def write(self, *, synced: bool = True) -> Iterator[Connection]:
+        with super().write(synced=synced) as conn:
             self._check(conn)
             yield conn
 
