@@ -133,9 +133,10 @@ class Notice:
     def _await_signal(self) -> None:
         """The file came first: the signal it names follows at once (the service writes
         the file, then signals), so give it a moment to be heard."""
+        if self.signum or not runtime.preemption_signal():
+            return
         deadline = time.monotonic() + SIGNAL_AFTER_FILE_S
-        while not self.signum and runtime.preemption_signal() and \
-                time.monotonic() < deadline:
+        while not self.signum and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def requested(self) -> bool:

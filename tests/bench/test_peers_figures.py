@@ -133,3 +133,28 @@ def test_a_missed_submit_goal_says_what_it_needed_and_where_the_cpu_went() -> No
     why = fig.why_missed(goal, ty, {"slurm": slurm}, {"grpc_calls_per_s": 4000.0}, cpus=2)
     assert why.startswith("needs 4,000 submits/s, measured 1,500/s.")
     assert "2 CPUs allow at most 2,500/s" in why and "reaches only 4,000/s" in why
+
+
+def test_a_goal_against_a_limit_says_what_the_limit_asked() -> None:
+    ty = {"submit_per_s": 1500.0, "submit_system_cpu_ms": 0.6, "submit_client_cpu_ms": 0.2,
+          "e2e_jobs_per_s": 90.0, "trivial_cycle_p50_ms": 20.0}
+    limits = {"grpc_calls_per_s": 4000.0, "fork_exec_e2e_jobs_per_s": 600.0}
+    goals = {g.key: g for g in fig.goals(ty, {}, {}, limits)}
+    submit, e2e = goals["submit_vs_grpc"], goals["e2e_vs_fork_exec"]
+    assert submit.value == 0.375 and submit.passed is False
+    assert fig.why_missed(submit, ty, {}, limits, cpus=2).startswith(
+        "needs 2,000 submits/s, measured 1,500/s.")
+    assert e2e.value == 0.15 and e2e.passed is False
+    assert fig.why_missed(e2e, ty, {}, limits, cpus=2).startswith(
+        "needs 300.0 jobs/s, measured 90.0/s.")
+
+
+def test_a_missed_makespan_says_how_slow_the_trainer_ran_under_the_service() -> None:
+    ty = {"train_makespan_s": 122.0, "train_run_p50_s": 1.2, "slots_busy_pct": 97.0,
+          "idle_gap_p50_ms": 30.0}
+    limits = {"train_makespan_ideal_s": 100.0, "trainer_run_s": 1.0}
+    goal = next(g for g in fig.goals(ty, {}, {}, limits) if g.key == "train_makespan_vs_ideal")
+    assert goal.value == pytest.approx(1.22) and goal.passed is False
+    why = fig.why_missed(goal, ty, {}, limits, cpus=2)
+    assert why.startswith("122.0 s against an ideal 100.0 s")
+    assert "(1.20x," in why and "busy 97%" in why and "30.0 ms (p50)" in why

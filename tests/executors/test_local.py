@@ -227,6 +227,17 @@ def test_a_log_past_its_cap_is_cut_with_a_note_and_the_job_runs_on(tmp_path: Pat
     assert (req.files.workdir / "done").exists()  # it ran to its end
 
 
+@pytest.mark.parametrize(("size", "cut"), [(1000, False), (1001, True)])
+def test_a_log_full_to_the_byte_is_whole_and_one_byte_more_cuts_it(
+        tmp_path: Path, size: int, cut: bool) -> None:
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    req = request(tmp_path, ex, f"head -c {size} /dev/zero | tr '\\0' x")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    until(lambda: ex._copied_file(req.handle).exists())
+    assert req.files.log.read_bytes() == b"x" * 1000 + (cut_note(1000) if cut else b"")
+
+
 def test_a_log_under_its_cap_is_kept_whole_with_stderr(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
     req = request(tmp_path, ex, "echo out; echo err >&2")

@@ -12,6 +12,7 @@ import pytest
 
 from trainyard import runtime
 from trainyard.metadata.metrics_file import read_new_metrics
+from trainyard.runtime.notice import GivenNotice, write_notice
 
 PACKAGE = Path(runtime.__file__).parent
 
@@ -43,6 +44,21 @@ def test_rank_and_world_size_read_the_worker_env(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("WORLD_SIZE", "4")
     assert (runtime.rank(), runtime.world_size()) == (2, 4)
 
+
+
+def test_the_notice_names_its_signal_and_nothing_when_it_came_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notice = tmp_path / "notice"
+    monkeypatch.delenv(runtime.PREEMPT_NOTICE, raising=False)
+    assert runtime.preemption_signal() == ""  # outside the service
+    monkeypatch.setenv(runtime.PREEMPT_NOTICE, str(notice))
+    assert runtime.preemption_signal() == "" and not runtime.preemption_requested()
+    write_notice(notice, GivenNotice("SIGUSR1", 30.0))
+    assert runtime.preemption_signal() == "SIGUSR1" and runtime.preemption_requested()
+    write_notice(notice, GivenNotice("none", 30.0))
+    assert runtime.preemption_signal() == ""  # the file alone: no signal to wait for
+    notice.write_text("{half")
+    assert runtime.preemption_signal() == ""
 
 
 def test_checkpoint_saved_counts_in_the_signal_file(tmp_path: Path,

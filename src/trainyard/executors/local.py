@@ -49,7 +49,9 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
 # the start file before it runs the command, and a cancel waits for that file.
 # The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
-# for a job: `head -c` copies the first $5 bytes and reads no further; one byte more means
+# for a job: `head -c` copies the first $5 bytes and reads no further (coreutils' reads ask
+# for no more than is left; a head that read ahead would drop the note of an output that
+# ends within its buffer past the cap, never the cap itself); one byte more means
 # the output was longer than the cap: the note, then the rest is read and discarded while
 # the job runs on. Its processes inherit the ignored TERM and SIGUSR1, so a job stopping on
 # TERM still has its last words copied.

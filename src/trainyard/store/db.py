@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -90,7 +91,10 @@ class Database:
                 with conn.begin():
                     yield conn
             finally:
-                raw.execute("PRAGMA synchronous=FULL")
+                try:
+                    raw.execute("PRAGMA synchronous=FULL")
+                except sqlite3.Error:
+                    conn.invalidate()  # closed, never handed out again unsynced
 
     @contextlib.contextmanager
     def read(self, conn: Connection | None = None) -> Iterator[Connection]:
@@ -147,7 +151,8 @@ def _flock(path: Path, what: str) -> IO[str]:
 def _configure_sqlite(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
-    # FULL: a commit is on disk before the caller hears it succeeded.
+    # FULL: a commit is on disk before the caller hears it succeeded (all but those of
+    # Database.write(synced=False), which set NORMAL for themselves).
     cur.execute("PRAGMA synchronous=FULL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA foreign_keys=ON")
