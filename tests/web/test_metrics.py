@@ -50,6 +50,7 @@ def test_a_scrape_after_a_few_jobs_holds_every_series(tmp_path: Path, database_u
     assert value(samples, "trainyard_jobs_finished_total", state="FAILED", queue="train") == 1
     assert value(samples, "trainyard_job_wait_seconds_count", queue="train") == 3
     assert value(samples, "trainyard_job_start_latency_seconds_count", queue="train") == 3
+    assert value(samples, "trainyard_tracker_pass_seconds_count") >= 1
     assert value(samples, "trainyard_scheduling_pass_seconds_count") >= 1
     assert value(samples, "trainyard_scheduling_backlog_jobs") == 0
     assert value(samples, "trainyard_launches_total", executor="local") == 3

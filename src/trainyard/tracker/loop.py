@@ -76,6 +76,7 @@ class Tracker:
         self.executors_by_kind = executors_by_kind
         self.policy = policy  # may be swapped; each pass asks the one in place
         self.config = config
+        self.telemetry = telemetry
         self.clock = clock  # may be swapped too: every part reads the time through now()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -213,14 +214,19 @@ class Tracker:
     def run_once(self, reconcile: bool = True) -> bool:
         """One pass: follow the active jobs and settle the jobs waiting for them (if
         reconcile), then admit. True while jobs are active."""
-        if reconcile:
+        if not reconcile:
+            if self.admission.explain_new_jobs():
+                return True  # saturation means jobs are active
+            return self.admission.run() > 0
+        began = time.perf_counter()
+        try:
             for job in self.jobs.in_states(ACTIVE_STATES):
                 self.follower.guarded(job, self.follower.track)
             # After the ends just written, before admission: a job they release may start now.
             self.dependencies.resolve()
-        elif self.admission.explain_new_jobs():
-            return True  # saturation means jobs are active
-        return self.admission.run() > 0
+            return self.admission.run() > 0
+        finally:
+            self.telemetry.tracker_pass(time.perf_counter() - began)
 
     def wait_for_launches(self, timeout: float = 30.0) -> bool:
         """Block until no launch is in flight; False if some still are after timeout."""

@@ -1,6 +1,6 @@
-"""What the tracker tells an observer as it works: each admission pass's time and backlog,
-each launch and whether it failed, each preemption asked and why. The default observer does
-nothing; the server's metrics (web/metrics.py) are one that counts."""
+"""What the tracker tells an observer as it works: each pass's time, each admission pass's
+time and backlog, each launch and whether it failed, each preemption asked and why. The
+default observer does nothing; the server's metrics (web/metrics.py) are one that counts."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ preemption_cause = cause_of
 
 
 class TrackerTelemetry(Protocol):
+    def tracker_pass(self, seconds: float) -> None:
+        """A pass that followed the active jobs, settled the jobs waiting for them and
+        admitted took this long."""
+
     def admission_pass(self, seconds: float, backlog: int) -> None:
         """An admission pass took this long, with this many jobs waiting at its start."""
 
@@ -26,6 +30,9 @@ class TrackerTelemetry(Protocol):
 
 
 class NoTelemetry:
+    def tracker_pass(self, seconds: float) -> None:
+        pass
+
     def admission_pass(self, seconds: float, backlog: int) -> None:
         pass
 

@@ -79,6 +79,10 @@ class ServerMetrics:
         self.start_latency = Histogram(
             "trainyard_job_start_latency_seconds", "From a job's submit until an attempt of "
             "it runs (-> RUNNING).", ["queue"], buckets=WAIT_BUCKETS, registry=r)
+        self.tracker_passes = Histogram(
+            "trainyard_tracker_pass_seconds", "How long one pass of the tracker takes that "
+            "follows the active jobs, settles the jobs waiting for them and admits.",
+            buckets=PASS_BUCKETS, registry=r)
         self.passes = Histogram("trainyard_scheduling_pass_seconds",
                                 "How long one admission pass takes.", buckets=PASS_BUCKETS,
                                 registry=r)
@@ -128,6 +132,9 @@ class ServerMetrics:
         return queue if queue in self._queues() else OTHER
 
     # --- the tracker's telemetry ----------------------------------------------------------
+
+    def tracker_pass(self, seconds: float) -> None:
+        self.tracker_passes.observe(seconds)
 
     def admission_pass(self, seconds: float, backlog: int) -> None:
         self.passes.observe(seconds)
