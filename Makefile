@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 .PHONY: venv torch demo demo-docker demo-slurm test proto lint bench bench-peers-setup \
 	bench-algorithms \
 	bench-submit bench-launch bench-scheduler bench-policies bench-slurm bench-kubernetes bench-web \
-	bench-sweeps bench-dependencies \
+	bench-sweeps bench-dependencies bench-scale \
 	chaos clean
 
 venv: $(STAMP)
@@ -94,6 +94,11 @@ bench-algorithms: $(STAMP)
 
 bench-dependencies: $(STAMP)
 	$(PY) bench/dependencies.py
+
+# SQLite, then PostgreSQL (a throwaway cluster of its own): 1,000,000 finished jobs each.
+bench-scale: $(STAMP)
+	$(PY) bench/scale.py
+	$(PY) bench/scale.py --postgresql
 
 # The fault suite (bench/chaos, bench/README.md): crashes and outages under real jobs.
 # `make chaos CHAOS="sigkill_storm --quick"` runs some scenarios, or small versions.
