@@ -123,6 +123,32 @@ def test_list_filters_and_pages(db: Database) -> None:
     assert [j.id for j in cancelled] == [ids[0]]
 
 
+def test_a_list_of_several_states_pages_newest_first_across_them(db: Database) -> None:
+    store = JobStore(db)
+    ids = [store.create(replace(SPEC, queue="q1" if i % 3 else "q2"))[0] for i in range(10)]
+    moved = {i: JobState.CANCELLED for i in (0, 4, 5, 9)} | \
+        {i: JobState.LAUNCHING for i in (1, 2, 7)}
+    for i, state in moved.items():
+        store.transition(ids[i], JobState.WAITING, state, reason="x")
+
+    def pages(flt: JobFilter, size: int) -> list[list[str]]:
+        out, after = [], None
+        for _ in range(20):
+            page, after = store.list(flt, page_size=size, after_seq=after)
+            out.append([j.id for j in page])
+            if after is None:
+                return out
+        raise AssertionError("the pages never ended")
+
+    both = JobFilter(states=[JobState.LAUNCHING, JobState.CANCELLED, JobState.LAUNCHING])
+    newest = [ids[i] for i in (9, 7, 5, 4, 2, 1, 0)]
+    assert pages(both, 3) == [newest[:3], newest[3:6], newest[6:]]
+    assert pages(both, 7) == [newest]
+    in_q1 = replace(both, queue="q1")
+    assert pages(in_q1, 2) == [[ids[7], ids[5]], [ids[4], ids[2]], [ids[1]]]
+    assert pages(replace(both, states=[JobState.SUCCEEDED, JobState.FAILED]), 5) == [[]]
+
+
 def test_queue_position_counts_waiting_jobs_ahead_in_the_same_queue(db: Database) -> None:
     store = JobStore(db)
     a, _ = store.create(SPEC)

@@ -18,7 +18,7 @@ from trainyard.store.metrics import MetricStore
 from trainyard.store.model_registry import ModelStore
 from trainyard.store.records import DatasetRecord, MetricPoint
 from trainyard.store.runs import RunFilter, RunStore
-from trainyard.store.schema import runs
+from trainyard.store.schema import run_final_metrics, runs
 
 W, L, R, S, F, P = (JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING,
                     JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED)
@@ -128,6 +128,78 @@ def test_filters_sorting_and_paging(db: Database) -> None:
     series, cut = found.series(a, 1)
     assert [(s, v) for s, v, _ in series["accuracy"]] == [(1, 0.475), (2, 0.95)] and not cut
     assert found.dataset_usage()[("digits", VERSION)] == [f"{a}-1", f"{b}-1"]
+
+
+def test_a_metric_sort_reads_each_runs_last_value_page_by_page(db: Database) -> None:
+    store, metrics, found = JobStore(db), MetricStore(db), RunStore(db)
+    spec = JobSpec(name="m", command="t")
+
+    def run_of(values: list[dict[str, float]], attempt: int = 1, job_id: str = "") -> str:
+        """A run ingesting these points, one ingest each (the last of a key counts)."""
+        job_id = job_id or store.create(spec, owner="ann")[0]
+        launch(store, job_id, attempt)
+        offset = store.get(job_id).metrics_offset
+        for n, point in enumerate(values):
+            assert metrics.ingest(job_id, attempt, from_offset=offset + n,
+                                  to_offset=offset + n + 1, malformed=0,
+                                  points=[MetricPoint(n, point)])
+        return job_id
+
+    rose = run_of([{"acc": 0.1}, {"acc": 0.7}])
+    fell = run_of([{"acc": 0.9, "loss": 1.0}, {"loss": 0.5}, {"acc": 0.2}])
+    tied = run_of([{"acc": 0.7}])  # ties rose: the newer run first
+    none = run_of([{"loss": 0.3}])
+    again = run_of([{"acc": 0.95}])
+    store.requeue(again, preempted="preempted", requeued="requeued", pending=("", ""))
+    run_of([{"loss": 0.1}], attempt=2, job_id=again)  # its second run has no acc
+    bare = run_of([])
+    by_value = [(rose, 1), (tied, 1), (fell, 1), (again, 1)]  # 0.7, 0.7, 0.2, 0.95
+    ascending = [(fell, 1), (tied, 1), (rose, 1), (again, 1)]
+    without = [(bare, 1), (again, 2), (none, 1)]  # newest first
+    expected = {False: ascending + without,
+                True: [(again, 1), (tied, 1), (rose, 1), (fell, 1)] + without}
+    assert sorted(by_value) == sorted(ascending)
+    for descending, order in expected.items():
+        for size in (1, 2, 3, 10):
+            for offset in range(len(order) + 1):
+                page, more = found.page(RunFilter(), limit=size, offset=offset,
+                                        sort_metric="acc", descending=descending)
+                assert [(r.job.id, r.attempt) for r in page] == order[offset:offset + size]
+                assert more == (offset + size < len(order))
+    page, _ = found.page(RunFilter(thresholds=[parse_threshold("acc>=0.7")]), limit=9,
+                         sort_metric="loss")
+    assert [(r.job.id, r.attempt) for r in page] == [(again, 1), (tied, 1), (rose, 1)]
+    assert found.final_metrics([(fell, 1), (again, 2)]) == {
+        (fell, 1): {"acc": (0.2, 2), "loss": (0.5, 1)}, (again, 2): {"loss": (0.1, 0)}}
+
+
+def test_the_migration_keeps_each_runs_last_value_of_the_points_before_it(
+        database_url: str) -> None:
+    engine = make_engine(database_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0023")
+        conn.execute(text(
+            "INSERT INTO jobs (id, owner, name, command, image, hyperparameters, labels, cpus, "
+            "memory_mb, gpus, queue, priority, state, attempt, message, cancel_requested, "
+            "pending_code, pending_message, executor, handle, metrics_offset, "
+            "malformed_metric_lines, submitted_at, updated_at) VALUES ('old', 'ann', 'old', "
+            "'t', '', '{}', '{}', 1.0, 1, 0, 'default', 0, 'SUCCEEDED', 2, '', false, '', "
+            "'', 'local', 'h', 0, 0, 1.0, 9.0)"))
+        for attempt, step, key, value in ((1, 1, "acc", 0.5), (1, 2, "acc", 0.4),
+                                          (2, 1, "acc", 0.8), (2, None, "loss", 0.3),
+                                          (2, 2, "acc", 0.6)):
+            conn.execute(text("INSERT INTO metrics (job_id, attempt, step, key, value, time) "
+                              "VALUES ('old', :a, :s, :k, :v, 1.0)"),
+                         {"a": attempt, "s": step, "k": key, "v": value})
+        command.upgrade(cfg, "head")
+        rows = conn.execute(select(run_final_metrics).order_by(
+            run_final_metrics.c.attempt, run_final_metrics.c.key)).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [("old", 1, "acc", 0.4, 2), ("old", 2, "acc", 0.6, 2),
+                                        ("old", 2, "loss", 0.3, None)]
 
 
 def model_of(db: Database, name: str = "m") -> tuple[ModelStore, str]:

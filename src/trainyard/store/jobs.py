@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 import random
 import time
@@ -11,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Select,
     and_,
     bindparam,
     case,
@@ -525,25 +527,43 @@ class JobStore:
     def list(
         self, flt: JobFilter, *, page_size: int, after_seq: int | None = None,
     ) -> tuple[list[JobRecord], int | None]:
-        """Newest first. Returns the page and the seq to continue after, or None at the end."""
-        query = select(jobs).order_by(jobs.c.seq.desc()).limit(page_size + 1)
-        if flt.states:
-            query = query.where(jobs.c.state.in_([s.value for s in flt.states]))
-        if flt.queue:
-            query = query.where(jobs.c.queue == flt.queue)
-        if flt.owners is not None:
-            query = query.where(jobs.c.owner.in_(sorted(flt.owners)))
-        for key, value in (flt.labels or {}).items():
-            query = query.where(
-                exists().where(
-                    and_(job_labels.c.job_id == jobs.c.id, job_labels.c.key == key,
-                         job_labels.c.value == value)
-                )
-            )
-        if after_seq is not None:
-            query = query.where(jobs.c.seq < after_seq)
+        """Newest first. Returns the page and the seq to continue after, or None at the end.
+        Several states are read one at a time, each newest first along its own range of the
+        (state, seq) or (state, queue, seq) index, and the newest of them kept: one query for
+        them all would sort every job in those states to find the page."""
+        states = list(dict.fromkeys(flt.states))
+        wanted = page_size + 1
+        queries = [_listing(flt, [state], wanted, after_seq) for state in states] \
+            if len(states) > 1 else [_listing(flt, states, wanted, after_seq)]
         with self.db.read() as conn:
-            rows = conn.execute(query).all()
+            rows = heapq.nlargest(wanted, (row for query in queries
+                                           for row in conn.execute(query).all()),
+                                  key=lambda row: row.seq)
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)
+
+
+def _listing(flt: JobFilter, states: Sequence[JobState], limit: int,
+             after_seq: int | None) -> Select[Any]:
+    """The newest `limit` jobs in these states (any state when none) that pass the rest of
+    the filter, newest first."""
+    query = select(jobs).order_by(jobs.c.seq.desc()).limit(limit)
+    if len(states) == 1:
+        query = query.where(jobs.c.state == states[0].value)
+    elif states:
+        query = query.where(jobs.c.state.in_([s.value for s in states]))
+    if flt.queue:
+        query = query.where(jobs.c.queue == flt.queue)
+    if flt.owners is not None:
+        query = query.where(jobs.c.owner.in_(sorted(flt.owners)))
+    for key, value in (flt.labels or {}).items():
+        query = query.where(
+            exists().where(
+                and_(job_labels.c.job_id == jobs.c.id, job_labels.c.key == key,
+                     job_labels.c.value == value)
+            )
+        )
+    if after_seq is not None:
+        query = query.where(jobs.c.seq < after_seq)
+    return query

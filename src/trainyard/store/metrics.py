@@ -9,7 +9,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from trainyard.store.db import Database
 from trainyard.store.records import MetricPoint
-from trainyard.store.schema import jobs, metrics, runs
+from trainyard.store.schema import jobs, metrics, run_final_metrics, runs
 
 _LATEST = select(metrics.c.key, metrics.c.value, metrics.c.step).where(
     metrics.c.id.in_(
@@ -19,8 +19,30 @@ _LATEST = select(metrics.c.key, metrics.c.value, metrics.c.step).where(
     )
 )
 
+_f = run_final_metrics.c
+_INSERT_FINAL = insert(run_final_metrics)
+_UPDATE_FINAL = update(run_final_metrics).where(
+    _f.job_id == bindparam("b_job"), _f.attempt == bindparam("b_attempt"),
+    _f.key == bindparam("b_key")).values(value=bindparam("b_value"), step=bindparam("b_step"))
 
 DEFAULT_MAX_METRIC_POINTS = 100_000  # per attempt; a point is one key's value at one step
+
+
+def _keep_finals(conn: Connection, job_id: str, attempt: int,
+                 rows: list[dict[str, object]]) -> None:
+    """The run's last value of each key these rows hold becomes the newest of them: rows are
+    written in order, so the last of a key is the one written last."""
+    last = {str(row["key"]): row for row in rows}
+    found = set(conn.execute(select(_f.key).where(
+        _f.job_id == job_id, _f.attempt == attempt, _f.key.in_(sorted(last)))).scalars())
+    if found:
+        conn.execute(_UPDATE_FINAL, [
+            {"b_job": job_id, "b_attempt": attempt, "b_key": key, "b_value": row["value"],
+             "b_step": row["step"]} for key, row in last.items() if key in found])
+    new = [{"job_id": job_id, "attempt": attempt, "key": key, "value": row["value"],
+            "step": row["step"]} for key, row in last.items() if key not in found]
+    if new:
+        conn.execute(_INSERT_FINAL, new)
 
 
 class MetricStore:
@@ -59,6 +81,7 @@ class MetricStore:
             rows = self._within_cap(conn, job_id, attempt, rows)
             if rows:
                 conn.execute(insert(metrics), rows)
+                _keep_finals(conn, job_id, attempt, rows)
         return True
 
     def _within_cap(self, conn: Connection, job_id: str, attempt: int,

@@ -27,7 +27,7 @@ from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.store.budget_usage import record_attempt
 from trainyard.store.db import Database
 from trainyard.store.records import JobRecord, RunRecord
-from trainyard.store.schema import job_labels, jobs, metrics, runs
+from trainyard.store.schema import job_labels, jobs, metrics, run_final_metrics, runs
 
 # An attempt ends when its process does: PREEMPTED ends it too (the job waits again).
 ENDS_ATTEMPT = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED,
@@ -48,6 +48,7 @@ _RUN_COLUMNS = (
 )
 _SELECT_RUNS = select(jobs, *_RUN_COLUMNS).select_from(
     runs.join(jobs, jobs.c.id == runs.c.job_id))
+_f = run_final_metrics.c
 
 
 def record_run(conn: Connection, job_id: str, expected: JobState, target: JobState,
@@ -98,12 +99,16 @@ class RunFilter:
     owners: frozenset[str] | None = None  # None: anyone's runs
 
 
+def _final_of_run(key: str, finals: Any = run_final_metrics) -> ColumnElement[bool]:
+    f = finals.c
+    return and_(f.job_id == runs.c.job_id, f.attempt == runs.c.attempt, f.key == key)
+
+
 def final_value(key: str) -> Any:
-    """The run's last value of a metric, as a correlated scalar subquery."""
-    return (select(metrics.c.value)
-            .where(metrics.c.job_id == runs.c.job_id, metrics.c.attempt == runs.c.attempt,
-                   metrics.c.key == key)
-            .order_by(metrics.c.id.desc()).limit(1).scalar_subquery())
+    """The run's last value of a metric, as a correlated scalar subquery (of its own alias,
+    so that a query on the finals themselves may hold it)."""
+    own = run_final_metrics.alias()
+    return select(own.c.value).where(_final_of_run(key, own)).scalar_subquery()
 
 
 def _compare(left: Any, op: Op, value: float) -> ColumnElement[bool]:
@@ -161,6 +166,28 @@ def _filtered(query: Select[Any], flt: RunFilter) -> Select[Any]:
     return query
 
 
+def _by_metric(conn: Connection, flt: RunFilter, key: str, descending: bool, limit: int,
+               offset: int) -> list[Any]:
+    """`limit` runs from `offset` in the order of their final value of `key`, ties newest
+    first, then those without it, newest first. The runs with it are read in the order of the
+    (key, value) index, so a page costs its offset and size, not every run's points; only a
+    page past all of them counts them, to know where those without it begin."""
+    value = _f.value.desc() if descending else _f.value.asc()
+    ranked = _filtered(select(jobs, *_RUN_COLUMNS).select_from(
+        run_final_metrics.join(runs, _final_of_run(key)).join(jobs, jobs.c.id == runs.c.job_id)),
+        flt).where(_f.key == key)
+    rows = list(conn.execute(ranked.order_by(value, runs.c.id.desc()).limit(limit)
+                             .offset(offset)).all())
+    if len(rows) == limit:
+        return rows
+    ranked_count = offset + len(rows) if rows or not offset else conn.execute(
+        select(func.count()).select_from(ranked.subquery())).scalar_one()
+    rest = _filtered(_SELECT_RUNS, flt).where(~exists().where(_final_of_run(key)))
+    return rows + list(conn.execute(rest.order_by(runs.c.id.desc())
+                                    .limit(limit - len(rows))
+                                    .offset(max(0, offset - ranked_count))).all())
+
+
 class RunStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -188,17 +215,13 @@ class RunStore:
     def page(self, flt: RunFilter, *, limit: int, offset: int = 0, sort_metric: str = "",
              descending: bool = False) -> tuple[list[RunRecord], bool]:
         """A page of runs, newest first or by a metric's final value (runs without it
-        last); returns it and whether more follow."""
-        query = _filtered(_SELECT_RUNS, flt)
-        if sort_metric:
-            value = final_value(sort_metric)
-            query = query.order_by((value.desc() if descending else value.asc()).nulls_last(),
-                                   runs.c.id.desc())
-        else:
-            query = query.order_by(runs.c.id.desc())
-        query = query.limit(limit + 1).offset(offset)
+        last, newest first); returns it and whether more follow."""
         with self.db.read() as conn:
-            rows = conn.execute(query).all()
+            if sort_metric:
+                rows = _by_metric(conn, flt, sort_metric, descending, limit + 1, offset)
+            else:
+                rows = conn.execute(_filtered(_SELECT_RUNS, flt).order_by(runs.c.id.desc())
+                                    .limit(limit + 1).offset(offset)).all()
         records = [RunRecord.from_row(JobRecord.from_row(r), r) for r in rows[:limit]]
         return records, len(rows) > limit
 
@@ -209,12 +232,9 @@ class RunStore:
         out: dict[tuple[str, int], dict[str, tuple[float, int | None]]] = {k: {} for k in wanted}
         if not wanted:
             return out
-        m = metrics.c
-        newest = (select(func.max(m.id)).where(m.job_id.in_(sorted({j for j, _ in wanted})))
-                  .group_by(m.job_id, m.attempt, m.key))
         with self.db.read() as conn:
-            rows = conn.execute(select(m.job_id, m.attempt, m.key, m.value, m.step)
-                                .where(m.id.in_(newest))).all()
+            rows = conn.execute(select(_f.job_id, _f.attempt, _f.key, _f.value, _f.step)
+                                .where(_f.job_id.in_(sorted({j for j, _ in wanted})))).all()
         for r in rows:
             if (r.job_id, r.attempt) in out:
                 out[(r.job_id, r.attempt)][r.key] = (r.value, r.step)

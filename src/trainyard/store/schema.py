@@ -107,6 +107,8 @@ jobs = Table(
     Column("algorithm_version", Integer, nullable=True),
     Column("code_hash", String(64), nullable=False, default="", server_default=""),
     Index("ix_jobs_state_queue_seq", "state", "queue", "seq"),
+    # The jobs in one state, newest first, whatever their queue (a list by state).
+    Index("ix_jobs_state_seq", "state", "seq"),
     Index("ix_jobs_algorithm", "algorithm_name", "algorithm_version"),
     Index("ix_jobs_dataset", "dataset_name", "dataset_version"),
     Index("ix_jobs_reproduced_from", "reproduced_from"),
@@ -182,6 +184,21 @@ metrics = Table(
     Column("value", Float, nullable=False),
     Column("time", Float, nullable=False),
     Index("ix_metrics_job_key_id", "job_id", "key", "id"),
+)
+
+# Each run's last value of each of its metrics (the point of that key written last), kept by
+# MetricStore.ingest in the ingest's own transaction: what runs are sorted and filtered by
+# (ListRuns), found in order of value through the (key, value) index, never by reading every
+# run's points.
+run_final_metrics = Table(
+    "run_final_metrics",
+    metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id"), primary_key=True),
+    Column("attempt", Integer, primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("value", Float, nullable=False),
+    Column("step", BigInteger, nullable=True),
+    Index("ix_run_final_metrics_key_value", "key", "value"),
 )
 
 dataset_versions = Table(
