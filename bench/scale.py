@@ -6,9 +6,10 @@ real `trainyard server` process of its own (SQLite in a fresh data dir; PostgreS
 The full store is filled first (bench/scale_fill.py: bulk-loaded, not through the API);
 then both servers run side by side and take turns, round after round, so that what else
 runs on the machine weighs on both alike. Each figure's ratio is the full store's against
-the empty one's (for the submit rate, empty over full); the goal is <= 1.2x for each.
+the empty one's (for the submit rate, empty over full; for the figures measured in rounds,
+the median of the rounds' ratios); the goal is <= 1.2x for each.
 
-  start-up   process start until the gRPC port answers a health check; the median of 3
+  start-up   process start until the gRPC port answers a health check; the median of 5
              starts of each store's server, the two alternating
   history    on each store, 120 short jobs (queue batch, one in five failing) run to their
              end, each writing a loss and an accuracy: finished jobs of its own that every
@@ -20,13 +21,14 @@ Then --rounds rounds (3), each of the first two on one store and then on the oth
              median of the rounds'), its admission part beside
   submit     --submits Train calls (1,000) from 16 clients in 2 processes (bench/submit.py's
              load), jobs that stay waiting behind the running ones; the rate over the busy
-             window, the median of the rounds'
+             window, the median of the rounds' (and the server's CPU time per submit, from
+             /proc/PID/stat, beside it)
 and then the reads, one call at a time, the two stores' calls taking turns one by one:
   status     300 GetTrainingStatus calls, each of a job picked at random among the store's
              history jobs and its submitted ones; p50 and p99 of all rounds' calls
-  lists      30 each of: ListJobs' first page; ListJobs of SUCCEEDED or FAILED jobs in queue
-             batch (where the loaded history lives too); ListRuns sorted by accuracy,
-             descending; the p50 of each
+  lists      30 each of: ListJobs' first page; ListJobs of SUCCEEDED or FAILED jobs (the
+             loaded history's states too); ListRuns sorted by accuracy, descending; the p50
+             of each
 And at the end each server's VmRSS (/proc/PID/status); then every job not ended is
 cancelled and the servers stopped.
 
@@ -71,7 +73,7 @@ from scale_explain import Context, where_time_goes
 from scale_fill import QUEUES, SORT_METRIC, counts, fill
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
-from submit import Endpoint, Load, run_load
+from submit import Endpoint, Load, run_load, server_cpu_s
 
 from trainyard.client import Client, TrainSpec
 from trainyard.store.db import normalize_url, open_database, sqlite_url
@@ -83,7 +85,7 @@ RUNNING_JOBS = 4
 HISTORY_JOBS = 120
 HISTORY_QUEUE = "batch"
 FINISHED_STATES = ("SUCCEEDED", "FAILED")
-STARTS = 3
+STARTS = 5
 ROUNDS = 3
 PASS_WINDOW_S = 5.0
 STATUS_CALLS = 300
@@ -110,7 +112,7 @@ FIGURES = (
     Figure("status_p50_ms", "GetTrainingStatus p50", "ms"),
     Figure("status_p99_ms", "GetTrainingStatus p99", "ms"),
     Figure("list_first_page_ms", "ListJobs, first page, p50", "ms"),
-    Figure("list_filtered_page_ms", "ListJobs, SUCCEEDED or FAILED in batch, p50", "ms"),
+    Figure("list_filtered_page_ms", "ListJobs, SUCCEEDED or FAILED, p50", "ms"),
     Figure("runs_by_metric_ms", f"ListRuns sorted by {SORT_METRIC}, p50", "ms"),
     Figure("tracker_pass_ms", f"tracker pass, {RUNNING_JOBS} jobs running (mean)", "ms"),
     Figure("startup_s", f"server start-up (median of {STARTS})", "s"),
@@ -118,8 +120,16 @@ FIGURES = (
 )
 
 
-def ratio(figure: Figure, empty: float, full: float) -> float:
-    """How many times worse the full store's figure is (1: the same)."""
+def ratio(figure: Figure, empty: dict[str, Any], full: dict[str, Any]) -> float:
+    """How many times worse the full store's figure is (1: the same). A figure measured in
+    rounds is the median of the rounds' own ratios, each of two rounds run back to back, so
+    that a burst of other work during one round weighs on one ratio, not on the result."""
+    pairs = list(zip(empty["rounds"].get(figure.key, [empty[figure.key]]),
+                     full["rounds"].get(figure.key, [full[figure.key]]), strict=True))
+    return statistics.median(_worse(figure, e, f) for e, f in pairs)
+
+
+def _worse(figure: Figure, empty: float, full: float) -> float:
     if figure.higher_is_better:
         return empty / full if full else float("inf")
     return full / empty if empty else float("inf")
@@ -302,13 +312,19 @@ class Side:
 
 def submit_round(side: Side, run: Running) -> None:
     """The tracker's passes over a quiet window, then a round of submits, on one store."""
-    side.add(side.rounds, "pass", [tracker_pass(run)])
+    passes = tracker_pass(run)
+    side.add(side.rounds, "tracker_pass_ms", [passes["tracker_pass_ms"]])
+    side.add(side.rounds, "admission_pass_ms", [passes["admission_pass_ms"]])
+    side.add(side.rounds, "tracker_passes", [passes["tracker_passes"]])
+    cpu_before = server_cpu_s(run.proc.pid) or 0.0
     load = run_load(Load("submit", Endpoint(run.address), side.submits // CLIENTS, 600.0),
                     CLIENTS, PROCESSES)
+    cpu = (server_cpu_s(run.proc.pid) or 0.0) - cpu_before
     if load.errors:
         raise RuntimeError(f"{load.errors} submits failed: {load.first_error}")
     side.add(side.rounds, "submit_per_s", [load.per_s])
-    side.add(side.calls, "submit_ms", [load.p50_ms])
+    side.add(side.rounds, "submit_p50_ms", [load.p50_ms])
+    side.add(side.rounds, "submit_server_cpu_ms", [cpu * 1000 / max(1, load.calls)])
     side.submitted += load.job_ids
 
 
@@ -321,7 +337,7 @@ def read_round(sides: tuple[Side, Side], clients: list[Client], rnd: random.Rand
         return lambda: client.list_jobs()
 
     def filtered(_side: Side, client: Client) -> Callable[[], object]:
-        return lambda: client.list_jobs(states=list(FINISHED_STATES), queue=HISTORY_QUEUE)
+        return lambda: client.list_jobs(states=list(FINISHED_STATES))
 
     def by_metric(_side: Side, client: Client) -> Callable[[], object]:
         return lambda: client.list_runs(sort=SORT_METRIC, descending=True)
@@ -336,26 +352,22 @@ def read_round(sides: tuple[Side, Side], clients: list[Client], rnd: random.Rand
 
 
 def figures_of(side: Side, rss: float) -> dict[str, float]:
-    calls, rounds = side.calls, side.rounds
-    passes = rounds["pass"]
-    figures = {
-        "submit_per_s": statistics.median(rounds["submit_per_s"]),
-        "submit_p50_ms": statistics.median(calls["submit_ms"]),
+    calls = side.calls
+    figures = {key: statistics.median(values) for key, values in side.rounds.items()}
+    figures.update({
+        "tracker_passes": sum(side.rounds["tracker_passes"]),
         "status_p50_ms": percentile(sorted(calls["status"]), 50),
         "status_p99_ms": percentile(sorted(calls["status"]), 99),
-        "tracker_pass_ms": statistics.median(p["tracker_pass_ms"] for p in passes),
-        "admission_pass_ms": statistics.median(p["admission_pass_ms"] for p in passes),
-        "tracker_passes": sum(p["tracker_passes"] for p in passes),
         "startup_s": statistics.median(side.starts),
         "rss_mib": rss,
-    }
+    })
     for key in ("list_first_page", "list_filtered_page", "runs_by_metric"):
         figures[f"{key}_ms"] = percentile(sorted(calls[key]), 50)
         figures[f"{key}_p99_ms"] = percentile(sorted(calls[key]), 99)
     return figures
 
 
-def measure(sides: tuple[Side, Side], rounds: int, seed: int) -> dict[str, dict[str, float]]:
+def measure(sides: tuple[Side, Side], rounds: int, seed: int) -> dict[str, dict[str, Any]]:
     """Every figure of both stores, their servers taking turns in each round so that what
     else runs on the machine meanwhile weighs on both alike."""
     for n in range(STARTS):
@@ -385,7 +397,8 @@ def measure(sides: tuple[Side, Side], rounds: int, seed: int) -> dict[str, dict[
         rss = [rss_mib(r.proc.pid) for r in runs]
         for run, client in zip(runs, clients, strict=True):
             cancel_all(client, Endpoint(run.address))
-    return {s.name: figures_of(s, m) for s, m in zip(sides, rss, strict=True)}
+    return {s.name: {**figures_of(s, m), "rounds": s.rounds, "starts": s.starts}
+            for s, m in zip(sides, rss, strict=True)}
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -452,22 +465,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             figures = measure(sides, args.rounds, args.seed)
             empty, full = figures["empty"], figures["full"]
             missed = [f.key for f in FIGURES
-                      if ratio(f, empty[f.key], full[f.key]) > GOAL_RATIO]
+                      if ratio(f, empty, full) > GOAL_RATIO]
             explained: dict[str, Any] = {}
             if missed:
                 console.log(f"where the time goes: {', '.join(missed)}")
                 explained = where_time_goes(Context(
-                    sides[1].workdir / "data", full_url, sides[1].history[0], HISTORY_QUEUE,
+                    sides[1].workdir / "data", full_url, sides[1].history[0],
                     FINISHED_STATES, SORT_METRIC), missed)
             return results_dict(args, database, empty, full, fill_s, rows, explained)
 
 
-def results_dict(args: argparse.Namespace, database: str, empty: dict[str, float],
-                 full: dict[str, float], fill_s: float, rows: dict[str, int],
+def results_dict(args: argparse.Namespace, database: str, empty: dict[str, Any],
+                 full: dict[str, Any], fill_s: float, rows: dict[str, int],
                  explained: dict[str, Any]) -> dict[str, Any]:
     goals = {}
     for f in FIGURES:
-        r = ratio(f, empty[f.key], full[f.key])
+        r = ratio(f, empty, full)
         goals[f.key] = {"label": f.label, "unit": f.unit, "empty": num(empty[f.key], 3),
                         "full": num(full[f.key], 3), "ratio": num(r, 3),
                         "target": GOAL_RATIO, "pass": r <= GOAL_RATIO}
@@ -486,18 +499,32 @@ def results_dict(args: argparse.Namespace, database: str, empty: dict[str, float
                    "max_concurrent": MAX_CONCURRENT, "queues": list(QUEUES)},
         "fill_s": num(fill_s, 1),
         "rows": rows,
-        "empty": {k: num(v, 3) for k, v in empty.items()},
-        "full": {k: num(v, 3) for k, v in full.items()},
+        "empty": _rounded(empty),
+        "full": _rounded(full),
         "goals": goals,
         "where_the_time_goes": explained,
     }
+
+
+def _rounded(figures: dict[str, Any]) -> dict[str, Any]:
+    """Each figure rounded, and each round's and start's value kept beside them."""
+    out: dict[str, Any] = {}
+    for key, value in figures.items():
+        if key == "rounds":
+            out[key] = {name: [num(v, 3) for v in values] for name, values in value.items()}
+        elif key == "starts":
+            out[key] = [num(v, 3) for v in value]
+        else:
+            out[key] = num(value, 3)
+    return out
 
 
 def render(results: dict[str, Any]) -> None:
     config = results["config"]
     table = Table(title=f"Trainyard on an empty store and with {config['jobs']:,} finished "
                         f"jobs ({config['database']})",
-                  caption="ratio: how many times worse on the full store (rates: empty/full)")
+                  caption="ratio: how many times worse on the full store (rates: empty/full); "
+                          "for the submits and the passes the median of the rounds' ratios")
     for col in ("figure", "empty", "full", "ratio", f"goal <= {GOAL_RATIO}x"):
         table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
     for goal in results["goals"].values():

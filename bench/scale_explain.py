@@ -123,8 +123,7 @@ class Context:
     data_dir: Path
     database_url: str
     finished_job: str  # a job of the run that ended, with its metrics
-    queue: str  # where the run's finished jobs are, for the filtered page
-    states: tuple[str, ...]
+    states: tuple[str, ...]  # of the filtered page
     sort_metric: str
 
 
@@ -156,8 +155,7 @@ def calls(server: TrainyardServer, ctx: Context) -> dict[str, Callable[[], objec
         "status_p50_ms": lambda: jobs.status(LOCAL, ctx.finished_job),
         "status_p99_ms": lambda: jobs.status(LOCAL, ctx.finished_job),
         "list_first_page_ms": lambda: jobs.list_jobs(LOCAL),
-        "list_filtered_page_ms": lambda: jobs.list_jobs(LOCAL, states=states,
-                                                        queue=ctx.queue),
+        "list_filtered_page_ms": lambda: jobs.list_jobs(LOCAL, states=states),
         "runs_by_metric_ms": lambda: runs.list_runs(LOCAL, RunQuery(
             sort_metric=ctx.sort_metric, descending=True)),
         "tracker_pass_ms": tracker_pass,

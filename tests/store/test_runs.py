@@ -5,7 +5,7 @@ import threading
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import select, text
+from sqlalchemy import Connection, select, text
 
 from trainyard.domain.errors import NotFound
 from trainyard.domain.runs import ModelRef, parse_threshold
@@ -173,13 +173,19 @@ def test_a_metric_sort_reads_each_runs_last_value_page_by_page(db: Database) -> 
         (fell, 1): {"acc": (0.2, 2), "loss": (0.5, 1)}, (again, 2): {"loss": (0.1, 0)}}
 
 
+def migrations_on(conn: Connection) -> Config:
+    """Alembic's configuration for upgrading the store on this connection step by step."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
 def test_the_migration_keeps_each_runs_last_value_of_the_points_before_it(
         database_url: str) -> None:
     engine = make_engine(database_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
+        cfg = migrations_on(conn)
         command.upgrade(cfg, "0023")
         conn.execute(text(
             "INSERT INTO jobs (id, owner, name, command, image, hyperparameters, labels, cpus, "
@@ -265,8 +271,6 @@ def test_a_dataset_version_that_jobs_name_is_not_deleted(db: Database) -> None:
 
 def test_the_migration_makes_runs_of_jobs_launched_before_it(database_url: str) -> None:
     engine = make_engine(database_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     columns = {"seq": 1, "id": "old", "owner": "ann", "name": "old", "command": "t",
                "image": "", "hyperparameters": "{}", "labels": "{}", "cpus": 1.0,
                "memory_mb": 1, "gpus": 0, "workers": 1, "queue": "default", "priority": 0,
@@ -277,7 +281,7 @@ def test_the_migration_makes_runs_of_jobs_launched_before_it(database_url: str) 
                "metrics_offset": 0, "malformed_metric_lines": 0, "submitted_at": 1.0,
                "updated_at": 9.0}
     with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
+        cfg = migrations_on(conn)
         command.upgrade(cfg, "0008")
         conn.execute(text(f"INSERT INTO jobs ({', '.join(columns)}) VALUES "
                           f"({', '.join(':' + c for c in columns)})"), columns)
