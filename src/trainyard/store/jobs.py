@@ -529,26 +529,29 @@ class JobStore:
     ) -> tuple[list[JobRecord], int | None]:
         """Newest first. Returns the page and the seq to continue after, or None at the end.
         Several states are read one at a time, each newest first along its own range of the
-        (state, seq) or (state, queue, seq) index, and the newest of them kept: one query for
-        them all would sort every job in those states to find the page."""
+        (state, seq) or (state, queue, seq) index, only the seq of each, and the page is the
+        newest of them: one query for them all would sort every job in those states."""
         states = list(dict.fromkeys(flt.states))
         wanted = page_size + 1
-        queries = [_listing(flt, [state], wanted, after_seq) for state in states] \
-            if len(states) > 1 else [_listing(flt, states, wanted, after_seq)]
         with self.db.read() as conn:
-            rows = heapq.nlargest(wanted, (row for query in queries
-                                           for row in conn.execute(query).all()),
-                                  key=lambda row: row.seq)
+            if len(states) > 1:
+                newest = heapq.nlargest(wanted, (
+                    seq for state in states for seq in conn.execute(
+                        _listing(flt, [state], wanted, after_seq, jobs.c.seq)).scalars()))
+                rows = conn.execute(select(jobs).where(jobs.c.seq.in_(newest))
+                                    .order_by(jobs.c.seq.desc())).all() if newest else []
+            else:
+                rows = conn.execute(_listing(flt, states, wanted, after_seq)).all()
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)
 
 
-def _listing(flt: JobFilter, states: Sequence[JobState], limit: int,
-             after_seq: int | None) -> Select[Any]:
+def _listing(flt: JobFilter, states: Sequence[JobState], limit: int, after_seq: int | None,
+             *columns: Any) -> Select[Any]:
     """The newest `limit` jobs in these states (any state when none) that pass the rest of
-    the filter, newest first."""
-    query = select(jobs).order_by(jobs.c.seq.desc()).limit(limit)
+    the filter, newest first: their `columns`, or every column."""
+    query = select(*(columns or (jobs,))).order_by(jobs.c.seq.desc()).limit(limit)
     if len(states) == 1:
         query = query.where(jobs.c.state == states[0].value)
     elif states:
