@@ -156,7 +156,7 @@ def test_the_replay_and_the_live_tracker_make_the_same_decisions(tmp_path: Path)
              for r in records]
     submitted = submit(trace, policy)
     assert [j.team for j in submitted.pending] == [r.team for r in records]
-    replay = replay_for("default", policy, len(gpu_ids(policy)), ["x", "y"])
+    replay = replay_for("default", policy, len(gpu_ids(policy)), ["x", "y"], exhaustive=True)
 
     def sim_pass(now: float) -> dict[str, Any]:
         replay.account_usage(now)

@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 
 from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.accounting import Ledger, PoolRoom
-from trainyard.scheduler.model import PendingJob, PendingReason
+from trainyard.scheduler.model import PendingJob, PendingReason, Shape
 
-# A waiting job's shape: queue, kind, team, cpus, memory, GPUs, level.
-Shape = tuple[str, str, str, float, int, int, int]
 # Why it failed, whether it would borrow, and when: Ledger.changes, Ledger.moves and how
 # many jobs its first pool held then.
 _Failed = tuple[PendingReason, bool, int, int, int]

@@ -14,6 +14,9 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import attained_by, level
 
+# A waiting job's shape (PendingJob.shape): queue, kind, team, cpus, memory, GPUs, level.
+Shape = tuple[str, str, str, float, int, int, int]
+
 
 @dataclass(frozen=True)
 class PendingJob:
@@ -36,7 +39,7 @@ class PendingJob:
 
     # Worked out once a job: a pass looks at a long backlog's jobs again and again.
     @cached_property
-    def shape(self) -> tuple[str, str, str, float, int, int, int]:
+    def shape(self) -> Shape:
         """What admission tells it apart by: queue, kind, team, cpus, memory, GPUs and
         service level. Two waiting jobs of one shape, neither holding a claim, fit or not
         alike."""

@@ -9,7 +9,10 @@ fair_share), and each job's checks in the policy's order. What the pass holds is
 A pass costs what it tries before the global limit, plus a little per queue, however long
 the backlog: each queue's jobs come in order (a Backlog the tracker keeps between passes),
 the quota check takes the same time however many teams there are, and once a queue meets a
-limit the rest of its jobs share that reason as one entry (PendingReasons)."""
+limit the rest of its jobs share that reason as one entry (PendingReasons). Below the
+limits a pass looks at every waiting job, to say why each waits; one that need not
+(every_reason=False: a replay, which reads only what starts and stops) passes over the jobs
+whose turn can change nothing (scheduler/skips.py), and decides the same."""
 
 from __future__ import annotations
 
@@ -25,18 +28,20 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.accounting import Ledger, PoolRoom, layout_of
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.budgets import Budgets, declared_budgets
-from trainyard.scheduler.failures import Failures, Shape
+from trainyard.scheduler.failures import Failures
 from trainyard.scheduler.fair_share import after_turn, share
 from trainyard.scheduler.model import (
     Decisions,
     PendingJob,
     PendingReason,
     PendingReasons,
+    Shape,
     SharedReasons,
     Snapshot,
 )
 from trainyard.scheduler.preemption import Preemption
 from trainyard.scheduler.queue_rules import Owners, QueueRules
+from trainyard.scheduler.skips import ALIKE, NO_ROOM, Skips
 from trainyard.scheduler.sweeps import SweepSlots
 
 _SWEEP = attrgetter("sweep")
@@ -66,13 +71,17 @@ class _Pass:
     each: dict[str, PendingReason] = field(default_factory=dict)  # job -> why it waits
     tails: list[tuple[Sequence[PendingJob], PendingReason]] = field(default_factory=list)
     pre_held: dict[str, PoolRoom] = field(default_factory=dict)  # job -> held for it
+    skips: Skips | None = None  # what it may pass over, when not every job needs its reason
+    stuck: bool = False  # Skips.stuck found that no waiting job can start in the rest of it
 
 
 class QueuePolicy:
     """A scheduler.Policy that decides by a declared cfg.Policy."""
 
-    def __init__(self, policy: cfg.Policy) -> None:
+    def __init__(self, policy: cfg.Policy, every_reason: bool = True) -> None:
         self.policy = policy
+        # False: jobs passed over (scheduler/skips.py) share one reason, not each its own.
+        self.every_reason = every_reason
         self._layout = layout_of(policy)  # the policy does not change: worked out once
         self._queues: dict[str, QueueRules] = {}  # filled as queues are first looked up
         self.budgets = declared_budgets(policy)  # what the caller reads usage for
@@ -100,6 +109,15 @@ class QueuePolicy:
             if ledger.running >= policy.max_running:
                 break
             self._take_turns(levels[priority], queues, snapshot, state, limit)
+            if state.stuck:
+                break
+        if state.stuck:
+            # What no turn reached, in every queue: none of it can start in this pass.
+            for name, jobs in queues.items():
+                start = state.heads.get(name, 0)
+                if name in policy.queues and start < len(jobs):
+                    state.tails.append((jobs[start:], NO_ROOM))
+                    state.heads[name] = len(jobs)
         if ledger.running >= policy.max_running:
             # 3. Nothing more starts in this pass, and each job still waiting gets the
             # reason it would get on its turn, without taking turns.
@@ -142,6 +160,8 @@ class QueuePolicy:
                                         snapshot.sweep_starts),
                       budgets=Budgets(self.budgets, snapshot.budget_use, snapshot.running,
                                       snapshot.now))
+        if not self.every_reason:
+            state.skips = Skips(self.policy, backlog, ledger, failures, state.pre_held)
         # Capacity on its way back to a team is held for the job it was taken back for, so
         # that the borrower, requeued ahead of it, cannot take it again (and again).
         for job_id, pool_name in snapshot.reclaiming.items():
@@ -165,7 +185,7 @@ class QueuePolicy:
         global limit, where _at_limit takes over."""
         turn: list[tuple[float, str]] = []
         heads, each, tails, ledger = state.heads, state.each, state.tails, state.ledger
-        failures = state.failures
+        failures, skips = state.failures, state.skips
         max_running = self.policy.max_running
         # With finite usage and weights, no share is ever nan (each adds to a finite one a
         # cost over the queue's weight, of one sign per queue), so the shares are ordered:
@@ -196,8 +216,9 @@ class QueuePolicy:
                 job = jobs[index]
                 index += 1
                 reason = None
-                looked = plain and quiet == ledger.changes and \
-                    (not state.pre_held or job.job_id not in state.pre_held)
+                claimant = bool(state.pre_held) and job.job_id in state.pre_held
+                before = ledger.changes
+                looked = plain and quiet == before and not claimant
                 if looked:
                     reason = failures.known(job, job.shape, snapshot.now)
                 if reason is None:
@@ -218,9 +239,20 @@ class QueuePolicy:
                 if not comparable:
                     heapq.heappush(turn, (now_share, name))
                     break
+                if skips is not None and plain:
+                    ahead = skips.after(job, reason, claimant or ledger.changes != before,
+                                        index)
+                    if ahead < 0:
+                        state.stuck = True
+                        break
+                    if ahead > index:
+                        tails.append((jobs[index:ahead], ALIKE))
+                        index = ahead
                 if index >= len(jobs):
                     break
             heads[name] = index
+            if state.stuck:
+                return
 
     def _at_limit(self, queues: Mapping[str, Sequence[PendingJob]], state: _Pass) -> None:
         """Once the global limit is reached: the reason _try would give each job still

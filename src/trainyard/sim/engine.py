@@ -52,15 +52,12 @@ class IndexedBacklog(Backlog):
         self._key = key
         self._order: list[tuple[Key, PendingJob]] = []
         self._keys: dict[str, Key] = {}
-        self.gpu_free = 0  # waiting jobs that ask for no GPU
 
     def add(self, job: PendingJob) -> None:
         super().add(job)  # removes one of the same id first, through remove()
         key = self._key(job)
         self._keys[job.job_id] = key
         insort(self._order, (key, job), key=_first)
-        if not job.resources.gpus:
-            self.gpu_free += 1
 
     def remove(self, job_id: str) -> PendingJob | None:
         job = super().remove(job_id)
@@ -68,8 +65,6 @@ class IndexedBacklog(Backlog):
             key = self._keys.pop(job_id)
             index = bisect_left(self._order, key, key=_first)
             del self._order[index]  # keys end with the unique seq
-            if not job.resources.gpus:
-                self.gpu_free -= 1
         return job
 
     def ordered(self) -> Sequence[tuple[Key, PendingJob]]:

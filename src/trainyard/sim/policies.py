@@ -53,9 +53,9 @@ class PriorityPolicy:
     no quotas, borrowing or reclaim), no service levels, and no fair share (every queue's
     usage is zero, so queues of equal priority take turns within each pass only)."""
 
-    def __init__(self, policy: cfg.Policy) -> None:
+    def __init__(self, policy: cfg.Policy, every_reason: bool = True) -> None:
         self.policy = replace(without_quotas(policy), service_levels=False)
-        self._queues = QueuePolicy(self.policy)
+        self._queues = QueuePolicy(self.policy, every_reason)
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         return self._queues.schedule(replace(snapshot, usage={}))
@@ -77,21 +77,27 @@ class _Room:
                               need.memory_mb, self.used.gpus + need.gpus)
         self.jobs += 1
 
-    @property
-    def full(self) -> bool:
-        """No job that asks for a GPU fits any more."""
-        return self.used.gpus >= self.capacity.gpus or self.jobs >= self.capacity.max_jobs
+    def full(self, fewest_gpus: int) -> bool:
+        """No job that asks for `fewest_gpus` GPUs or more fits any more."""
+        return self.used.gpus + fewest_gpus > self.capacity.gpus or \
+            self.jobs >= self.capacity.max_jobs
 
 
 class OrderedPreemptive:
     """Every job in one order, best first; see the module's docstring. Subclasses give the
     order: key(job, running, now), ascending, ending with the job's seq. A waiting job's key
     must not change while it waits (it is indexed by the replay's IndexedBacklog); a
-    running job's may."""
+    running job's may.
 
-    def __init__(self, policy: cfg.Policy, progress: Progress) -> None:
+    Once the pools hold no room for the waiting job asking fewest GPUs, a pass looks at no
+    more waiting jobs, only at the running ones still to keep their room; `exhaustive`
+    looks at every waiting job all the same (the decisions are the same)."""
+
+    def __init__(self, policy: cfg.Policy, progress: Progress,
+                 exhaustive: bool = False) -> None:
         self.policy = policy
         self.progress = progress
+        self.exhaustive = exhaustive
         self._pools: dict[tuple[str, str], tuple[str, ...]] = {}  # (queue, kind) -> pools
 
     def key(self, job_id: str, seq: int, gpus: int, running: bool, now: float) -> Key:
@@ -111,15 +117,17 @@ class OrderedPreemptive:
         pending = snapshot.pending
         if isinstance(pending, IndexedBacklog):
             ordered: Sequence[tuple[Key, PendingJob]] = pending.ordered()
-            gpu_free = pending.gpu_free
+            fewest = pending.fewest_gpus or 0
         else:
             ordered = sorted(((self.waiting_key(job), job) for job in pending), key=_first)
-            gpu_free = sum(1 for job in pending if not job.resources.gpus)
+            fewest = min((job.resources.gpus for job in pending), default=0)
         keep: set[str] = set()
         chosen: list[tuple[PendingJob, str]] = []
         slots, limit = 0, self.policy.max_running
         r = w = 0
-        full = False  # no waiting job can get room any more
+        # No waiting job can get room any more: rooms only fill up in a pass. Without a
+        # waiting job that asks for no GPU (fewest 0) only job slots can say so.
+        full = False
         while r < len(running) or (w < len(ordered) and not full):
             if r < len(running) and (full or w >= len(ordered) or
                                      running[r][0] < ordered[w][0]):
@@ -130,6 +138,8 @@ class OrderedPreemptive:
                     room.take(run.resources)
                     keep.add(run.job_id)
                     slots += 1
+                    if not full and not self.exhaustive:
+                        full = all(room.full(fewest) for room in rooms.values())
                 continue
             job = ordered[w][1]
             w += 1
@@ -142,7 +152,8 @@ class OrderedPreemptive:
                     room.take(job.resources)
                     chosen.append((job, name))
                     slots += 1
-                    full = gpu_free == 0 and all(room.full for room in rooms.values())
+                    full = not self.exhaustive and \
+                        all(room.full(fewest) for room in rooms.values())
                     break
         preempt = {run.job_id: "preempted: jobs ahead of it in the policy's order need its "
                    "room; it resumes where it stopped" for _, run in running
@@ -225,8 +236,9 @@ class LasPolicy(OrderedPreemptive):
     A running job that passes a threshold may be preempted then: wake() says when."""
 
     def __init__(self, policy: cfg.Policy, progress: Progress,
-                 thresholds: Sequence[float] = LAS_THRESHOLDS) -> None:
-        super().__init__(policy, progress)
+                 thresholds: Sequence[float] = LAS_THRESHOLDS, exhaustive: bool = False
+                 ) -> None:
+        super().__init__(policy, progress, exhaustive)
         self.thresholds = tuple(sorted(thresholds))
 
     def level(self, attained: float) -> int:
@@ -268,8 +280,12 @@ def queue_policy_wake(policy: cfg.Policy) -> Callable[[RunningJob, float], float
 
 def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[str],
                restart_overhead: float = 0.0,
-               checkpoints: Checkpointing = NO_CHECKPOINTS) -> Replay:
-    """A Replay running the named policy on the cluster `policy` declares."""
+               checkpoints: Checkpointing = NO_CHECKPOINTS, exhaustive: bool = False
+               ) -> Replay:
+    """A Replay running the named policy on the cluster `policy` declares. Its passes pass
+    over the waiting jobs that cannot start (QueuePolicy's every_reason=False, and
+    OrderedPreemptive's), deciding the same; `exhaustive`: every pass looks at every
+    waiting job and gives each its own reason, as the tracker's does."""
     pools: Mapping[str, PoolCapacity] = {n: p.capacity for n, p in policy.pools.items()}
     progress = Progress()
     wake: Callable[[RunningJob, float], float | None] | None = None
@@ -278,14 +294,14 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
     if name == "fifo":
         chosen, pools = FifoPolicy(policy.max_running), executor_pools(policy)
     elif name == "priority":
-        chosen = PriorityPolicy(policy)
+        chosen = PriorityPolicy(policy, every_reason=exhaustive)
     elif name == "default":
-        chosen, wake = QueuePolicy(policy), queue_policy_wake(policy)
+        chosen, wake = QueuePolicy(policy, exhaustive), queue_policy_wake(policy)
     elif name == "srtf-oracle":
-        srtf = SrtfOraclePolicy(policy, progress)
+        srtf = SrtfOraclePolicy(policy, progress, exhaustive)
         chosen, key = srtf, srtf.waiting_key
     elif name == "las":
-        las = LasPolicy(policy, progress)
+        las = LasPolicy(policy, progress, exhaustive=exhaustive)
         chosen, key, wake = las, las.waiting_key, las.wake
     else:
         raise ValueError(f"unknown policy {name!r}; the policies are {', '.join(POLICIES)}")
