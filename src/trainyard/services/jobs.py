@@ -163,7 +163,8 @@ class JobService:
                                             kind=accepted.kind,
                                             client_request_id=client_request_id or None,
                                             sweep_id=group, reproduced_from=reproduced_from,
-                                            needs=needs, sample_id=sample_id)
+                                            needs=needs, sample_id=sample_id,
+                                            request_unseen=retried is None)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")

@@ -50,6 +50,7 @@ _INSERT_JOB = insert(jobs)
 _INSERT_LABEL = insert(job_labels)
 _INSERT_EVENT = insert(job_events)
 _SELECT_JOB = select(jobs).where(jobs.c.id == bindparam("b_id"))
+_JOB_OF_REQUEST = select(jobs.c.id).where(jobs.c.client_request_id == bindparam("b_request"))
 _SELECT_TIMES = select(jobs.c.queue, jobs.c.submitted_at, jobs.c.updated_at).where(
     jobs.c.id == bindparam("b_id"))
 _LIVE_COUNTS = select(jobs.c.state, jobs.c.queue, func.count()).where(
@@ -168,7 +169,7 @@ class JobStore:
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
         reproduced_from: str = "", kind: str | None = None, needs: Sequence[Need] = (),
-        sample_id: bool = False,
+        sample_id: bool = False, request_unseen: bool = False,
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job.
 
@@ -176,8 +177,10 @@ class JobStore:
         gives it (domain.kinds). `needs`: the jobs it waits for (--after), stored with it in
         one transaction; while one is unmet it is held out of the queue, its reason
         DEPENDENCY. `sample_id`: it is numbered for the sample training service in the same
-        transaction (store/sample_ids.py)."""
-        if client_request_id:
+        transaction (store/sample_ids.py). `request_unseen`: the caller has just found no
+        job for the request id (job_for_request), so it is not looked up again; a retry
+        racing this one is still caught by the id's unique index."""
+        if client_request_id and not request_unseen:
             found = self._by_request_id(client_request_id)
             if found is not None:
                 return self._same_request(found, spec), True
@@ -442,8 +445,10 @@ class JobStore:
     def job_for_request(self, request_id: str) -> str | None:
         """The id of the job stored for this client request id (a retried submit), if one
         was."""
-        found = self._by_request_id(request_id)
-        return None if found is None else found.id
+        with self.db.read() as conn:
+            found: str | None = conn.execute(_JOB_OF_REQUEST, {"b_request": request_id}
+                                             ).scalar()
+        return found
 
     def live_counts(self) -> dict[tuple[JobState, str], int]:
         """(state, queue) -> how many jobs are in it, for the states a job passes through
