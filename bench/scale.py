@@ -25,10 +25,11 @@ Then --rounds rounds (3), each of the first two on one store and then on the oth
              /proc/PID/stat, beside it)
 and then the reads, one call at a time, the two stores' calls taking turns one by one:
   status     300 GetTrainingStatus calls, each of a job picked at random among the store's
-             history jobs and its submitted ones; p50 and p99 of all rounds' calls
+             history jobs and its submitted ones; p50 and p99 of all rounds' calls shown,
+             the ratio the median of the rounds' ratios (each round's p50 and p99)
   lists      30 each of: ListJobs' first page; ListJobs of SUCCEEDED or FAILED jobs (the
              loaded history's states too); ListRuns sorted by accuracy, descending; the p50
-             of each
+             of each, shown and compared as the status calls' are
 And at the end each server's VmRSS (/proc/PID/status); then every job not ended is
 cancelled and the servers stopped.
 
@@ -349,6 +350,17 @@ def read_round(sides: tuple[Side, Side], clients: list[Client], rnd: random.Rand
         calls = [make(side, client) for side, client in zip(sides, clients, strict=True)]
         for side, times in zip(sides, timed_turns(calls, count), strict=True):
             side.add(side.calls, key, times)
+            # The round's own figures too: the ratio is the median of the rounds' ratios.
+            ordered = sorted(times)
+            for figure, q in READ_FIGURES[key]:
+                side.add(side.rounds, figure, [percentile(ordered, q)])
+
+
+# Each read's figures and their percentiles: of all rounds' calls, and of each round's.
+READ_FIGURES = {"status": (("status_p50_ms", 50), ("status_p99_ms", 99)),
+                "list_first_page": (("list_first_page_ms", 50),),
+                "list_filtered_page": (("list_filtered_page_ms", 50),),
+                "runs_by_metric": (("runs_by_metric_ms", 50),)}
 
 
 def figures_of(side: Side, rss: float) -> dict[str, float]:
@@ -524,7 +536,7 @@ def render(results: dict[str, Any]) -> None:
     table = Table(title=f"Trainyard on an empty store and with {config['jobs']:,} finished "
                         f"jobs ({config['database']})",
                   caption="ratio: how many times worse on the full store (rates: empty/full); "
-                          "for the submits and the passes the median of the rounds' ratios")
+                          "for all but start-up and memory the median of the rounds' ratios")
     for col in ("figure", "empty", "full", "ratio", f"goal <= {GOAL_RATIO}x"):
         table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
     for goal in results["goals"].values():
