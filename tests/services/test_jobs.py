@@ -3,6 +3,8 @@ change which job, and what a refusal leaves behind."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.services.conftest import World
@@ -53,6 +55,26 @@ def test_a_request_id_does_not_reach_another_users_job(world: World) -> None:
     assert first not in str(info.value)
     again, existing = jobs.train(world.who["member"], spec, client_request_id="shared-1")
     assert existing and again == first
+
+
+def test_concurrent_retries_of_one_submit_make_one_job(world: World) -> None:
+    """Without limits a submit does not look its request id up first: the id's unique
+    index alone must send every racing retry to the one job."""
+    jobs, spec = world.services.jobs, JobSpec(name="r", command="true")
+    results: list[tuple[str, bool]] = []
+    barrier = threading.Barrier(6)
+
+    def submit() -> None:
+        barrier.wait()
+        results.append(jobs.train(world.who["member"], spec, client_request_id="race-1"))
+
+    threads = [threading.Thread(target=submit) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({job_id for job_id, _ in results}) == 1 and len(results) == 6
+    assert sorted(existing for _, existing in results) == [False] + [True] * 5
 
 
 def test_a_queue_refusal_is_audited_and_stores_nothing(world: World) -> None:

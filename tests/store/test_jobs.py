@@ -60,17 +60,17 @@ def test_request_id_makes_submit_idempotent(db: Database) -> None:
 
 
 def test_a_retry_that_races_past_the_callers_lookup_still_finds_its_job(db: Database) -> None:
-    """request_unseen: the caller looked the id up and found nothing, but a retry stored it
-    since; the id's unique index sends the insert to the stored job."""
+    """look_up_request=False: the id is not looked up first (the caller found nothing, or a
+    retry stored it since); the id's unique index sends the insert to the stored job."""
     store = JobStore(db)
     assert store.job_for_request("req-2") is None
     first, _ = store.create(SPEC, client_request_id="req-2")
     assert store.job_for_request("req-2") == first
-    again, existing = store.create(SPEC, client_request_id="req-2", request_unseen=True)
+    again, existing = store.create(SPEC, client_request_id="req-2", look_up_request=False)
     assert again == first and existing
     with pytest.raises(InvalidArgument, match="client_request_id"):
         store.create(replace(SPEC, command="false"), client_request_id="req-2",
-                     request_unseen=True)
+                     look_up_request=False)
     assert count(db, jobs) == 1
 
 

@@ -16,3 +16,9 @@ class SubmitLimits:
     @property
     def waiting_capped(self) -> bool:
         return self.max_waiting_per_user is not None or self.max_waiting_per_team is not None
+
+    @property
+    def any(self) -> bool:
+        """Whether any cap is set: a submit is then counted."""
+        return self.waiting_capped or self.submits_per_minute_per_user is not None or \
+            self.submits_per_minute_per_team is not None

@@ -152,7 +152,11 @@ class JobService:
         check_pipeline(pipeline, pipeline_max_parallel)
         wanted = checked(after)
         accepted = self.check.accept(spec, identity)
-        retried = self.jobs.job_for_request(client_request_id) if client_request_id else None
+        # A retry is told apart before the insert only where it matters: it is not counted
+        # against the limits, and a cycle through its own job is looked for. Otherwise the
+        # request id's unique index sends a retry's insert to its stored job.
+        look_up = bool(client_request_id) and (bool(wanted) or self.check.counts_submits())
+        retried = self.jobs.job_for_request(client_request_id) if look_up else None
         needs = self._needs(identity, wanted, retried)
         if retried is None:
             self.check.admit(identity, accepted.team)  # a retried submit is not counted
@@ -164,7 +168,7 @@ class JobService:
                                             client_request_id=client_request_id or None,
                                             sweep_id=group, reproduced_from=reproduced_from,
                                             needs=needs, sample_id=sample_id,
-                                            request_unseen=retried is None)
+                                            look_up_request=retried is not None)
         if existing and self.jobs.get(job_id).owner != identity.user:
             raise FailedPrecondition("client_request_id: another user's submit used this id; "
                                      "choose another")

@@ -47,6 +47,10 @@ class SubmitCheck:
             self.pressure.admit(self.policy.effective().policy.limits, identity.user, team,
                                 count)
 
+    def counts_submits(self) -> bool:
+        """Whether admit() counts submits now (the policy's [limits] set a cap)."""
+        return self.pressure is not None and self.policy.effective().policy.limits.any
+
     def resolve(self, spec: JobSpec) -> JobSpec:
         """The spec with its algorithm's handle resolved, once, to the version it keeps
         (domain.algorithms.apply). A spec already pinned (a sweep's trial, a reproduced run)

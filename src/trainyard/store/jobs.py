@@ -169,7 +169,7 @@ class JobStore:
         self, spec: JobSpec, *, owner: str = "", team: str = "",
         client_request_id: str | None = None, now: float | None = None, sweep_id: str = "",
         reproduced_from: str = "", kind: str | None = None, needs: Sequence[Need] = (),
-        sample_id: bool = False, request_unseen: bool = False,
+        sample_id: bool = False, look_up_request: bool = True,
     ) -> tuple[str, bool]:
         """Store a WAITING job; return (job_id, existing). A known request id returns its job.
 
@@ -177,10 +177,10 @@ class JobStore:
         gives it (domain.kinds). `needs`: the jobs it waits for (--after), stored with it in
         one transaction; while one is unmet it is held out of the queue, its reason
         DEPENDENCY. `sample_id`: it is numbered for the sample training service in the same
-        transaction (store/sample_ids.py). `request_unseen`: the caller has just found no
-        job for the request id (job_for_request), so it is not looked up again; a retry
-        racing this one is still caught by the id's unique index."""
-        if client_request_id and not request_unseen:
+        transaction (store/sample_ids.py). `look_up_request` False: the request id is not
+        looked up before the insert (the caller found no job for it, or need not know): the
+        id's unique index sends a retry's insert to its stored job all the same."""
+        if client_request_id and look_up_request:
             found = self._by_request_id(client_request_id)
             if found is not None:
                 return self._same_request(found, spec), True
