@@ -43,9 +43,12 @@ def test_a_node_lost_mid_job_is_a_lost_attempt_naming_the_node(slurm_cluster: Sl
                                                                tmp_path: Path) -> None:
     slurm = executor(slurm_cluster)
     job = request(tmp_path, "doomed", "sleep 120", workers=2, cpus=2.0)  # one task per node
+    # Both nodes free first: the cluster is shared with the other Slurm tests of this
+    # process, whose jobs may still be ending; and a loaded machine starts it slowly.
+    slurm_cluster.wait_idle(timeout=60)
     try:
         slurm.launch(job)
-        wait_for(lambda: slurm.poll(job.handle), running)
+        wait_for(lambda: slurm.poll(job.handle), running, timeout=60)
         slurm_cluster.kill_node("n2")
         try:
             outcome = wait_for(lambda: slurm.poll(job.handle), ended, timeout=60)

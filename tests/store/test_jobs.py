@@ -164,6 +164,35 @@ def test_a_list_of_several_states_pages_newest_first_across_them(db: Database) -
     assert pages(replace(both, states=[JobState.SUCCEEDED, JobState.FAILED]), 5) == [[]]
 
 
+def test_a_job_moving_between_the_listed_states_mid_list_is_listed_once(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The states are read one statement each: a job that moves from the first to the
+    second between them is seen by both, and must neither fill a page twice nor end the
+    paging early."""
+    from trainyard.store import jobs as job_store
+    store = JobStore(db)
+    ids = [store.create(SPEC)[0] for _ in range(6)]
+    for job_id in ids[:3]:
+        store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="x")
+        store.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason="x")
+    listing, moved = job_store._listing, []
+
+    def racing(flt: JobFilter, states: Any, *args: Any) -> Any:
+        if list(states) == [JobState.RUNNING] and not moved:  # after the WAITING read
+            moved.append(ids[5])
+            store.transition(ids[5], JobState.WAITING, JobState.LAUNCHING, reason="x")
+            store.transition(ids[5], JobState.LAUNCHING, JobState.RUNNING, reason="x")
+        return listing(flt, states, *args)
+
+    monkeypatch.setattr(job_store, "_listing", racing)
+    flt = JobFilter(states=[JobState.WAITING, JobState.RUNNING])
+    page, after = store.list(flt, page_size=4)
+    assert moved and [j.id for j in page] == [ids[5], ids[4], ids[3], ids[2]]
+    assert after is not None
+    rest, after = store.list(flt, page_size=4, after_seq=after)
+    assert [j.id for j in rest] == [ids[1], ids[0]] and after is None
+
+
 def test_queue_position_counts_waiting_jobs_ahead_in_the_same_queue(db: Database) -> None:
     store = JobStore(db)
     a, _ = store.create(SPEC)

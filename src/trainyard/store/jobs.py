@@ -535,18 +535,23 @@ class JobStore:
         """Newest first. Returns the page and the seq to continue after, or None at the end.
         Several states are read one at a time, each newest first along its own range of the
         (state, seq) or (state, queue, seq) index, only the seq of each, and the page is the
-        newest of them: one query for them all would sort every job in those states."""
+        newest of them: one query for them all would sort every job in those states. The
+        reads are separate statements, so a job that moves between two of the states
+        meanwhile is counted once, and one that moved out of them is left off its page."""
         states = list(dict.fromkeys(flt.states))
         wanted = page_size + 1
         with self.db.read() as conn:
             if len(states) > 1:
-                newest = heapq.nlargest(wanted, (
+                newest = heapq.nlargest(wanted, {
                     seq for state in states for seq in conn.execute(
-                        _listing(flt, [state], wanted, after_seq, jobs.c.seq)).scalars()))
-                rows = conn.execute(select(jobs).where(jobs.c.seq.in_(newest))
-                                    .order_by(jobs.c.seq.desc())).all() if newest else []
-            else:
-                rows = conn.execute(_listing(flt, states, wanted, after_seq)).all()
+                        _listing(flt, [state], wanted, after_seq, jobs.c.seq)).scalars()})
+                page = newest[:page_size]
+                rows = conn.execute(select(jobs).where(
+                    jobs.c.seq.in_(page), jobs.c.state.in_([s.value for s in states]))
+                    .order_by(jobs.c.seq.desc())).all() if page else []
+                more = len(newest) > page_size
+                return ([JobRecord.from_row(r) for r in rows], page[-1] if more else None)
+            rows = conn.execute(_listing(flt, states, wanted, after_seq)).all()
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)
