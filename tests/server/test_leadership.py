@@ -69,7 +69,9 @@ def test_a_leader_without_its_database_for_a_ttl_steps_down_and_leads_again(
         assert lead.leading and trackers[0].started.is_set()  # recovered before start returns
         lease.away = True
         wait_until(lambda: not lead.leading, timeout=3, what="stepping down")
-        assert trackers[0].stopped.is_set() and len(trackers) == 1
+        # A leader is a standby first, then stops its tracker: the stop follows at once.
+        wait_until(trackers[0].stopped.is_set, timeout=3, what="the old tracker's stop")
+        assert len(trackers) == 1
         lease.away = False  # the database is back: the expired lease is taken again
         wait_until(lambda: lead.leading, timeout=3, what="a new term")
         assert trackers[1].term.token == trackers[0].term.token + 1
@@ -89,7 +91,7 @@ def test_a_fenced_write_makes_the_leader_step_down_at_once(pg: Database) -> None
     try:
         trackers[0].fenced()  # as its store calls it when a write was refused
         wait_until(lambda: not lead.leading, timeout=2, what="stepping down")
-        assert trackers[0].stopped.is_set()
+        wait_until(trackers[0].stopped.is_set, timeout=2, what="the tracker's stop")
     finally:
         lead.stop()
 
