@@ -349,11 +349,16 @@ def read_round(sides: tuple[Side, Side], clients: list[Client], rnd: random.Rand
                              ("runs_by_metric", by_metric, LIST_CALLS)):
         calls = [make(side, client) for side, client in zip(sides, clients, strict=True)]
         for side, times in zip(sides, timed_turns(calls, count), strict=True):
-            side.add(side.calls, key, times)
-            # The round's own figures too: the ratio is the median of the rounds' ratios.
-            ordered = sorted(times)
-            for figure, q in READ_FIGURES[key]:
-                side.add(side.rounds, figure, [percentile(ordered, q)])
+            keep_round(side, key, times)
+
+
+def keep_round(side: Side, key: str, times: list[float]) -> None:
+    """One round's calls of one read: kept with every round's (the figures shown), and the
+    round's own figures beside (the ratio is the median of the rounds' ratios)."""
+    side.add(side.calls, key, times)
+    ordered = sorted(times)
+    for figure, q in READ_FIGURES[key]:
+        side.add(side.rounds, figure, [percentile(ordered, q)])
 
 
 # Each read's figures and their percentiles: of all rounds' calls, and of each round's.

@@ -3,6 +3,7 @@ store itself on both dialects: the rows it writes are the rows the store would h
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import scale
@@ -89,3 +90,22 @@ def test_every_read_figure_is_kept_round_by_round() -> None:
     assert read_keys <= shown
     assert {"status_p50_ms", "status_p99_ms", "list_first_page_ms", "list_filtered_page_ms",
             "runs_by_metric_ms"} == read_keys
+
+
+def test_a_reads_rounds_are_kept_apart_and_its_shown_figure_pools_them() -> None:
+    sides = [scale.Side(name, Path("/nonexistent"), "", 16) for name in ("empty", "full")]
+    for side in sides:
+        side.add(side.rounds, "tracker_passes", [3.0])  # as a submit round leaves it
+        side.starts.append(1.0)
+        for read in ("list_first_page", "list_filtered_page", "runs_by_metric"):
+            scale.keep_round(side, read, [10.0])
+    for empty_ms, full_ms in (([1.0] * 95 + [5.0] * 5, [1.0] * 95 + [50.0] * 5),  # a burst
+                              ([1.0] * 100, [1.0] * 100), ([2.0] * 100, [2.0] * 100)):
+        scale.keep_round(sides[0], "status", empty_ms)
+        scale.keep_round(sides[1], "status", full_ms)
+    assert sides[1].rounds["status_p99_ms"] == [50.0, 1.0, 2.0]
+    empty, full = (scale.figures_of(side, 100.0) | {"rounds": side.rounds} for side in sides)
+    assert len(sides[1].calls["status"]) == 300 and full["status_p50_ms"] == 1.0
+    p99 = next(f for f in scale.FIGURES if f.key == "status_p99_ms")
+    # The burst weighs on one round's ratio (10x), not on the result.
+    assert scale.ratio(p99, empty, full) == 1.0

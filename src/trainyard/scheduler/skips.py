@@ -56,9 +56,9 @@ NO_ROOM = PendingReason(ReasonCode.POOL_CAPACITY, "no waiting job could start in
                         "nor could preempting make room for one; it starts when room is free")
 
 _NEAR = 8  # jobs looked at one by one, before the queue's ShapeIndex is asked
-# A passable shape's cover: cpus, memory, GPUs, level, the Ledger.changes it holds at, and
-# whether it covers only those asking the same.
-_Cover = tuple[float, int, int, int, int, bool]
+# A passable shape's cover: cpus, memory, GPUs, level, and whether it covers only those
+# asking the same (all of them hold at Skips._covers_at).
+_Cover = tuple[float, int, int, int, bool]
 
 
 class _Heads:
@@ -130,13 +130,13 @@ class Skips:
                 self._covers.clear()
                 self._covers_at = changes
             self._covers.setdefault(shape[:3], []).append(
-                (*shape[3:], changes, code in _COVERS_SAME))
+                (*shape[3:], code in _COVERS_SAME))
 
     def _covered(self, shape: Shape, changes: int) -> bool:
         """Whether a passable shape of its queue, kind and team covers this one (rule 1)."""
         if self._covers_at != changes:
             return False
-        for cpus, memory, gpus, level, _, same in self._covers.get(shape[:3], ()):
+        for cpus, memory, gpus, level, same in self._covers.get(shape[:3], ()):
             if (cpus == shape[3] and memory == shape[4] and gpus == shape[5]) if same else (
                     cpus <= shape[3] and memory <= shape[4] and gpus <= shape[5] and
                     level <= shape[6]):
