@@ -75,3 +75,19 @@ def test_an_empty_tree_stores_nothing(tmp_path: Path) -> None:
     tree, stored = store_tree(src, tmp_path / "objects", "path")
     assert stored is None and tree.file_count == 0
     assert list((tmp_path / "objects").iterdir()) == []
+
+
+def test_a_directory_without_entries_is_the_empty_tree_without_a_copy(tmp_path: Path) -> None:
+    nested = make_tree(tmp_path / "nested", {})
+    (nested / "empty-dir").mkdir()
+    bare = make_tree(tmp_path / "bare", {})
+    objects = tmp_path / "objects"
+    tree, stored = store_tree(bare, objects, "path")
+    assert stored is None and tree.file_count == 0
+    assert not objects.exists()  # not even a staging directory was made
+    assert tree == store_tree(nested, objects, "path")[0]
+
+
+def test_a_missing_or_unreadable_directory_is_still_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="path"):
+        store_tree(tmp_path / "absent", tmp_path / "objects", "path")

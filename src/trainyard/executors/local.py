@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, cut_note
@@ -95,6 +96,7 @@ class LocalExecutor:
         self._watched: set[str] = set()
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
         self._lock = threading.Lock()
+        self._cap_remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pids-cap")
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
         self._listener = listener
@@ -282,6 +284,11 @@ class LocalExecutor:
         pid = self._read_pid(handle)
         if pid is not None:
             self._kill_group(handle, pid)
+        # Off the caller's thread (the tracker's): the kernel takes a millisecond or more to
+        # remove a cgroup.
+        self._cap_remover.submit(self._remove_cap, handle)
+
+    def _remove_cap(self, handle: str) -> None:
         if not self._pids.remove(handle):
             # Its cgroup empties once the processes just killed are reaped.
             remover = threading.Timer(RELEASE_REAP_S, self._pids.remove, args=(handle,))

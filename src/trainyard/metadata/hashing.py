@@ -48,11 +48,13 @@ def store_tree(src: Path, objects_dir: Path, field: str) -> tuple[TreeDigest, Pa
     """
     if src.is_symlink() or not src.is_dir():
         raise InvalidArgument(field, f"{str(src)!r} is not a directory")
+    if _is_empty(src):  # the usual model directory of a job that saved none: no staging
+        return _digest(()), None
     objects_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=objects_dir))
     try:
         files = tuple(sorted(_copy_tree(src, staging, field)))
-        digest = TreeDigest(hashlib.sha256(manifest_of(files).encode()).hexdigest(), files)
+        digest = _digest(files)
         if not files:
             return digest, None
         target = objects_dir / digest.digest
@@ -69,6 +71,18 @@ def store_tree(src: Path, objects_dir: Path, field: str) -> tuple[TreeDigest, Pa
         if staging.exists():
             _make_writable(staging)
             shutil.rmtree(staging)
+
+
+def _digest(files: tuple[tuple[str, str, int], ...]) -> TreeDigest:
+    return TreeDigest(hashlib.sha256(manifest_of(files).encode()).hexdigest(), files)
+
+
+def _is_empty(src: Path) -> bool:
+    try:
+        with os.scandir(src) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False  # the walk says what is wrong, with the field's name
 
 
 def _copy_tree(src: Path, dest: Path, field: str) -> list[tuple[str, str, int]]:

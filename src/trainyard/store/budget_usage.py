@@ -48,17 +48,21 @@ _RUNNING = (
 )
 
 
+# The job's current attempt, as it ends (b_id, at b_end): what it held since it began to run.
+_ENDED_ATTEMPT = insert(budget_usage).from_select(
+    ["job_id", "attempt", "team", "queue", "gpus", "cpus", "started_at", "ended_at"],
+    select(jobs.c.id, jobs.c.attempt, jobs.c.team, jobs.c.queue, jobs.c.gpus * jobs.c.workers,
+           jobs.c.cpus * jobs.c.workers, runs.c.started_at,
+           bindparam("b_end", type_=budget_usage.c.ended_at.type))
+    .select_from(jobs.join(runs, _CURRENT_RUN))
+    .where(jobs.c.id == bindparam("b_id"), runs.c.started_at.is_not(None),
+           runs.c.started_at < bindparam("b_end", type_=budget_usage.c.ended_at.type)))
+
+
 def record_attempt(conn: Connection, job_id: str, now: float) -> None:
     """The job's current attempt ends now: write what it held since it began to run, inside
     the transition's own transaction. An attempt that never ran uses nothing."""
-    started = select(jobs.c.id, jobs.c.attempt, jobs.c.team, jobs.c.queue,
-                     jobs.c.gpus * jobs.c.workers, jobs.c.cpus * jobs.c.workers,
-                     runs.c.started_at, bindparam("b_end", now)).select_from(
-        jobs.join(runs, _CURRENT_RUN)).where(
-        jobs.c.id == job_id, runs.c.started_at.is_not(None), runs.c.started_at < now)
-    conn.execute(insert(budget_usage).from_select(
-        ["job_id", "attempt", "team", "queue", "gpus", "cpus", "started_at", "ended_at"],
-        started))
+    conn.execute(_ENDED_ATTEMPT, {"b_id": job_id, "b_end": now})
 
 
 class BudgetUsageStore:

@@ -78,6 +78,14 @@ _dependent = jobs.alias("dependent")
 _OPEN = select(_d.job_id, _dependent.c.pending_message).distinct().join(
     _dependent, _dependent.c.id == _d.job_id).where(
     _d.met.is_(False), _dependent.c.state == _WAITING)
+# Read at every tracker pass, so built once.
+_LAST_EVENT = select(func.max(job_events.c.id))
+_MOVED_BETWEEN = select(job_events.c.job_id).distinct().where(
+    job_events.c.id > bindparam("b_after"), job_events.c.id <= bindparam("b_upto"))
+_UNMET_OF = select(_d.job_id).where(_d.needs_job_id.in_(bindparam("b_ids", expanding=True)),
+                                    _d.met.is_(False))
+_STILL_WAITING = select(jobs.c.id, jobs.c.pending_message).where(
+    jobs.c.id.in_(bindparam("b_ids", expanding=True)), jobs.c.state == _WAITING)
 
 
 class DependencyStore:
@@ -121,15 +129,15 @@ class DependencyStore:
 
     def last_event_id(self) -> int:
         with self.db.read() as conn:
-            return int(conn.execute(select(func.max(job_events.c.id))).scalar() or 0)
+            return int(conn.execute(_LAST_EVENT).scalar() or 0)
 
     def dependents_moved(self, after_id: int, upto_id: int) -> dict[str, str]:
         """The waiting jobs with an unmet need that changed state in the events after
         `after_id` up to `upto_id`, each with its pending message: only those events and the
         needed jobs' rows are read."""
         with self.db.read() as conn:
-            moved = conn.execute(select(job_events.c.job_id).distinct().where(
-                job_events.c.id > after_id, job_events.c.id <= upto_id)).scalars().all()
+            moved = conn.execute(_MOVED_BETWEEN, {"b_after": after_id, "b_upto": upto_id}
+                                 ).scalars().all()
             return self._dependents(conn, moved)
 
     def dependents_of(self, job_ids: Collection[str]) -> dict[str, str]:
@@ -145,13 +153,11 @@ class DependencyStore:
         still wait (the primary key)."""
         waiting: set[str] = set()
         for chunk in _chunks(needed):
-            waiting.update(conn.execute(select(_d.job_id).where(
-                _d.needs_job_id.in_(chunk), _d.met.is_(False))).scalars())
+            waiting.update(conn.execute(_UNMET_OF, {"b_ids": chunk}).scalars())
         out: dict[str, str] = {}
         for chunk in _chunks(waiting):
-            out.update((r.id, r.pending_message) for r in conn.execute(
-                select(jobs.c.id, jobs.c.pending_message).where(
-                    jobs.c.id.in_(chunk), jobs.c.state == _WAITING)))
+            out.update((r.id, r.pending_message)
+                       for r in conn.execute(_STILL_WAITING, {"b_ids": chunk}))
         return out
 
     def waiting(self) -> dict[str, str]:

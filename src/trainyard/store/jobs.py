@@ -34,7 +34,7 @@ from trainyard.domain.position import QueuePlace
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
-from trainyard.store import dependencies, faults, sample_ids
+from trainyard.store import dependencies, faults, prepared, sample_ids
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
@@ -73,6 +73,15 @@ _PLACE_BY_PRIORITY = select(func.count(), _HIGHER).select_from(jobs).where(
         and_(jobs.c.priority == bindparam("b_priority"), jobs.c.seq < bindparam("b_seq"))),
     ~dependencies.held_back(),
 )
+_IN_STATES = select(jobs).where(jobs.c.state.in_(bindparam("b_states", expanding=True))) \
+    .order_by(jobs.c.seq)
+_QUEUED = select(
+    jobs.c.id, jobs.c.queue, jobs.c.priority, jobs.c.seq, jobs.c.cpus, jobs.c.memory_mb,
+    jobs.c.gpus, jobs.c.workers, jobs.c.kind, jobs.c.owner, jobs.c.team, jobs.c.submitted_at,
+    jobs.c.sweep_id, jobs.c.held_s, jobs.c.retry_after, jobs.c.pending_timeout_s,
+    jobs.c.attempt, jobs.c.time_limit_s,
+).where(jobs.c.state == JobState.WAITING.value, jobs.c.seq > bindparam("b_after"),
+        ~dependencies.held_back()).order_by(jobs.c.seq)
 _SET_PENDING_REASON = (
     update(jobs)
     .where(jobs.c.id == bindparam("b_id"), jobs.c.state == JobState.WAITING.value)
@@ -106,10 +115,15 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
     # Read before the update: a waiting row's updated_at is when it began to wait (only
     # moves touch it while it waits).
     before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
-    moved = update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
-    if unless_cancelled:
-        moved = moved.where(jobs.c.cancel_requested.is_(False))
-    result = conn.execute(moved.values(state=target.value, updated_at=now, **fields))
+    if prepared.is_plain(fields):
+        result = conn.execute(prepared.job_move(tuple(fields), unless_cancelled), {
+            "b_id": job_id, "b_expected": expected.value, "b_target": target.value,
+            "b_now": now, **prepared.values_of(fields)})
+    else:
+        moved = update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
+        if unless_cancelled:
+            moved = moved.where(jobs.c.cancel_requested.is_(False))
+        result = conn.execute(moved.values(state=target.value, updated_at=now, **fields))
     if result.rowcount != 1:
         raise StaleState(f"job {job_id} is no longer {expected}, or was asked to cancel")
     log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
@@ -473,24 +487,14 @@ class JobStore:
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""
         with self.db.read() as conn:
-            rows = conn.execute(
-                select(jobs).where(jobs.c.state.in_([s.value for s in states]))
-                .order_by(jobs.c.seq)
-            ).all()
+            rows = conn.execute(_IN_STATES, {"b_states": [s.value for s in states]}).all()
         return [JobRecord.from_row(r) for r in rows]
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:
         """The waiting jobs in submit order, with only the columns admission needs; those
         still waiting for other jobs (--after) are left out until their needs are met."""
-        c = jobs.c
         with self.db.read() as conn:
-            rows = conn.execute(
-                select(c.id, c.queue, c.priority, c.seq, c.cpus, c.memory_mb, c.gpus, c.workers,
-                       c.kind, c.owner, c.team, c.submitted_at, c.sweep_id, c.held_s,
-                       c.retry_after, c.pending_timeout_s, c.attempt, c.time_limit_s)
-                .where(c.state == JobState.WAITING.value, c.seq > after_seq,
-                       ~dependencies.held_back()).order_by(c.seq)
-            ).all()
+            rows = conn.execute(_QUEUED, {"b_after": after_seq}).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         return [QueuedJob(r.id, r.queue, r.priority, r.seq,
                           total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),

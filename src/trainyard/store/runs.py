@@ -10,8 +10,10 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Float,
     Select,
     and_,
+    bindparam,
     case,
     exists,
     func,
@@ -24,6 +26,7 @@ from sqlalchemy import (
 
 from trainyard.domain.runs import ALGORITHM_LABEL, MetricThreshold, Op
 from trainyard.domain.states import ACTIVE_STATES, JobState
+from trainyard.store import prepared
 from trainyard.store.budget_usage import record_attempt
 from trainyard.store.db import Database
 from trainyard.store.records import JobRecord, RunRecord
@@ -51,17 +54,31 @@ _SELECT_RUNS = select(jobs, *_RUN_COLUMNS).select_from(
 _f = run_final_metrics.c
 
 
+# What a move writes on its job's current run, built once (store/prepared.py).
+_NEW_RUN_OF = select(jobs.c.attempt, jobs.c.executor, jobs.c.pool, jobs.c.handle,
+                     jobs.c.gpu_ids).where(jobs.c.id == bindparam("b_id"))
+_INSERT_RUN = insert(runs)
+_CURRENT_ATTEMPT = select(jobs.c.attempt).where(jobs.c.id == bindparam("b_id")) \
+    .scalar_subquery()
+_RAN = func.coalesce(bindparam("b_now", type_=Float) - select(runs.c.started_at).where(
+    runs.c.job_id == bindparam("b_id"), runs.c.attempt == _CURRENT_ATTEMPT).scalar_subquery(),
+    0.0)
+# The attempt's time running counts towards the service the job has attained.
+_ADD_HELD = update(jobs).where(jobs.c.id == bindparam("b_id")).values(
+    held_s=jobs.c.held_s + case((_RAN > 0.0, _RAN), else_=0.0))
+
+
 def record_run(conn: Connection, job_id: str, expected: JobState, target: JobState,
                now: float, fields: Mapping[str, Any]) -> None:
     """Keep the job's current run in step with a transition, in the transition's own
     transaction: LAUNCHING starts a run; each later move of the attempt updates it."""
     if target is JobState.LAUNCHING:
-        job = conn.execute(select(jobs.c.attempt, jobs.c.executor, jobs.c.pool, jobs.c.handle,
-                                  jobs.c.gpu_ids).where(jobs.c.id == job_id)).one()
-        conn.execute(insert(runs).values(
-            job_id=job_id, attempt=job.attempt, state=target.value, executor=job.executor,
-            pool=job.pool, handle=job.handle, gpu_ids=job.gpu_ids, image_id="",
-            exit_code=None, message="", launched_at=now, started_at=None, ended_at=None))
+        job = conn.execute(_NEW_RUN_OF, {"b_id": job_id}).one()
+        conn.execute(_INSERT_RUN, {
+            "job_id": job_id, "attempt": job.attempt, "state": target.value,
+            "executor": job.executor, "pool": job.pool, "handle": job.handle,
+            "gpu_ids": job.gpu_ids, "image_id": "", "exit_code": None, "message": "",
+            "launched_at": now, "started_at": None, "ended_at": None})
         return
     if expected not in ACTIVE_STATES:
         return  # a waiting or preempted job's move: its last run ended already
@@ -73,17 +90,11 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
     for column in ("exit_code", "message"):
         if column in fields:
             values[column] = fields[column]
-    current = select(jobs.c.attempt).where(jobs.c.id == job_id).scalar_subquery()
     if target in ENDS_ATTEMPT:
-        # The attempt's time running counts towards the service the job has attained.
-        started = select(runs.c.started_at).where(
-            runs.c.job_id == job_id, runs.c.attempt == current).scalar_subquery()
-        ran = func.coalesce(now - started, 0.0)
-        conn.execute(update(jobs).where(jobs.c.id == job_id).values(
-            held_s=jobs.c.held_s + case((ran > 0.0, ran), else_=0.0)))
+        conn.execute(_ADD_HELD, {"b_id": job_id, "b_now": now})
         record_attempt(conn, job_id, now)  # and towards the budgets over time
-    conn.execute(update(runs).where(runs.c.job_id == job_id, runs.c.attempt == current)
-                 .values(**values))
+    conn.execute(prepared.current_run_update(tuple(values)),
+                 {"b_id": job_id, **prepared.values_of(values)})
 
 
 @dataclass(frozen=True)
