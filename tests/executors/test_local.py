@@ -77,6 +77,23 @@ def test_the_contract_and_exactly_the_allocated_gpus(tmp_path: Path, gpu_ids: tu
     assert req.files.log.read_text().strip() == f"{visible}|0.5|{req.files.model}|job1"
 
 
+def test_the_command_runs_as_sh_c_runs_it(tmp_path: Path) -> None:
+    """No positional parameters of the wrapper's reach it; its syntax errors, exit and
+    exec are its own."""
+    ex = LocalExecutor(tmp_path / "state")
+    cases = [('echo "[$#][$1][$2]"; exit 4', 4, "[0][][]"),
+             ("exec sh -c 'exit 6'", 6, ""),
+             ("if then", 2, "")]
+    for attempt, (command, code, out) in enumerate(cases, start=1):
+        req = request(tmp_path, ex, command, attempt=attempt)
+        ex.launch(req)
+        assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == code
+        if out:
+            assert req.files.log.read_text().strip() == out
+        else:
+            assert "[" not in req.files.log.read_text()
+
+
 def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "state")
     req = request(tmp_path, ex, "true")
