@@ -166,12 +166,15 @@ def run_ray(root: Path, stamps: wl.Stamps, args: argparse.Namespace,
 def run_limits(root: Path, args: argparse.Namespace, trainer: Trainer) -> Figures:
     stamps = wl.Stamps(root / "stamps-limits")
     stamps.root.mkdir(parents=True)
-    log("limits: fork/exec, the trainer alone, SQLite commits")
+    log("limits: fork/exec, the trainer alone, SQLite commits, the move into a process cap")
     fork = limits.fork_exec(stamps, args.start_samples * 2, args.trivial_jobs, args.slots)
     runs = limits.trainer_alone(stamps, trainer.standalone("alone"), 5)
     run_s = limits.median(runs)
     commits = limits.sqlite_commits(root / "commit.db", 200)
+    cap = limits.cap_move(args.start_samples)
     return {
+        "cap_move_p50_ms": num(cap.move_p50_ms, 2) if cap else None,
+        "cap_move_shell_p50_ms": num(cap.shell_p50_ms, 2) if cap else None,
         "fork_exec_start_p50_ms": num(fig.pct(fork.start_ms, 50), 3),
         "fork_exec_start_p99_ms": num(fig.pct(fork.start_ms, 99), 3),
         "fork_exec_e2e_jobs_per_s": num(fork.e2e_jobs_per_s, 1),

@@ -6,11 +6,15 @@
 - the trainer run alone, for the ideal makespan of the training workload;
 - a SQLite commit (WAL, synchronous=FULL, as Trainyard's store): the floor of a durable
   submit;
+- a shell moving itself into a fresh pids cgroup, as a local job's wrapper does to enter its
+  process cap, against the same shell without the move: what the kernel makes every local
+  job's start wait (on cgroup v1, an RCU grace period per move);
 - the bare gRPC call and the raw `docker run` are measured where their servers run
   (trainyard_sys.health_checks, docker_start)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import time
@@ -22,6 +26,7 @@ from pathlib import Path
 from peers import figures as fig
 from peers import procs
 from peers.workloads import Stamps, timed_command, trivial_command
+from trainyard.executors.pids_limit import PidsLimit
 
 
 def _sh(command: str, timeout: float = 60.0) -> None:
@@ -87,6 +92,51 @@ def sqlite_commits(path: Path, commits: int) -> Commits:
         return Commits(fig.pct(times, 50), fig.rate(commits, time.perf_counter() - t_all))
     finally:
         db.close()
+
+
+CAP_SPACING_S = 0.02  # between moves: about as far apart as consecutive jobs' starts
+
+
+@dataclass(frozen=True)
+class CapMove:
+    move_p50_ms: float  # the shell that moved itself, less the same shell alone
+    shell_p50_ms: float
+
+
+def cap_move(samples: int) -> CapMove | None:
+    """None where this process may make no pids cgroup (local jobs then run uncapped)."""
+    base = PidsLimit().base
+    if base is None:
+        return None
+    moved: list[float] = []
+    alone: list[float] = []
+    for i in range(samples):
+        group = base / f"bench-cap-move-{os.getpid()}-{i}"
+        group.mkdir()
+        try:
+            alone.append(_timed_sh("true"))
+            time.sleep(CAP_SPACING_S)
+            moved.append(_timed_sh(f'printf "%s\\n" "$$" > {group}/cgroup.procs'))
+            time.sleep(CAP_SPACING_S)
+        finally:
+            _remove_when_empty(group)
+    shell = fig.pct(alone, 50)
+    return CapMove(fig.pct(moved, 50) - shell, shell)
+
+
+def _timed_sh(command: str) -> float:
+    t0 = time.perf_counter()
+    _sh(command)
+    return (time.perf_counter() - t0) * 1000
+
+
+def _remove_when_empty(group: Path) -> None:
+    for _ in range(100):  # its shell is gone once reaped: bounded, a second at most
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 def median(values: Sequence[float]) -> float:

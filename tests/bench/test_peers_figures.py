@@ -158,3 +158,14 @@ def test_a_missed_makespan_says_how_slow_the_trainer_ran_under_the_service() -> 
     why = fig.why_missed(goal, ty, {}, limits, cpus=2)
     assert why.startswith("122.0 s against an ideal 100.0 s")
     assert "(1.20x," in why and "busy 97%" in why and "30.0 ms (p50)" in why
+
+
+def test_a_missed_idle_gap_says_what_the_kernel_took_where_it_was_measured() -> None:
+    ty = {"idle_gap_p50_ms": 31.5}
+    goal = next(g for g in fig.goals(ty, {}, {}, {}) if g.key == "idle_gap")
+    assert goal.passed is False
+    measured = fig.why_missed(goal, ty, {}, {"cap_move_p50_ms": 11.25}, cpus=2)
+    assert measured.startswith("a slot idled 31.5 ms (p50)")
+    assert "process cap (a pids cgroup) waits 11.2 ms in the kernel" in measured
+    unmeasured = fig.why_missed(goal, ty, {}, {"cap_move_p50_ms": None}, cpus=2)
+    assert "pids cgroup" not in unmeasured and unmeasured.endswith("its wrapper's start")
