@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from peers import __main__ as peers_main
 from peers import figures as fig
 
 PROC_STAT = """cpu  100 10 50 800 40 5 5 0 7 0
@@ -170,3 +171,21 @@ def test_a_missed_idle_gap_says_what_the_kernel_took_where_it_was_measured() -> 
         "cgroup) waits 11.2 ms in the kernel" in measured
     unmeasured = fig.why_missed(goal, ty, {}, {"cap_move_p50_ms": None}, cpus=2)
     assert "pids cgroup" not in unmeasured and unmeasured.endswith("its wrapper's start")
+
+
+def test_a_training_workload_cut_off_at_its_cap_is_not_judged() -> None:
+    limits = {"train_makespan_ideal_s": 239.0, "trainer_run_s": 2.39}
+    capped = {"train_makespan_s": 181.0, "train_capped": True}
+    goal = next(g for g in fig.goals(capped, {}, {}, limits)
+                if g.key == "train_makespan_vs_ideal")
+    assert goal.passed is None  # 181 s for 160 of 200 jobs is no makespan at all
+    done = {"train_makespan_s": 260.0, "train_capped": False}
+    goal = next(g for g in fig.goals(done, {}, {}, limits)
+                if g.key == "train_makespan_vs_ideal")
+    assert goal.passed is False and goal.value == pytest.approx(260 / 239)
+
+
+def test_the_training_cap_is_never_short_of_the_ideal_makespan() -> None:
+    assert peers_main.train_cap(180.0, 100.0) == 180.0
+    assert peers_main.train_cap(180.0, 239.0) == pytest.approx(358.5)
+    assert peers_main.train_cap(180.0, None) == 180.0
