@@ -129,6 +129,16 @@ class Goal:
                 "pass": self.passed}
 
 
+def _makespan_ratio(ty: Mapping[str, Any], limits: Mapping[str, Any], target: float) -> float:
+    """Makespan / ideal; for a workload cut off at its cap, a miss once the cap lies past the
+    target (the whole would take longer still), else nothing to judge (NaN)."""
+    made, ideal = ty.get("train_makespan_s"), limits.get("train_makespan_ideal_s")
+    if not isinstance(made, int | float) or not isinstance(ideal, int | float):
+        return math.nan
+    value = ratio(float(made), float(ideal))
+    return math.nan if ty.get("train_capped") and value <= target else value
+
+
 def goals(ty: Mapping[str, Any], slurm: Mapping[str, Any], ray: Mapping[str, Any],
           limits: Mapping[str, Any]) -> list[Goal]:
     """The goals, each computed from figures of the same run."""
@@ -162,12 +172,8 @@ def goals(ty: Mapping[str, Any], slurm: Mapping[str, Any], ray: Mapping[str, Any
              against_limit("submit_vs_grpc"), 0.5, True),
         Goal("e2e_vs_fork_exec", "trivial jobs/s end to end vs bare fork/exec",
              against_limit("e2e_vs_fork_exec"), 0.5, True),
-        # A workload cut off at its cap has no makespan to judge, only a part of one.
         Goal("train_makespan_vs_ideal", "training makespan vs the ideal (trainer's time x "
-             "jobs / slots)",
-             math.nan if ty.get("train_capped") else
-             ratio(get(ty, "train_makespan_s"), get(limits, "train_makespan_ideal_s")), 1.05,
-             False),
+             "jobs / slots)", _makespan_ratio(ty, limits, 1.05), 1.05, False),
     ]
 
 

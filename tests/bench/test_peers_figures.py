@@ -173,12 +173,16 @@ def test_a_missed_idle_gap_says_what_the_kernel_took_where_it_was_measured() -> 
     assert "pids cgroup" not in unmeasured and unmeasured.endswith("its wrapper's start")
 
 
-def test_a_training_workload_cut_off_at_its_cap_is_not_judged() -> None:
+def test_a_training_workload_cut_off_at_its_cap_is_judged_only_past_the_target() -> None:
     limits = {"train_makespan_ideal_s": 239.0, "trainer_run_s": 2.39}
     capped = {"train_makespan_s": 181.0, "train_capped": True}
     goal = next(g for g in fig.goals(capped, {}, {}, limits)
                 if g.key == "train_makespan_vs_ideal")
     assert goal.passed is None  # 181 s for 160 of 200 jobs is no makespan at all
+    past_target = {"train_makespan_s": 358.5, "train_capped": True}  # a cap of 1.5x ideal
+    goal = next(g for g in fig.goals(past_target, {}, {}, limits)
+                if g.key == "train_makespan_vs_ideal")
+    assert goal.passed is False and goal.value == pytest.approx(1.5)
     done = {"train_makespan_s": 260.0, "train_capped": False}
     goal = next(g for g in fig.goals(done, {}, {}, limits)
                 if g.key == "train_makespan_vs_ideal")

@@ -12,7 +12,6 @@ from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchRequest
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.records import JobRecord
-from trainyard.tracker.launcher import Launcher
 
 
 def launching(stack: TrainyardServer, spec: JobSpec, executor: str = "local") -> JobRecord:
@@ -70,53 +69,3 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     assert run_to_end(stack, job.id) is JobState.CANCELLED
     assert marker.read_text() == "x\n"
 
-
-def test_a_pass_is_asked_for_after_a_launch_only_where_one_must_look(
-        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job its launch left RUNNING needs no pass (its exit wakes the tracker), unless a
-    pass passed over it while its launch was in flight; a failed launch frees its slot."""
-    asked: list[str] = []
-
-    def launcher() -> Launcher:
-        return Launcher(jobs=stack.jobs, executors_by_kind=stack.executors,
-                        requests=stack.tracker.launcher.requests, clock=time.time,
-                        workers=2, on_settled=lambda: asked.append("pass"))
-
-    def settled(own: Launcher) -> list[str]:
-        own.shutdown()  # its threads are done: whatever it asked for, it has asked
-        return asked
-
-    running = launching(stack, JobSpec(name="runs", command="sleep 30"))
-    passed_over = launching(stack, JobSpec(name="passed-over", command="sleep 30"))
-    try:
-        alone = launcher()
-        alone.launch_beside(running)
-        assert settled(alone) == []
-        assert stack.jobs.get(running.id).state is JobState.RUNNING
-
-        looked_at = launcher()
-        gate = threading.Event()
-        build = looked_at.requests.build
-
-        def held(job: JobRecord, **options: bool) -> LaunchRequest:
-            assert gate.wait(30)
-            return build(job, **options)
-
-        monkeypatch.setattr(looked_at.requests, "build", held)
-        looked_at.launch_beside(passed_over)
-        assert looked_at.in_flight(passed_over.id)  # what a pass's follower asks
-        gate.set()
-        assert settled(looked_at) == ["pass"]
-        assert not looked_at.in_flight(passed_over.id)
-        monkeypatch.undo()
-
-        failing = launcher()
-        failed = launching(stack, JobSpec(name="boxed", image="trainyard/demo"),
-                           executor="docker")
-        failing.launch_beside(failed)
-        assert settled(failing) == ["pass", "pass"]
-        assert stack.jobs.get(failed.id).state is JobState.FAILED
-    finally:
-        for job in (running, passed_over):
-            stack.service.cancel(LOCAL, job.id)
-            assert run_to_end(stack, job.id) is JobState.CANCELLED

@@ -48,9 +48,9 @@ from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 # that needs the KILL after the grace period takes the wrapper with it and leaves no exit
 # file: the tracker knows it asked. Between its fork and its exec the child still has the
 # group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
-# the start file before it runs the command, and a cancel waits for that file. That shell
-# runs the command itself (eval, its positional parameters cleared first: what `sh -c` would
-# see), an exec fewer on the way to every job's start.
+# the start file before it runs the command, and a cancel waits for that file. It execs a
+# shell of the command's own rather than eval it: a shell that runs a lone command in its
+# place (bash does) must leave no shell between the group's TERM and a job that handles it.
 # The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
 # for a job: `head -c` copies the first $5 bytes and reads no further (coreutils' reads ask
 # for no more than is left; a head that read ahead would drop the note of an output that
@@ -64,7 +64,7 @@ trap '' TERM USR1
 printf '%s\n' "$$" > "$3"
 {
 trap 'true' TERM
-/bin/sh -c 'printf "%s\n" "$$" > "$1"; eval "set --; $2"' trainyard-start "$4" "$1" </dev/null
+/bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
@@ -288,7 +288,10 @@ class LocalExecutor:
             self._kill_group(handle, pid)
         # Off the caller's thread (the tracker's): the kernel takes a millisecond or more to
         # remove a cgroup.
-        self._cap_remover.submit(self._remove_cap, handle)
+        try:
+            self._cap_remover.submit(self._remove_cap, handle)
+        except RuntimeError:  # the interpreter is shutting down: no thread to hand it to
+            self._remove_cap(handle)
 
     def _remove_cap(self, handle: str) -> None:
         if not self._pids.remove(handle):

@@ -30,22 +30,14 @@ class Launcher:
         self.executors_by_kind = executors_by_kind
         self.requests = requests
         self.clock = clock
-        # A launch ended in a way a pass must see at once: follow the jobs again.
-        self._on_settled = on_settled
+        self._on_settled = on_settled  # a launch ended, well or not: follow the job again
         self._in_flight: set[str] = set()  # job ids
-        self._passed_over: set[str] = set()  # in flight when a pass came to follow them
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
     def in_flight(self, job_id: str) -> bool:
-        """Whether the job's launch is under way: it settles the job, not a poll. A pass
-        told so follows the job again once the launch settles (its process may have ended
-        meanwhile)."""
-        with self._changed:
-            if job_id not in self._in_flight:
-                return False
-            self._passed_over.add(job_id)
-            return True
+        """Whether the job's launch is under way: it settles the job, not a poll."""
+        return job_id in self._in_flight
 
     def launch_beside(self, job: JobRecord) -> None:
         """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
@@ -94,25 +86,15 @@ class Launcher:
         return True
 
     def _start_beside(self, job: JobRecord) -> None:
-        settled_running = False
         try:
-            settled_running = self.start(job) and \
-                executor_for(self.executors_by_kind, job.kind).started_by_launch
+            self.start(job)
         except Exception:  # the job stays LAUNCHING; the next passes settle it
             log.exception("launching job %s failed", job.id)
         finally:
-            # A job now RUNNING needs no pass of its own (its exit wakes the tracker), unless
-            # a pass found its launch under way; any other end of a launch (failed, its
-            # engine away, started by its engine later) frees or asks for a pass's look.
-            if not self._settled(job.id) or not settled_running:
-                self._on_settled()
+            self._settled(job.id)
+            self._on_settled()
 
-    def _settled(self, job_id: str) -> bool:
-        """Whether no pass came to follow the job while its launch was in flight."""
+    def _settled(self, job_id: str) -> None:
         with self._changed:
             self._in_flight.discard(job_id)
             self._changed.notify_all()
-            if job_id in self._passed_over:
-                self._passed_over.discard(job_id)
-                return False
-            return True
