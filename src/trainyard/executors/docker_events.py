@@ -106,6 +106,7 @@ class EngineEvents:
     def _run(self) -> None:
         backoff = 0.2
         while not self._stop.is_set():
+            events: Any = None
             try:
                 events = self._api.events(decode=True, filters=self._filters)
                 self._response = events
@@ -121,6 +122,10 @@ class EngineEvents:
             except Exception as exc:  # any failure: fall back to inspect, then reconnect
                 if not self._stop.is_set():
                     log.debug("Docker event stream: %s", exc)
+            finally:
+                if events is not None:  # a stream cut off still holds its socket
+                    with contextlib.suppress(Exception):
+                        events.close()
             with self._lock:
                 was_connected = self._connected
                 self._connected = False
