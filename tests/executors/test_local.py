@@ -5,7 +5,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,6 +36,27 @@ def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1,
                          gpu_ids=gpu_ids, files=files)
 
 
+@pytest.fixture(params=["direct", "standby"])
+def ex(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalExecutor]:
+    """An executor whose next launch starts its wrapper directly, or hands it to a standby
+    already inside its cap (executors.standby); with a standby, every job the test launched
+    must have been handed to one."""
+    state = tmp_path / "state"
+    if request.param == "direct":
+        executor = LocalExecutor(state, standbys=0)
+        yield executor
+        executor.close()
+        return
+    executor = LocalExecutor(state, standbys=1)
+    if executor._pids.base is None:
+        pytest.skip("no pids cgroup this user may create here: no standbys")
+    until(lambda: executor._standbys.ready() == 1)
+    yield executor
+    executor.close()
+    launched = [d for d in state.iterdir() if d.is_dir()]
+    assert launched and all((d / "launch").exists() for d in launched)
+
+
 def wait_for(ex: LocalExecutor, handle: str, phases: set[Phase],
              timeout: float = 10) -> Observation:
     deadline = time.monotonic() + timeout
@@ -54,8 +75,8 @@ def until(check: Callable[[], bool], timeout: float = 10) -> None:
         time.sleep(0.02)
 
 
-def test_runs_in_its_workdir_with_its_env_and_records_the_exit(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state")
+def test_runs_in_its_workdir_with_its_env_and_records_the_exit(tmp_path: Path,
+                                                              ex: LocalExecutor) -> None:
     exited: list[str] = []
     ex.set_exit_listener(exited.append)
     req = request(tmp_path, ex, 'echo "$GREETING from $(pwd)"; echo oops >&2; exit 3')
@@ -67,9 +88,9 @@ def test_runs_in_its_workdir_with_its_env_and_records_the_exit(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("gpu_ids", "visible"), [((), ""), (("1", "3"), "1,3")])
-def test_the_contract_and_exactly_the_allocated_gpus(tmp_path: Path, gpu_ids: tuple[str, ...],
+def test_the_contract_and_exactly_the_allocated_gpus(tmp_path: Path, ex: LocalExecutor,
+                                                       gpu_ids: tuple[str, ...],
                                                        visible: str) -> None:
-    ex = LocalExecutor(tmp_path / "state")
     req = request(tmp_path, ex, 'echo "$CUDA_VISIBLE_DEVICES|$LR|$MODEL_SAVE_PATH|$JOB_ID"',
                   gpu_ids=gpu_ids)
     ex.launch(req)
@@ -102,8 +123,7 @@ def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:
         ex.launch(req)
 
 
-def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state")
+def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path, ex: LocalExecutor) -> None:
     # The job ignores TERM and starts a grandchild; both must die.
     req = request(tmp_path, ex, "trap '' TERM; sleep 60 & echo $! > child.pid; wait; sleep 60")
     ex.launch(req)
@@ -123,8 +143,8 @@ def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path) -> None:
           Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"))
 
 
-def test_a_job_that_stops_on_term_has_its_status_recorded(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state")
+def test_a_job_that_stops_on_term_has_its_status_recorded(tmp_path: Path,
+                                                           ex: LocalExecutor) -> None:
     req = request(tmp_path, ex, "sleep 60")
     ex.launch(req)
     wait_for(ex, req.handle, {Phase.RUNNING})
@@ -177,8 +197,7 @@ def test_cancel_before_the_process_is_up_asks_to_be_repeated(tmp_path: Path) -> 
     assert ex.cancel(handle, grace_seconds=1) is False
 
 
-def test_release_kills_what_a_finished_job_left_running(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state")
+def test_release_kills_what_a_finished_job_left_running(tmp_path: Path, ex: LocalExecutor) -> None:
     req = request(tmp_path, ex, "sleep 60 & echo $! > child.pid; exit 0")
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
@@ -264,10 +283,13 @@ def test_a_log_under_its_cap_is_kept_whole_with_stderr(tmp_path: Path) -> None:
     assert req.files.log.read_bytes() == b"out\nerr\n"
 
 
-def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state", pids_limit=30)
+@pytest.mark.parametrize("standbys", [0, 1])
+def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path,
+                                                           standbys: int) -> None:
+    ex = LocalExecutor(tmp_path / "state", pids_limit=30, standbys=standbys)
     if ex._pids.base is None:
         pytest.skip("no pids cgroup this user may create here")
+    until(lambda: ex._standbys.ready() == standbys)  # its cap made ahead, or at the launch
     # Forks until a fork fails (or 200 children); each child waits for the parent's end.
     req = request(tmp_path, ex, "n=0; while [ $n -lt 200 ] && (sleep 30 &) 2>/dev/null; "
                                 "do n=$((n+1)); done; echo $n > forked; exit 0")
@@ -283,14 +305,15 @@ def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path) -> N
     finally:
         ex.release(req.handle)
     until(lambda: not (ex._pids.base / req.handle).exists())  # removed once empty
+    assert (ex._dir(req.handle) / "launch").exists() == bool(standbys)
+    ex.close()
 
 
 def test_a_notice_reaches_the_program_that_listens_and_not_the_shells_around_it(
-        tmp_path: Path) -> None:
+        tmp_path: Path, ex: LocalExecutor) -> None:
     """SIGUSR1 goes to the job's whole group: a program with a handler hears it; the shell
     that runs the job's line (it does not exec a line of several commands) and the wrapper
     go on, so the job's own exit status is recorded."""
-    ex = LocalExecutor(tmp_path / "state")
     listener = ("import signal, sys, time, pathlib; "
                 "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(7)); "
                 "pathlib.Path('ready').touch(); time.sleep(30)")

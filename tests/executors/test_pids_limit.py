@@ -1,6 +1,8 @@
 """Finding where a job's process cap may live, on cgroup v1 and v2 trees laid out in a
 temporary directory, and reading how often the cap refused a fork."""
 
+import os
+import subprocess
 from pathlib import Path
 
 from trainyard.executors.pids_limit import PidsLimit
@@ -52,3 +54,28 @@ def test_no_cap_where_no_cgroup_may_be_made_or_none_is_asked(tmp_path: Path) -> 
     assert none.remove("trainyard-j-1")
     (tmp_path / "pids").mkdir()
     assert PidsLimit(0, root=tmp_path, self_cgroup=_own(tmp_path, "8:pids:/\n")).base is None
+
+
+def test_standby_caps_of_a_service_that_is_gone_are_swept_and_others_kept(
+        tmp_path: Path) -> None:
+    (tmp_path / "pids" / "svc").mkdir(parents=True)
+    limit = PidsLimit(64, root=tmp_path, self_cgroup=_own(tmp_path, "8:pids:/svc\n"))
+    assert limit.base is not None
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has now (nor, in this instant, anew)
+    names = [f"standby-{gone.pid}-1", f"standby-{os.getpid()}-1", "trainyard-j-1"]
+    for name in names:
+        (limit.base / name).mkdir()
+    assert limit.renames  # a directory tree renames; the first look sweeps
+    assert sorted(e.name for e in limit.base.iterdir()) == sorted(names[1:])
+
+
+def test_a_cap_made_ahead_becomes_the_jobs_with_its_limit(tmp_path: Path) -> None:
+    (tmp_path / "pids" / "svc").mkdir(parents=True)
+    limit = PidsLimit(64, root=tmp_path, self_cgroup=_own(tmp_path, "8:pids:/svc\n"))
+    assert limit.base is not None
+    procs = limit.standby_group("standby-1-1")
+    assert procs == str(limit.base / "standby-1-1" / "cgroup.procs")
+    assert limit.take_over("standby-1-1", "trainyard-j-1")
+    assert (limit.base / "trainyard-j-1" / "pids.max").read_text() == "64\n"
+    assert not limit.take_over("standby-1-1", "trainyard-j-2")  # taken already

@@ -4,6 +4,7 @@ wrapper that records the exit status in a file, so the outcome survives a servic
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import shlex
@@ -30,6 +31,7 @@ from trainyard.executors.base import (
     notice_env,
 )
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
+from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, job_script
 
 # $1 command, $2 exit file, $3 pid file, $4 start file, $5 the log's cap in bytes, $6 the
 # note at the cut (domain.log_cap), $7 the file the copier makes once it has copied all (see
@@ -89,7 +91,8 @@ class LocalExecutor:
     started_by_launch = True
 
     def __init__(self, state_dir: Path, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
-                 pids_limit: int = DEFAULT_PIDS_LIMIT) -> None:
+                 pids_limit: int = DEFAULT_PIDS_LIMIT, standbys: int = DEFAULT_STANDBYS
+                 ) -> None:
         self.state_dir = state_dir
         self.max_log_bytes = max_log_bytes
         self._pids = PidsLimit(pids_limit)  # each job's cap on its processes (0: none)
@@ -98,7 +101,12 @@ class LocalExecutor:
         self._watched: set[str] = set()
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
         self._lock = threading.Lock()
-        self._cap_remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pids-cap")
+        # The kernel's slow cgroup work off the tracker's thread: removing caps, making
+        # standbys.
+        self._pids_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pids-cap")
+        self._standbys = Standbys(self._pids, standbys)
+        if self._standbys.wanted:
+            self._refill_standbys()  # ahead of the first launch
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
         self._listener = listener
@@ -170,24 +178,57 @@ class LocalExecutor:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(request.gpu_ids)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env[HANDLE_ENV] = request.handle
+        # A code directory is the job's working directory (CODE_PATH).
+        cwd = files.code if files.code is not None else files.workdir
+        proc = self._launch_on_standby(request, cwd, env)
+        if proc is None:
+            try:
+                with files.log.open("ab") as log:
+                    proc = subprocess.Popen(
+                        self._wrapper(request, self._pids.prepare(request.handle)),
+                        cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                        stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    )
+            except OSError as exc:
+                raise LaunchError(f"could not start the process: {exc}") from exc
+        self._watch(request.handle, functools.partial(_wait_child, proc))
+
+    def _wrapper(self, request: LaunchRequest, cap: str) -> list[str]:
+        """The wrapper's command line; `cap`: the cgroup.procs it joins ("" for none)."""
+        handle = request.handle
+        return ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
+                str(self._exit_file(handle)), str(self._pid_file(handle)),
+                str(self._start_file(handle)), str(self.max_log_bytes),
+                cut_note(self.max_log_bytes).decode(), str(self._copied_file(handle)), cap]
+
+    def _launch_on_standby(self, request: LaunchRequest, cwd: Path, env: dict[str, str]
+                           ) -> subprocess.Popen[bytes] | None:
+        """The job started by a standby wrapper already inside its cap (executors.standby);
+        None where it is to be started directly: no standby is ready, or its environment or
+        working directory needs the direct start (which says what is wrong with them)."""
+        standbys = self._standbys
+        if not standbys.wanted:
+            return None
+        if not standbys.usable or not exportable(env) or not cwd.is_dir():
+            self._refill_standbys()  # the first launch looks whether they can be used
+            return None
+        handle = request.handle
         try:
-            with files.log.open("ab") as log:
-                proc = subprocess.Popen(
-                    ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
-                     str(self._exit_file(request.handle)), str(self._pid_file(request.handle)),
-                     str(self._start_file(request.handle)),
-                     str(self.max_log_bytes), cut_note(self.max_log_bytes).decode(),
-                     str(self._copied_file(request.handle)),
-                     self._pids.prepare(request.handle)],
-                    # A code directory is the job's working directory (CODE_PATH).
-                    cwd=files.code if files.code is not None else files.workdir, env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                    close_fds=True,
-                )
+            request.files.log.open("ab").close()  # as a direct start would, before anything
         except OSError as exc:
             raise LaunchError(f"could not start the process: {exc}") from exc
-        self._watch(request.handle, lambda: _wait_child(proc))
+        standby = standbys.take()
+        self._refill_standbys()  # after the take, so that it sees one fewer
+        if standby is None:
+            return None
+        script = self._dir(handle) / "launch"
+        script.write_text(job_script(cwd, request.files.log, env, self._wrapper(request, "")))
+        return standby.proc if standbys.hand_over(standby, handle, script) else None
+
+    def _refill_standbys(self) -> None:
+        # RuntimeError: the interpreter is shutting down, and no more are needed.
+        with contextlib.suppress(RuntimeError):
+            self._pids_worker.submit(self._standbys.refill)
 
     def poll(self, handle: str) -> Observation:
         code = self._read_exit(handle)
@@ -266,7 +307,8 @@ class LocalExecutor:
         return True, pid
 
     def close(self) -> None:
-        """Waiter threads are daemons and end with the service; nothing to do."""
+        """End the standbys (waiter threads are daemons and end with the service)."""
+        self._standbys.close()
 
     def unavailable(self) -> str | None:
         return None
@@ -289,7 +331,7 @@ class LocalExecutor:
         # Off the caller's thread (the tracker's): the kernel takes a millisecond or more to
         # remove a cgroup.
         try:
-            self._cap_remover.submit(self._remove_cap, handle)
+            self._pids_worker.submit(self._remove_cap, handle)
         except RuntimeError:  # the interpreter is shutting down: no thread to hand it to
             self._remove_cap(handle)
 

@@ -9,8 +9,12 @@ process of the user, and root ignores it."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from pathlib import Path
+
+from trainyard.processes import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +28,7 @@ class PidsLimit:
                  self_cgroup: Path = Path("/proc/self/cgroup")) -> None:
         self.limit = limit
         self.base = _find_base(root, self_cgroup) if limit > 0 else None
+        self._renames: bool | None = None
         if limit > 0 and self.base is None:
             log.warning("local jobs run without a cap on their processes: no pids cgroup "
                         "this service may create under %s", root)
@@ -41,6 +46,62 @@ class PidsLimit:
             log.warning("%s runs without a cap on its processes: %s", handle, exc)
             return ""
         return str(group / "cgroup.procs")
+
+    # --- the caps of standby wrappers (executors.standby) ----------------------------------
+
+    STANDBY_PREFIX = "standby-"  # then the service's pid and a count: no handle starts so
+
+    @property
+    def renames(self) -> bool:
+        """Whether a cap made ahead of its job can become the job's: cgroup v1 renames a
+        cgroup within its parent, v2 does not. Tried once, with a cgroup of its own."""
+        if self._renames is None:
+            self._renames = self.base is not None and _can_rename(self.base)
+            if self._renames:
+                self.sweep_standbys()
+        return self._renames
+
+    def standby_group(self, name: str) -> str | None:
+        """A cap for a standby wrapper: its cgroup.procs, or None if none can be made."""
+        assert self.base is not None
+        group = self.base / name
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(f"{self.limit}\n")
+        except OSError as exc:
+            log.warning("no cap could be made ahead of a job: %s", exc)
+            self.remove_group(name)
+            return None
+        return str(group / "cgroup.procs")
+
+    def take_over(self, name: str, handle: str) -> bool:
+        """Make the standby cap `name` the cap of the job `handle`."""
+        assert self.base is not None
+        target = self.base / handle
+        try:
+            try:
+                (self.base / name).rename(target)
+            except FileExistsError:  # an empty cap the handle was given before: replaced
+                target.rmdir()
+                (self.base / name).rename(target)
+        except OSError as exc:
+            log.warning("%s could not take over a cap made ahead of it: %s", handle, exc)
+            return False
+        return True
+
+    def remove_group(self, name: str) -> None:
+        if self.base is not None:
+            # OSError: gone already, or its process not yet reaped (swept at a later start).
+            with contextlib.suppress(OSError):
+                (self.base / name).rmdir()
+
+    def sweep_standbys(self) -> None:
+        """Remove the caps of standbys whose service is gone (they end with it)."""
+        assert self.base is not None
+        for entry in self.base.glob(f"{self.STANDBY_PREFIX}*"):
+            pid = entry.name[len(self.STANDBY_PREFIX):].split("-", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                self.remove_group(entry.name)
 
     def refused_forks(self, handle: str) -> int:
         """How many of the job's forks its cap refused."""
@@ -65,6 +126,22 @@ class PidsLimit:
         except OSError:
             return False
         return True
+
+
+def _can_rename(base: Path) -> bool:
+    probe = base / f"rename-probe-{os.getpid()}"
+    renamed = base / f"rename-probe-{os.getpid()}-renamed"
+    try:
+        probe.mkdir(exist_ok=True)
+    except OSError:
+        return False
+    try:
+        probe.rename(renamed)
+    except OSError:
+        probe.rmdir()
+        return False
+    renamed.rmdir()
+    return True
 
 
 def _find_base(root: Path, self_cgroup: Path) -> Path | None:

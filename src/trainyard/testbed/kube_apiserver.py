@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainyard.processes import pid_alive
 from trainyard.testbed.slurm_cluster import free_port
 
 if TYPE_CHECKING:
@@ -85,29 +86,15 @@ def available() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is gone for our purposes: it holds no port and no file.
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return False
-
-
 def _end_pid(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
     """TERM, then KILL what is still there after `timeout`."""
     for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, STOP_TIMEOUT_S)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return
 
 
@@ -248,7 +235,7 @@ class KubeApiServer:
         subprocess.run([str(tool_dir() / "stop.sh"), str(self.root)], capture_output=True,
                        timeout=STOP_TIMEOUT_S * 3, check=False)
         for pid in pids:
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 _end_pid(pid)
 
 

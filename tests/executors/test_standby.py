@@ -1,0 +1,161 @@
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from trainyard.executors.base import Observation, Phase
+from trainyard.executors.local import LocalExecutor
+from trainyard.executors.pids_limit import PidsLimit
+from trainyard.executors.standby import Standbys, exportable, job_script
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_local import request, until, wait_for  # noqa: E402
+
+
+def ready_executor(tmp_path: Path, count: int = 1) -> LocalExecutor:
+    ex = LocalExecutor(tmp_path / "state", standbys=count)
+    if ex._pids.base is None:
+        pytest.skip("no pids cgroup this user may create here: no standbys")
+    until(lambda: ex._standbys.ready() == count)
+    return ex
+
+
+def caps_of(ex: LocalExecutor) -> set[str]:
+    """The caps of the executor's waiting standbys, as they are in the pids hierarchy."""
+    assert ex._pids.base is not None
+    names = {standby.group for standby in ex._standbys._waiting}
+    return {name for name in names if (ex._pids.base / name).exists()}
+
+
+def test_a_script_gives_the_job_exactly_its_environment_directory_and_log(
+        tmp_path: Path) -> None:
+    env = {"PLAIN": "x", "QUOTED": "it's \"$HOME\" `id`\nand a second line", "EMPTY": ""}
+    log = tmp_path / "log"
+    log.write_text("before\n")
+    script = tmp_path / "script"
+    script.write_text(job_script(tmp_path, log, env, ["/usr/bin/env", "-0"]))
+    subprocess.run(["/bin/sh", "-c", '. "$1"', "sh", str(script)], env={}, cwd="/",
+                   check=False, timeout=10)
+    head, _, body = log.read_bytes().partition(b"\n")
+    assert head == b"before"  # appended to, not replaced
+    seen = dict(item.split("=", 1) for item in body.decode().split("\0") if item)
+    assert seen == {**env, "PWD": str(tmp_path)}  # and the PWD a direct start has too
+
+
+def test_names_the_shell_keeps_or_cannot_export_are_not_given_by_a_script() -> None:
+    assert exportable({"LR": "0.1", "_A1": "x"})
+    for name in ("my-var", "1X", "IFS", "PWD", "PS1", "ENV", "A B", ""):
+        assert not exportable({name: "x"}), name
+
+
+def test_a_job_whose_environment_a_script_cannot_give_is_launched_directly(
+        tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    req = replace(request(tmp_path, ex, 'echo "ran with $LR"'), env={"my-var": "x"})
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == "ran with 0.5\n"
+    assert not (ex._dir(req.handle) / "launch").exists()
+    assert ex._standbys.ready() == 1  # still waiting for the next job
+    ex.close()
+
+
+def test_a_standby_that_died_is_passed_over_and_the_job_starts_directly(
+        tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    (standby,) = ex._standbys._waiting
+    standby.proc.send_signal(signal.SIGKILL)
+    standby.proc.wait()
+    req = request(tmp_path, ex, "echo ran")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == "ran\n"
+    assert ex._pids.base is not None and not (ex._pids.base / standby.group).exists()
+    ex.release(req.handle)
+    ex.close()
+
+
+def test_a_standby_lost_between_the_rename_and_its_script_leaves_the_cap_to_a_direct_start(
+        tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    standbys = ex._standbys
+    (standby,) = standbys._waiting
+    original = standbys.hand_over
+
+    def die_first(standby_: object, handle: str, script: Path) -> bool:
+        standby.proc.send_signal(signal.SIGKILL)
+        standby.proc.wait()
+        return original(standby, handle, script)
+
+    standbys.hand_over = die_first  # type: ignore[method-assign]
+    req = request(tmp_path, ex, "echo ran")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == "ran\n"
+    ex.release(req.handle)
+    assert ex._pids.base is not None
+    until(lambda: not (ex._pids.base / req.handle).exists())  # the renamed cap, reused
+    ex.close()
+
+
+def test_a_standby_whose_service_is_gone_before_the_hand_over_runs_nothing(
+        tmp_path: Path) -> None:
+    """What a crash between a launch's writes leaves: the handle's directory and its script,
+    a cap renamed to it, and a standby that reads the end of its input."""
+    ex = ready_executor(tmp_path)
+    req = request(tmp_path, ex, "touch ran")
+    handle = req.handle
+    ex._dir(handle).mkdir(parents=True)
+    standby = ex._standbys.take()
+    assert standby is not None and ex._pids.take_over(standby.group, handle)
+    script = ex._dir(handle) / "launch"
+    script.write_text(job_script(req.files.workdir, req.files.log, {}, ["/bin/touch", "ran"]))
+    assert standby.proc.stdin is not None
+    standby.proc.stdin.close()  # as the service's end of the pipe closes when it dies
+    assert standby.proc.wait(timeout=10) == 0
+    assert not (req.files.workdir / "ran").exists()
+    assert ex.poll(handle) == Observation(Phase.STARTING)  # LOST once STARTING_TIMEOUT passed
+    assert ex._pids.remove(handle)  # its cap is empty
+    ex.close()
+
+
+def test_each_launch_takes_a_standby_and_new_ones_are_made(tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path, count=2)
+    before = caps_of(ex)
+    assert len(before) == 2
+    for attempt in (1, 2):
+        req = request(tmp_path, ex, "true", attempt=attempt)
+        ex.launch(req)
+        assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+        assert (ex._dir(req.handle) / "launch").exists()
+        ex.release(req.handle)
+    until(lambda: ex._standbys.ready() == 2)
+    after = caps_of(ex)
+    assert len(after) == 2 and after.isdisjoint(before)  # those two became the jobs' caps
+    ex.close()
+    assert ex._pids.base is not None
+    assert not any((ex._pids.base / name).exists() for name in after)  # close removes them
+
+
+def test_an_executor_dropped_without_close_ends_its_standbys(tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    (standby,) = ex._standbys._waiting
+    caps = caps_of(ex)
+    ex._standbys._end()  # what the finalizer runs once the executor is collected
+    assert standby.proc.returncode == 0
+    assert ex._pids.base is not None and caps == {standby.group}
+    assert not (ex._pids.base / standby.group).exists()
+
+
+def test_where_a_cap_cannot_be_renamed_no_standby_is_made(tmp_path: Path) -> None:
+    pids = PidsLimit(64, root=tmp_path, self_cgroup=tmp_path / "none")
+    pids.base = tmp_path / "base"
+    pids.base.mkdir()
+    pids._renames = False  # as cgroup v2 answers
+    standbys = Standbys(pids, 2)
+    standbys.refill()
+    assert standbys.ready() == 0 and not standbys.usable
+    assert list(pids.base.iterdir()) == []
