@@ -195,9 +195,10 @@ def _cap_move(limits: Mapping[str, Any]) -> str:
     moved = limits.get("cap_move_p50_ms")
     if not isinstance(moved, int | float):
         return ""
-    return (f"the move of each local job's wrapper into its process cap (a pids cgroup) waits "
-            f"{moved:.1f} ms in the kernel, measured alone in this run (on cgroup v1 an RCU "
-            f"grace period, which /sys/kernel/rcu_expedited=1 shortens)")
+    return (f"joining a process cap (a pids cgroup) waits {moved:.1f} ms in the kernel, "
+            f"measured alone in this run (on cgroup v1 an RCU grace period): standby wrappers "
+            f"join theirs ahead of their jobs, and only a launch that finds none ready waits "
+            f"for it")
 
 
 def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[str, Any]],
@@ -235,7 +236,7 @@ def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[st
         return (f"a slot idled {get(ty, 'idle_gap_p50_ms'):.1f} ms (p50) from one job's last "
                 f"line to the next one's first: the ended job's reaping and final commit, the "
                 f"next one's admission, LAUNCHING commit and process, and its wrapper's "
-                f"start" + (f"; of that, {cap}" if (cap := _cap_move(limits)) else ""))
+                f"start" + (f"; {cap}" if (cap := _cap_move(limits)) else ""))
     if goal.key.startswith("e2e_vs_"):
         need = goal.target * get(peer, "e2e_jobs_per_s")
         cycle = get(ty, "trivial_cycle_p50_ms")
@@ -251,6 +252,5 @@ def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[st
                 f"is admitted to the slot; {cpus} slots / {cycle:.1f} ms = "
                 f"{cpus * 1000 / cycle:,.0f} jobs/s. fork/exec of the same command alone runs "
                 f"{get(limits, 'fork_exec_e2e_jobs_per_s'):,.0f} jobs/s" +
-                (f". Across its launch and its first line, {cap}"
-                 if (cap := _cap_move(limits)) else ""))
+                (f"; {cap}" if (cap := _cap_move(limits)) else ""))
     return f"measured {goal.value:.3g} {goal.unit} against {goal.target:.3g} {goal.unit}"

@@ -262,7 +262,11 @@ def test_models_list_show_alias_lineage_and_download(world: HttpWorld) -> None:
                  for m in archive.getmembers() if m.isfile()}
     assert files == {"weights.bin": b"good", "sub/config.txt": b"cfg"}
     by_version = rest.get(f"/api/v1/models/net/download?version={version}")
-    assert by_version.body[:512] == reply.body[:512]
+    assert by_version.body == reply.body  # the same bytes each time: dated at registration
+    with tarfile.open(fileobj=io.BytesIO(reply.body)) as archive:
+        dates = {member.mtime for member in archive.getmembers()}
+    registered = next(v for v in model["versions"] if v["version"] == version)["created_at"]
+    assert dates == {int(datetime.fromisoformat(registered).timestamp())}
     missing = rest.get("/api/v1/models/net/download?version=999")
     assert missing.status == 404 and missing.error["code"] == "NOT_FOUND"
 

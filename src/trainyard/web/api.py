@@ -139,7 +139,10 @@ def _streaming(door: Door, route: Route) -> Callable[..., Any]:
         if route.reply is Reply.TAR:
             model = first.model if first is not None else None
             name = f"{model.model_name}-v{model.version}.tar" if model else "model.tar"
-            return StreamingResponse(streams.tar(pump), media_type="application/x-tar",
+            registered = model.created_at.seconds \
+                if model is not None and model.HasField("created_at") else None
+            return StreamingResponse(streams.tar(pump, registered),
+                                     media_type="application/x-tar",
                                      headers={"Content-Disposition":
                                               f'attachment; filename="{name}"'})
         event_of = (streams.log_events() if route.name == "StreamLogs"

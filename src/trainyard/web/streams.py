@@ -113,22 +113,25 @@ async def sse(pump: Pump, event_of: EventOf) -> AsyncIterator[bytes]:
         yield _error_event(exc)
 
 
-def _tar_header(path: str, size: int) -> bytes:
+def _tar_header(path: str, size: int, mtime: int) -> bytes:
     info = tarfile.TarInfo(path)
     info.size = size
     info.mode = 0o644
-    info.mtime = int(time.time())
+    info.mtime = mtime
     return info.tobuf(format=tarfile.PAX_FORMAT)
 
 
-async def tar(pump: Pump) -> AsyncIterator[bytes]:
+async def tar(pump: Pump, mtime: int | None = None) -> AsyncIterator[bytes]:
     """ModelFileChunk messages -> a tar archive: each file's header before its first chunk,
-    padding after its last. An error midway leaves the archive unterminated, so a reader
-    sees it is broken rather than short."""
+    padding after its last. Every file is dated `mtime` (the version's registration, so that
+    each download of a version is the same bytes; now where it is not known). An error
+    midway leaves the archive unterminated, so a reader sees it is broken rather than
+    short."""
+    dated = int(time.time()) if mtime is None else mtime
     try:
         async for chunk in pump.messages():
             if chunk.offset == 0:
-                yield _tar_header(chunk.path, chunk.size)
+                yield _tar_header(chunk.path, chunk.size, dated)
             yield chunk.data
             end = chunk.offset + len(chunk.data)
             if end == chunk.size and chunk.size % BLOCK:
