@@ -79,3 +79,14 @@ def test_a_cap_made_ahead_becomes_the_jobs_with_its_limit(tmp_path: Path) -> Non
     assert limit.take_over("standby-1-1", "trainyard-j-1")
     assert (limit.base / "trainyard-j-1" / "pids.max").read_text() == "64\n"
     assert not limit.take_over("standby-1-1", "trainyard-j-2")  # taken already
+
+
+def test_a_standby_cap_left_by_an_earlier_service_of_the_same_pid_is_replaced(
+        tmp_path: Path) -> None:
+    (tmp_path / "pids" / "svc").mkdir(parents=True)
+    limit = PidsLimit(64, root=tmp_path, self_cgroup=_own(tmp_path, "8:pids:/svc\n"))
+    assert limit.base is not None
+    (limit.base / "standby-1-1").mkdir()  # empty: its standby ended with its service
+    assert limit.standby_group("standby-1-1") == str(limit.base / "standby-1-1" /
+                                                      "cgroup.procs")
+    assert (limit.base / "standby-1-1" / "pids.max").read_text() == "64\n"

@@ -1,3 +1,5 @@
+import os
+import resource
 import signal
 import subprocess
 import sys
@@ -47,7 +49,9 @@ def test_a_script_gives_the_job_exactly_its_environment_directory_and_log(
 
 def test_names_the_shell_keeps_or_cannot_export_are_not_given_by_a_script() -> None:
     assert exportable({"LR": "0.1", "_A1": "x"})
-    for name in ("my-var", "1X", "IFS", "PWD", "PS1", "ENV", "A B", ""):
+    # The last ones bash keeps read-only, or sets itself, where it is /bin/sh.
+    for name in ("my-var", "1X", "IFS", "PWD", "PS1", "ENV", "A B", "", "UID", "EUID",
+                 "SHELLOPTS", "BASH_ENV", "BASHOPTS", "_", "RANDOM"):
         assert not exportable({name: "x"}), name
 
 
@@ -69,6 +73,7 @@ def test_a_standby_that_died_is_passed_over_and_the_job_starts_directly(
     (standby,) = ex._standbys._waiting
     standby.proc.send_signal(signal.SIGKILL)
     standby.proc.wait()
+    assert ex._standbys.ready() == 0  # it joined its cap, then died waiting
     req = request(tmp_path, ex, "echo ran")
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
@@ -159,3 +164,44 @@ def test_where_a_cap_cannot_be_renamed_no_standby_is_made(tmp_path: Path) -> Non
     standbys.refill()
     assert standbys.ready() == 0 and not standbys.usable
     assert list(pids.base.iterdir()) == []
+
+
+def test_a_script_that_cannot_be_written_ends_its_standby_and_the_job_starts_directly(
+        tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    (standby,) = ex._standbys._waiting
+    # Not UTF-8: the script cannot hold it, while a direct start passes it on as bytes.
+    req = replace(request(tmp_path, ex, 'echo "ran"'), env={"ODD": "\udc80"})
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert req.files.log.read_text() == "ran\n"
+    assert standby.proc.returncode is not None  # ended, not left waiting on its pipe
+    assert ex._pids.base is not None and not (ex._pids.base / standby.group).exists()
+    ex.release(req.handle)
+    ex.close()
+
+
+def test_a_standby_whose_pipes_are_past_select_s_reach_still_serves(tmp_path: Path) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("this process may not hold 1,200 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        ex = LocalExecutor(tmp_path / "state", standbys=1)
+        if ex._pids.base is None:
+            pytest.skip("no pids cgroup this user may create here: no standbys")
+        until(lambda: len(ex._standbys._waiting) == 1)
+        (standby,) = ex._standbys._waiting
+        assert standby.proc.stdout is not None and standby.proc.stdout.fileno() >= 1024
+    finally:
+        for fd in held:
+            os.close(fd)
+    until(lambda: ex._standbys.ready() == 1)
+    req = request(tmp_path, ex, "echo ran")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    assert (ex._dir(req.handle) / "launch").exists()
+    ex.release(req.handle)
+    ex.close()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -222,7 +222,12 @@ class LocalExecutor:
         if standby is None:
             return None
         script = self._dir(handle) / "launch"
-        script.write_text(job_script(cwd, request.files.log, env, self._wrapper(request, "")))
+        try:
+            script.write_text(job_script(cwd, request.files.log, env,
+                                         self._wrapper(request, "")))
+        except (OSError, UnicodeError):  # a full disk, say: the direct start says what
+            standbys.discard(standby)
+            return None
         return standby.proc if standbys.hand_over(standby, handle, script) else None
 
     def _refill_standbys(self) -> None:

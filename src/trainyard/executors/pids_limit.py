@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
+import uuid
 from pathlib import Path
 
 from trainyard.processes import pid_alive
@@ -66,7 +66,15 @@ class PidsLimit:
         assert self.base is not None
         group = self.base / name
         try:
-            group.mkdir()
+            try:
+                group.mkdir()
+            except FileExistsError:  # left by an earlier service of the same pid: empty
+                group.rmdir()
+                group.mkdir()
+        except OSError as exc:
+            log.warning("no cap could be made ahead of a job: %s", exc)
+            return None
+        try:
             (group / "pids.max").write_text(f"{self.limit}\n")
         except OSError as exc:
             log.warning("no cap could be made ahead of a job: %s", exc)
@@ -129,18 +137,20 @@ class PidsLimit:
 
 
 def _can_rename(base: Path) -> bool:
-    probe = base / f"rename-probe-{os.getpid()}"
-    renamed = base / f"rename-probe-{os.getpid()}-renamed"
+    probe = base / f"rename-probe-{uuid.uuid4().hex}"  # no other prober's, whatever its pid
+    renamed = probe.with_name(probe.name + "-renamed")
     try:
-        probe.mkdir(exist_ok=True)
+        probe.mkdir()
     except OSError:
         return False
     try:
         probe.rename(renamed)
     except OSError:
-        probe.rmdir()
+        with contextlib.suppress(OSError):
+            probe.rmdir()
         return False
-    renamed.rmdir()
+    with contextlib.suppress(OSError):
+        renamed.rmdir()
     return True
 
 

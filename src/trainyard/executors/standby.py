@@ -52,16 +52,19 @@ READY = b"ready\n"
 DEFAULT_STANDBYS = 2  # kept ready at once: launches that come together beyond it start directly
 _NAMES = itertools.count(1)  # one count for the process: its executors share the pids base
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# What the shell sets or reads for itself: exported from a script, they would not reach the
-# job as given, or would change how the script runs.
+# What the shell sets, reads or keeps read-only for itself (dash, and bash where it is
+# /bin/sh): exported from a script, they would not reach the job as given, would change how
+# the script runs, or would end it (bash exits on an export of a read-only name).
 _SHELL_OWN = frozenset({"PWD", "OLDPWD", "IFS", "PS1", "PS2", "PS4", "OPTIND", "PPID", "ENV",
-                        "MAIL", "MAILCHECK", "MAILPATH", "HISTSIZE", "LINENO"})
+                        "MAIL", "MAILCHECK", "MAILPATH", "HISTSIZE", "HISTFILE", "LINENO", "_",
+                        "UID", "EUID", "GROUPS", "SECONDS", "RANDOM", "SRANDOM", "SHELLOPTS",
+                        "POSIXLY_CORRECT", "EPOCHSECONDS", "EPOCHREALTIME", "HOSTNAME"})
 
 
 def exportable(env: Mapping[str, str]) -> bool:
     """Whether a script can give a job exactly this environment."""
-    return all(_PLAIN_NAME.match(name) and name not in _SHELL_OWN and "\0" not in value
-               for name, value in env.items())
+    return all(_PLAIN_NAME.match(name) and name not in _SHELL_OWN and
+               not name.startswith("BASH") and "\0" not in value for name, value in env.items())
 
 
 def job_script(cwd: Path, log_file: Path, env: Mapping[str, str], argv: Sequence[str]) -> str:
@@ -85,10 +88,17 @@ class Standby:
         will (it is gone)."""
         out = self.proc.stdout
         if self.joined is None and out is not None:
-            if not select.select([out], [], [], 0)[0]:
-                return None
-            self.joined = out.readline() == READY
-            out.close()
+            try:
+                poller = select.poll()  # not select(): the pipe's fd may be past 1024
+                poller.register(out, select.POLLIN)
+                if not poller.poll(0):
+                    return None
+                self.joined = out.readline() == READY
+            except (OSError, ValueError):
+                self.joined = False
+            _close(out)
+        if self.joined and self.proc.poll() is not None:
+            self.joined = False  # it died while it waited
         return self.joined
 
 
@@ -134,7 +144,7 @@ class Standbys:
                 self._waiting.remove(standby)
                 if state:
                     return standby
-                self._discard(standby)
+                self.discard(standby)
         return None
 
     def hand_over(self, standby: Standby, handle: str, script: Path) -> bool:
@@ -142,7 +152,7 @@ class Standbys:
         `script`. False if it could not be given: the standby is then gone, and a cap
         already renamed stays the handle's, empty, for a direct launch to use."""
         if not self.pids.take_over(standby.group, handle):
-            self._discard(standby)
+            self.discard(standby)
             return False
         stdin = standby.proc.stdin
         assert stdin is not None
@@ -183,7 +193,7 @@ class Standbys:
             with self._lock:
                 standby = Standby(proc, name)
                 if self._closed:
-                    self._discard(standby)
+                    self.discard(standby)
                     return
                 self._waiting.append(standby)
 
@@ -191,9 +201,13 @@ class Standbys:
         """End every standby still waiting, and remove their caps."""
         with self._lock:
             self._closed = True
-        self._end()
+            waiting = list(self._waiting)
+            self._waiting.clear()
+        self._end.detach()
+        _discard_all(waiting, self.pids)
 
-    def _discard(self, standby: Standby) -> None:
+    def discard(self, standby: Standby) -> None:
+        """End a standby taken and not handed over, and remove its cap."""
         _discard(standby, self.pids)
 
 
