@@ -263,11 +263,14 @@ def test_a_log_past_its_cap_is_cut_with_a_note_and_the_job_runs_on(tmp_path: Pat
     assert (req.files.workdir / "done").exists()  # it ran to its end
 
 
-@pytest.mark.parametrize(("size", "cut"), [(1000, False), (1001, True)])
+@pytest.mark.parametrize(("size", "more", "cut"), [
+    (1000, "", False), (1001, "", True),
+    # One byte more that is a line's end, or a NUL then one: the copier's `read` sees both.
+    (1000, "\\n", True), (1000, "\\000\\n", True)])
 def test_a_log_full_to_the_byte_is_whole_and_one_byte_more_cuts_it(
-        tmp_path: Path, size: int, cut: bool) -> None:
+        tmp_path: Path, size: int, more: str, cut: bool) -> None:
     ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
-    req = request(tmp_path, ex, f"head -c {size} /dev/zero | tr '\\0' x")
+    req = request(tmp_path, ex, f"head -c {size} /dev/zero | tr '\\0' x; printf '{more}'")
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
     until(lambda: ex._copied_file(req.handle).exists())
