@@ -59,8 +59,9 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # ends within its buffer past the cap, never the cap itself); anything more, as the shell's
 # own `read` finds it (no process starts to look: a job's end waits for this), means the
 # output was longer than the cap: the note, then the rest is read and discarded while the
-# job runs on. (`read` skips NUL bytes, so an excess of nothing but NULs goes unnoted.) Its processes inherit the ignored TERM and SIGUSR1, so a job stopping on
-# TERM still has its last words copied.
+# job runs on (`read` skips NUL bytes, so an excess of nothing but NULs goes unnoted). Its
+# processes inherit the ignored TERM and SIGUSR1, so a job stopping on TERM still has its
+# last words copied.
 WRAPPER = r"""
 trap '' TERM USR1
 [ -z "$8" ] || printf '%s\n' "$$" > "$8" 2>/dev/null
