@@ -86,6 +86,10 @@ def run(trace: Trace, gpus: int, policies: list[str], time_limit: float = 0.0
         result = compare(trace, cluster, [name], time_limit=time_limit)
         summary = result.report()["policies"][name]
         summary["wall_seconds"] = num(time.perf_counter() - started, 3)
+        # A policy's replay time is its passes times what one costs: apart, they say which
+        # of the two a slower replay comes from.
+        summary["ms_per_pass"] = num(summary["sim_seconds"] * 1000 / max(1, summary["passes"]),
+                                     4)
         del summary["timeline"]
         out[name] = summary
     return out
@@ -189,6 +193,28 @@ def policy_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
+def passes_table(results: dict[str, dict[str, Any]]) -> Table:
+    """Each policy's replay time over fifo's, as the number of its passes over fifo's times
+    the cost of one over fifo's: whether a slower replay does more or dearer passes."""
+    table = Table(title="Deep backlog: passes, and what one costs")
+    for col in ("policy", "passes", "x fifo", "ms/pass", "x fifo ", "wall x fifo"):
+        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=True)
+    for name, (passes, per_pass) in pass_ratios(results).items():
+        s = results[name]
+        table.add_row(name, f"{s['passes']:,}", f"{passes:.2f}x", f"{s['ms_per_pass']:.3f}",
+                      "-" if per_pass is None else f"{per_pass:.2f}x", f"{s['vs_fifo']:.2f}x")
+    return table
+
+
+def pass_ratios(results: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float | None]]:
+    """Each policy's passes over fifo's, and its time per pass over fifo's (None where
+    fifo's rounds to nothing)."""
+    fifo = results["fifo"]
+    return {name: (s["passes"] / max(1, fifo["passes"]),
+                   s["ms_per_pass"] / fifo["ms_per_pass"] if fifo["ms_per_pass"] else None)
+            for name, s in results.items()}
+
+
 def profile_table(name: str, rows: list[dict[str, Any]]) -> Table:
     table = Table(title=f"{name} on the deep backlog: where the time goes (cProfile)")
     for col in ("function", "calls", "own s", "cumulative s"):
@@ -288,6 +314,7 @@ def main() -> int:
         console.print(policy_table(
             f"Deep backlog: {args.deep_jobs:,} jobs at {args.deep_gpus} GPUs, arriving "
             f"{args.deep_load:g}x as fast as served", deep_backlog))
+        console.print(passes_table(deep_backlog))
         for name, result in deep_backlog.items():
             if "profile" in result:
                 console.print(profile_table(name, result["profile"]))
