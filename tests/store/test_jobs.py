@@ -177,12 +177,12 @@ def test_a_job_moving_between_the_listed_states_mid_list_is_listed_once(
         store.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason="x")
     listing, moved = job_store._listing, []
 
-    def racing(flt: JobFilter, states: Any, *args: Any) -> Any:
+    def racing(flt: JobFilter, states: Any, *args: Any, **kwargs: Any) -> Any:
         if list(states) == [JobState.RUNNING] and not moved:  # after the WAITING read
             moved.append(ids[5])
             store.transition(ids[5], JobState.WAITING, JobState.LAUNCHING, reason="x")
             store.transition(ids[5], JobState.LAUNCHING, JobState.RUNNING, reason="x")
-        return listing(flt, states, *args)
+        return listing(flt, states, *args, **kwargs)
 
     monkeypatch.setattr(job_store, "_listing", racing)
     flt = JobFilter(states=[JobState.WAITING, JobState.RUNNING])

@@ -16,7 +16,6 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
-    exists,
     func,
     insert,
     literal,
@@ -548,39 +547,39 @@ class JobStore:
             if len(states) > 1:
                 newest = heapq.nlargest(wanted, {
                     seq for state in states for seq in conn.execute(
-                        _listing(flt, [state], wanted, after_seq, jobs.c.seq)).scalars()})
+                        *_listing(flt, [state], wanted, after_seq, seq_only=True)).scalars()})
                 page = newest[:page_size]
-                rows = conn.execute(select(jobs).where(
-                    jobs.c.seq.in_(page), jobs.c.state.in_([s.value for s in states]))
-                    .order_by(jobs.c.seq.desc())).all() if page else []
+                rows = conn.execute(prepared.jobs_by_seq(), {
+                    "b_seqs": page, "b_states": [s.value for s in states]}).all() \
+                    if page else []
                 more = len(newest) > page_size
                 return ([JobRecord.from_row(r) for r in rows], page[-1] if more else None)
-            rows = conn.execute(_listing(flt, states, wanted, after_seq)).all()
+            rows = conn.execute(*_listing(flt, states, wanted, after_seq)).all()
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)
 
 
 def _listing(flt: JobFilter, states: Sequence[JobState], limit: int, after_seq: int | None,
-             *columns: Any) -> Select[Any]:
+             *, seq_only: bool = False) -> tuple[Select[Any], dict[str, Any]]:
     """The newest `limit` jobs in these states (any state when none) that pass the rest of
-    the filter, newest first: their `columns`, or every column."""
-    query = select(*(columns or (jobs,))).order_by(jobs.c.seq.desc()).limit(limit)
+    the filter, newest first (their seqs alone, or every column): the statement of the
+    filter's shape (prepared.job_listing) and its parameters."""
+    params: dict[str, Any] = {"b_limit": limit}
+    shape = prepared.ANY_STATE
     if len(states) == 1:
-        query = query.where(jobs.c.state == states[0].value)
+        shape, params["b_state"] = prepared.ONE_STATE, states[0].value
     elif states:
-        query = query.where(jobs.c.state.in_([s.value for s in states]))
+        shape, params["b_states"] = prepared.STATES, [s.value for s in states]
     if flt.queue:
-        query = query.where(jobs.c.queue == flt.queue)
+        params["b_queue"] = flt.queue
     if flt.owners is not None:
-        query = query.where(jobs.c.owner.in_(sorted(flt.owners)))
-    for key, value in (flt.labels or {}).items():
-        query = query.where(
-            exists().where(
-                and_(job_labels.c.job_id == jobs.c.id, job_labels.c.key == key,
-                     job_labels.c.value == value)
-            )
-        )
+        params["b_owners"] = sorted(flt.owners)
+    labels = list((flt.labels or {}).items())
+    for i, (key, value) in enumerate(labels):
+        params[f"b_label_key_{i}"], params[f"b_label_value_{i}"] = key, value
     if after_seq is not None:
-        query = query.where(jobs.c.seq < after_seq)
-    return query
+        params["b_after"] = after_seq
+    query = prepared.job_listing(shape, bool(flt.queue), flt.owners is not None, len(labels),
+                                 after_seq is not None, seq_only)
+    return query, params

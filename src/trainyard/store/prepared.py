@@ -1,6 +1,7 @@
-"""Statements built once for each shape a hot write takes, their values passed as
-parameters: a job's every move writes several rows, and building each statement anew (and
-the cache key SQLAlchemy derives from it) cost more CPU than the database's own work.
+"""Statements built once for each shape a hot write or read takes, their values passed as
+parameters: a job's every move writes several rows, and a client that polls its jobs lists
+them several times a second; building each statement anew (and the cache key SQLAlchemy
+derives from it) cost more CPU than the database's own work.
 
 A shape is the set of columns a write sets; the callers' shapes are few and fixed in code,
 so each cache stays small. A value that is itself SQL (`jobs.c.retries + 1`) has no
@@ -12,9 +13,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, Update, bindparam, select, update
+from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, exists, select, update
 
-from trainyard.store.schema import jobs, runs
+from trainyard.store.schema import job_labels, jobs, runs
 
 SHAPES = 64  # per cache: far more than the shapes the code writes
 
@@ -51,3 +52,43 @@ def current_run_update(names: tuple[str, ...]) -> Update:
     current = select(jobs.c.attempt).where(jobs.c.id == bindparam("b_id")).scalar_subquery()
     return update(runs).where(runs.c.job_id == bindparam("b_id"),
                               runs.c.attempt == current).values(**_set(runs, names))
+
+
+# How a listing filters by state: one state, several (an IN list), or any.
+ONE_STATE, STATES, ANY_STATE = "one", "many", "any"
+
+
+@lru_cache(maxsize=SHAPES)
+def job_listing(states: str, queue: bool, owners: bool, labels: int, after: bool,
+                seq_only: bool) -> Select[Any]:
+    """The newest b_limit jobs, newest first, in the state b_state (ONE_STATE), one of
+    b_states (STATES) or any, and, where asked, of the queue b_queue, of one of b_owners,
+    with each label b_label_key_<i> = b_label_value_<i> (i < labels), and before the seq
+    b_after; their seqs alone (seq_only) or every column."""
+    query = select(jobs.c.seq if seq_only else jobs).order_by(jobs.c.seq.desc()).limit(
+        bindparam("b_limit"))
+    if states == ONE_STATE:
+        query = query.where(jobs.c.state == bindparam("b_state"))
+    elif states == STATES:
+        query = query.where(jobs.c.state.in_(bindparam("b_states", expanding=True)))
+    if queue:
+        query = query.where(jobs.c.queue == bindparam("b_queue"))
+    if owners:
+        query = query.where(jobs.c.owner.in_(bindparam("b_owners", expanding=True)))
+    for i in range(labels):
+        query = query.where(exists().where(and_(
+            job_labels.c.job_id == jobs.c.id,
+            job_labels.c.key == bindparam(f"b_label_key_{i}"),
+            job_labels.c.value == bindparam(f"b_label_value_{i}"))))
+    if after:
+        query = query.where(jobs.c.seq < bindparam("b_after"))
+    return query
+
+
+@lru_cache(maxsize=1)
+def jobs_by_seq() -> Select[Any]:
+    """Every column of the jobs of the seqs b_seqs still in one of the states b_states,
+    newest first."""
+    return select(jobs).where(jobs.c.seq.in_(bindparam("b_seqs", expanding=True)),
+                              jobs.c.state.in_(bindparam("b_states", expanding=True))
+                              ).order_by(jobs.c.seq.desc())
