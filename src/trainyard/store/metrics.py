@@ -25,6 +25,21 @@ _UPDATE_FINAL = update(run_final_metrics).where(
     _f.job_id == bindparam("b_job"), _f.attempt == bindparam("b_attempt"),
     _f.key == bindparam("b_key")).values(value=bindparam("b_value"), step=bindparam("b_step"))
 
+# What an ingest runs, built once (store/prepared.py says why).
+_FINAL_KEYS = select(_f.key).where(_f.job_id == bindparam("b_job"),
+                                   _f.attempt == bindparam("b_attempt"),
+                                   _f.key.in_(bindparam("b_keys", expanding=True)))
+_ADVANCE = update(jobs).where(
+    jobs.c.id == bindparam("b_job"), jobs.c.metrics_offset == bindparam("b_from")).values(
+    metrics_offset=bindparam("b_to"),
+    malformed_metric_lines=jobs.c.malformed_metric_lines + bindparam("b_malformed"))
+_INSERT_POINTS = insert(metrics)
+_RUN = (runs.c.job_id == bindparam("b_job"), runs.c.attempt == bindparam("b_attempt"))
+_KEPT = select(runs.c.metric_points).where(*_RUN)
+_COUNT = update(runs).where(*_RUN).values(
+    metric_points=runs.c.metric_points + bindparam("b_kept"),
+    dropped_metric_points=runs.c.dropped_metric_points + bindparam("b_dropped"))
+
 DEFAULT_MAX_METRIC_POINTS = 100_000  # per attempt; a point is one key's value at one step
 
 
@@ -33,8 +48,8 @@ def _keep_finals(conn: Connection, job_id: str, attempt: int,
     """The run's last value of each key these rows hold becomes the newest of them: rows are
     written in order, so the last of a key is the one written last."""
     last = {str(row["key"]): row for row in rows}
-    found = set(conn.execute(select(_f.key).where(
-        _f.job_id == job_id, _f.attempt == attempt, _f.key.in_(sorted(last)))).scalars())
+    found = set(conn.execute(_FINAL_KEYS, {"b_job": job_id, "b_attempt": attempt,
+                                           "b_keys": sorted(last)}).scalars())
     if found:
         conn.execute(_UPDATE_FINAL, [
             {"b_job": job_id, "b_attempt": attempt, "b_key": key, "b_value": row["value"],
@@ -62,14 +77,8 @@ class MetricStore:
         """
         now = time.time()
         with self.db.write() as conn:
-            result = conn.execute(
-                update(jobs)
-                .where(jobs.c.id == job_id, jobs.c.metrics_offset == from_offset)
-                .values(
-                    metrics_offset=to_offset,
-                    malformed_metric_lines=jobs.c.malformed_metric_lines + malformed,
-                )
-            )
+            result = conn.execute(_ADVANCE, {"b_job": job_id, "b_from": from_offset,
+                                             "b_to": to_offset, "b_malformed": malformed})
             if result.rowcount != 1:
                 return False
             rows = [
@@ -80,21 +89,20 @@ class MetricStore:
             ]
             rows = self._within_cap(conn, job_id, attempt, rows)
             if rows:
-                conn.execute(insert(metrics), rows)
+                conn.execute(_INSERT_POINTS, rows)
                 _keep_finals(conn, job_id, attempt, rows)
         return True
 
     def _within_cap(self, conn: Connection, job_id: str, attempt: int,
                     rows: list[dict[str, object]]) -> list[dict[str, object]]:
         """The rows the attempt's cap leaves room for; its run counts them and the rest."""
-        key = (runs.c.job_id == job_id, runs.c.attempt == attempt)
-        kept = conn.execute(select(runs.c.metric_points).where(*key)).scalar_one_or_none()
+        run = {"b_job": job_id, "b_attempt": attempt}
+        kept = conn.execute(_KEPT, run).scalar_one_or_none()
         if kept is None or not rows:
             return rows  # no run row (a job never launched): nothing to count on
         room = max(0, self.max_points - int(kept))
-        conn.execute(update(runs).where(*key).values(
-            metric_points=runs.c.metric_points + min(room, len(rows)),
-            dropped_metric_points=runs.c.dropped_metric_points + max(0, len(rows) - room)))
+        conn.execute(_COUNT, {**run, "b_kept": min(room, len(rows)),
+                              "b_dropped": max(0, len(rows) - room)})
         return rows[:room]
 
     def latest(self, job_id: str,
