@@ -277,6 +277,21 @@ def test_a_log_full_to_the_byte_is_whole_and_one_byte_more_cuts_it(
     assert req.files.log.read_bytes() == b"x" * 1000 + (cut_note(1000) if cut else b"")
 
 
+def test_a_log_cut_mid_line_says_so_while_the_job_runs(tmp_path: Path) -> None:
+    """Output past the cap with no line's end yet (a progress bar redrawn with CR): the note
+    comes at once, not when a line ends, and the rest is discarded as it comes."""
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    req = request(tmp_path, ex, "head -c 4000000 /dev/zero | tr '\\0' x; touch sent; "
+                                "sleep 30")
+    ex.launch(req)
+    until(lambda: (req.files.workdir / "sent").exists())
+    until(lambda: req.files.log.read_bytes().endswith(cut_note(1000)), timeout=5)
+    assert ex.poll(req.handle).phase is Phase.RUNNING
+    assert req.files.log.read_bytes() == b"x" * 1000 + cut_note(1000)
+    ex.cancel(req.handle, 0.5)
+    wait_for(ex, req.handle, {Phase.EXITED})
+
+
 def test_a_log_under_its_cap_is_kept_whole_with_stderr(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
     req = request(tmp_path, ex, "echo out; echo err >&2")

@@ -56,10 +56,11 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
 # for a job: `head -c` copies the first $5 bytes and reads no further (coreutils' reads ask
 # for no more than is left; a head that read ahead would drop the note of an output that
-# ends within its buffer past the cap, never the cap itself); anything more, as the shell's
-# own `read` finds it (no process starts to look: a job's end waits for this), means the
-# output was longer than the cap: the note, then the rest is read and discarded while the
-# job runs on (`read` skips NUL bytes, so an excess of nothing but NULs goes unnoted). Its
+# ends within its buffer past the cap, never the cap itself); one byte more means
+# the output was longer than the cap: the note, then the rest is read and discarded while
+# the job runs on. (The shell's own `read` would look without starting a process, but it
+# reads to a line's end and keeps it all: a progress bar past the cap, redrawn with CR, would
+# grow the copier and throttle the job, and its note would wait for a newline.) Its
 # processes inherit the ignored TERM and SIGUSR1, so a job stopping on TERM still has its
 # last words copied.
 WRAPPER = r"""
@@ -72,7 +73,7 @@ trap 'true' TERM
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
-if IFS= read -r more 2>/dev/null || [ -n "$more" ]; then printf '%s' "$6"; cat >/dev/null; fi
+[ "$(head -c 1 | wc -c)" -eq 0 ] || { printf '%s' "$6"; cat >/dev/null; }
 : > "$7"
 }
 """
