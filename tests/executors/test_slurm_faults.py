@@ -44,7 +44,9 @@ def test_a_node_lost_mid_job_is_a_lost_attempt_naming_the_node(slurm_cluster: Sl
     slurm = executor(slurm_cluster)
     job = request(tmp_path, "doomed", "sleep 120", workers=2, cpus=2.0)  # one task per node
     # Both nodes free first: the cluster is shared with the other Slurm tests of this
-    # process, whose jobs may still be ending; and a loaded machine starts it slowly.
+    # process, whose jobs may still be ending (or left behind: each is over by now); and a
+    # loaded machine starts it slowly.
+    slurm_cluster.cancel_all()
     slurm_cluster.wait_idle(timeout=60)
     try:
         slurm.launch(job)

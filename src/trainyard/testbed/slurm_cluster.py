@@ -260,7 +260,18 @@ class SlurmCluster:
         def idle() -> bool:
             states = self.node_states()
             return set(states) == names and all(s == "idle" for s in states.values())
-        _wait(idle, "the Slurm nodes", self._ctld, timeout)
+        try:
+            _wait(idle, "the Slurm nodes", self._ctld, timeout)
+        except RuntimeError as exc:  # say what they were doing instead
+            raise RuntimeError(f"{exc}; {self._whats_there()}") from exc
+
+    def _whats_there(self) -> str:
+        try:
+            states = self.node_states()
+            queue = self.command(["squeue", "--noheader", "-o", "%i %T %N %j"]).strip()
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            return f"the controller does not answer ({exc})"
+        return f"nodes {states}, jobs {queue.splitlines() or 'none'}"
 
     def cancel_all(self) -> None:
         with contextlib.suppress(Exception):
