@@ -234,6 +234,35 @@ def test_concurrent_jobs_never_share_a_gpu(engine: Engine, tmp_path: Path) -> No
         assert overlapping >= 1  # two jobs of two GPUs each fit the five at once
 
 
+def test_a_container_that_ends_between_releases_look_and_its_kill_is_removed(
+        engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Release looks at the container, sees it run, and KILLs it; one that ended in between
+    makes the engine answer 409 ("is not running"), and must be removed all the same."""
+    with running(docker_server(tmp_path)) as srv:
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="brief", image=TRAINER_IMAGE,
+                                                     command="sleep 600"))
+        handle = wait_state(srv, job_id, {JobState.RUNNING}).handle
+        executor = srv.executors["docker"]
+        api = executor._api  # type: ignore[attr-defined]
+        inspect, seen_running = api.inspect_container, api.inspect_container(handle)
+        assert seen_running["State"]["Running"]
+        release = executor.release
+
+        def release_as_if_still_running(name: str) -> None:
+            # Its look is the one taken while it ran; the kill and removal are the engine's.
+            monkeypatch.setattr(api, "inspect_container", lambda which: (
+                seen_running if which == name else inspect(which)))
+            try:
+                release(name)
+            finally:
+                monkeypatch.setattr(api, "inspect_container", inspect)
+
+        monkeypatch.setattr(executor, "release", release_as_if_still_running)
+        engine.client.api.kill(handle, signal="SIGKILL")  # it ends by itself, as it were
+        assert final(srv, job_id).state is JobState.FAILED
+        assert_removed(engine, handle)
+
+
 def test_a_container_that_ignores_term_is_killed_after_the_grace(engine: Engine,
                                                                 tmp_path: Path) -> None:
     with running(docker_server(tmp_path)) as srv:  # cancel grace: 2 s

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -389,7 +390,7 @@ class DockerExecutor:
             attrs = self._api.inspect_container(handle)
             if self._ours(attrs):
                 if attrs["State"]["Running"]:
-                    self._api.kill(handle, signal="SIGKILL")
+                    self._kill_running(handle)
                 log_path = _log_path(attrs)
                 if log_path is not None:
                     self._logs.drain(handle, log_path, wait=LOG_LOCK_WAIT)
@@ -403,6 +404,15 @@ class DockerExecutor:
             return
         self._events.forget(handle)
         self._logs.forget(handle)
+
+    def _kill_running(self, handle: str) -> None:
+        """KILL a container seen running; one that ended since (the engine's 409, "is not
+        running") needs none, and its removal goes on."""
+        try:
+            self._api.kill(handle, signal="SIGKILL")
+        except docker.errors.APIError as exc:
+            if exc.status_code != HTTPStatus.CONFLICT:
+                raise
 
     def _abandon(self, handle: str) -> None:
         """Remove a container that must not run, or remember to."""
