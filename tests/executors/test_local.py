@@ -265,7 +265,7 @@ def test_a_log_past_its_cap_is_cut_with_a_note_and_the_job_runs_on(tmp_path: Pat
 
 @pytest.mark.parametrize(("size", "more", "cut"), [
     (1000, "", False), (1001, "", True),
-    # One byte more that is a line's end, or a NUL then one: the copier's `read` sees both.
+    # One byte more that is a line's end, or a NUL: each cuts it as any byte does.
     (1000, "\\n", True), (1000, "\\000\\n", True)])
 def test_a_log_full_to_the_byte_is_whole_and_one_byte_more_cuts_it(
         tmp_path: Path, size: int, more: str, cut: bool) -> None:

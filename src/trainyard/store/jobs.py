@@ -549,7 +549,7 @@ class JobStore:
                     seq for state in states for seq in conn.execute(
                         *_listing(flt, [state], wanted, after_seq, seq_only=True)).scalars()})
                 page = newest[:page_size]
-                rows = conn.execute(prepared.jobs_by_seq(), {
+                rows = conn.execute(prepared.JOBS_BY_SEQ, {
                     "b_seqs": page, "b_states": [s.value for s in states]}).all() \
                     if page else []
                 more = len(newest) > page_size

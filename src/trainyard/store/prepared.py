@@ -3,9 +3,10 @@ parameters: a job's every move writes several rows, and a client that polls its 
 them several times a second; building each statement anew (and the cache key SQLAlchemy
 derives from it) cost more CPU than the database's own work.
 
-A shape is the set of columns a write sets; the callers' shapes are few and fixed in code,
-so each cache stays small. A value that is itself SQL (`jobs.c.retries + 1`) has no
-parameter to travel in: such a write is built as before (`is_plain`)."""
+A shape is the set of columns a write sets, or what a read filters by; the callers' shapes
+are few and fixed in code, so each cache stays small. A value that is itself SQL
+(`jobs.c.retries + 1`) has no parameter to travel in: such a write is built as before
+(`is_plain`)."""
 
 from __future__ import annotations
 
@@ -85,10 +86,8 @@ def job_listing(states: str, queue: bool, owners: bool, labels: int, after: bool
     return query
 
 
-@lru_cache(maxsize=1)
-def jobs_by_seq() -> Select[Any]:
-    """Every column of the jobs of the seqs b_seqs still in one of the states b_states,
-    newest first."""
-    return select(jobs).where(jobs.c.seq.in_(bindparam("b_seqs", expanding=True)),
-                              jobs.c.state.in_(bindparam("b_states", expanding=True))
-                              ).order_by(jobs.c.seq.desc())
+# Every column of the jobs of the seqs b_seqs still in one of the states b_states, newest
+# first: a page of a listing by several states.
+JOBS_BY_SEQ = select(jobs).where(jobs.c.seq.in_(bindparam("b_seqs", expanding=True)),
+                                 jobs.c.state.in_(bindparam("b_states", expanding=True))
+                                 ).order_by(jobs.c.seq.desc())
