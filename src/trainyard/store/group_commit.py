@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Executable
 
+from trainyard.store.driver_writes import run_many
+
 MAX_BATCH = 256
 
 # One write: a statement (insert or update) and the rows of parameters for it. Within a
@@ -96,7 +98,7 @@ class GroupCommitter:
         try:
             with self._transaction() as conn:
                 for statement, rows in by_statement.values():
-                    if rows:
+                    if rows and not run_many(conn, statement, rows):
                         conn.execute(statement, rows)
         except Exception:
             # One bad row (say a duplicate key) must not fail its neighbours: retry alone.

@@ -495,12 +495,16 @@ class JobStore:
         with self.db.read() as conn:
             rows = conn.execute(_QUEUED, {"b_after": after_seq}).all()
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
-        return [QueuedJob(r.id, r.queue, r.priority, r.seq,
-                          total_resources(Resources(r.cpus, r.memory_mb, r.gpus), r.workers),
-                          r.kind, r.owner, r.team, r.submitted_at, r.sweep_id,
-                          r.held_s, r.retry_after, pending_deadline(
-                              r.submitted_at, r.pending_timeout_s, r.attempt), r.time_limit_s)
-                for r in rows]
+        # Each row unpacked by place, in _QUEUED's order: reading a row's columns by name
+        # cost more than building the job (the tracker reads every new waiting job).
+        return [QueuedJob(job_id, queue, priority, seq,
+                          total_resources(Resources(cpus, memory_mb, gpus), workers),
+                          kind, owner, team, submitted_at, sweep_id, held_s, retry_after,
+                          pending_deadline(submitted_at, pending_timeout_s, attempt),
+                          time_limit_s)
+                for (job_id, queue, priority, seq, cpus, memory_mb, gpus, workers, kind, owner,
+                     team, submitted_at, sweep_id, held_s, retry_after, pending_timeout_s,
+                     attempt, time_limit_s) in rows]
 
     def events(self, job_id: str, after_id: int = 0,
                conn: Connection | None = None) -> list[EventRecord]:

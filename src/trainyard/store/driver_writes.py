@@ -1,0 +1,139 @@
+"""Hot writes run on the driver's own cursor, inside the caller's SQLAlchemy transaction.
+
+SQLAlchemy spends more CPU on each execution than SQLite spends on a one-row insert: an
+execution context, a cache lookup, each row's parameters built through dictionaries and its
+result set up. For a statement run many times with rows of one set of keys, all of that is
+worked out once here (the SQL for the dialect, where each value goes, each column's type
+conversion) and the rows go straight to the driver's executemany.
+
+Only what needs none of SQLAlchemy's run-time work takes this path: no default computed in
+Python for a column the rows leave out, no expanding or literal parameter. The rest, and any
+statement a caller hands over for the first time with other keys, compiles here once more or
+goes through `Connection.execute` as before (`run_many` answers False: the caller does it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Executable
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+
+CACHE_LIMIT = 256  # (statement, dialect, keys) entries: the hot writes are a handful
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One statement for one dialect and one set of row keys: its SQL, and for each
+    parameter in the SQL's order the row key it reads (or the statement's own value) and the
+    type's conversion."""
+
+    sql: str
+    names: tuple[str, ...]  # the parameters, in the SQL's order (positional styles)
+    sources: tuple[str, ...]  # the row key of each parameter ("" where the statement's own)
+    constants: tuple[Any, ...]  # the statement's own value of each parameter
+    converters: tuple[Callable[[Any], Any] | None, ...]
+    positional: bool
+
+    def parameters(self, row: dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+        values = [row[source] if source else constant
+                  for source, constant in zip(self.sources, self.constants, strict=True)]
+        for i, convert in enumerate(self.converters):
+            if convert is not None and values[i] is not None:
+                values[i] = convert(values[i])
+        return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
+
+
+# Keyed by the statement itself, not its id: a key keeps its statement alive, so no other
+# statement can come to share it.
+_plans: dict[tuple[Executable, str, tuple[str, ...]], _Plan | None] = {}
+_plans_lock = threading.Lock()
+
+
+def _plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
+    """The statement compiled for rows of these keys, or None where SQLAlchemy must run it."""
+    cache_key = (statement, dialect.name, keys)
+    found = _plans.get(cache_key, _UNSET)
+    if found is not _UNSET:
+        return found  # type: ignore[return-value]
+    plan = _compile(statement, dialect, keys)
+    with _plans_lock:
+        if len(_plans) >= CACHE_LIMIT:
+            _plans.clear()  # statements built at run time: start again rather than grow
+        _plans[cache_key] = plan
+    return plan
+
+
+def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
+    if not isinstance(statement, ClauseElement):
+        return None
+    compiled = statement.compile(dialect=dialect, column_keys=list(keys),
+                                 for_executemany=True)
+    if not isinstance(compiled, SQLCompiler):
+        return None
+    if compiled.update_prefetch or compiled.returning or \
+            compiled.literal_execute_params or compiled.post_compile_params:
+        return None  # defaults computed in Python, RETURNING or late-rendered parameters
+    # A column the rows leave out whose default is a plain value takes that value, as
+    # SQLAlchemy would give it; one computed by a function is left to SQLAlchemy.
+    defaults: dict[str, Any] = {}
+    for column in compiled.insert_prefetch:
+        default = column.default
+        if default is None or not default.is_scalar:
+            return None
+        defaults[column.key] = default.arg  # type: ignore[attr-defined]
+    if compiled.positional:
+        assert compiled.positiontup is not None
+        names = tuple(compiled.positiontup)
+    else:
+        names = tuple(dict.fromkeys(compiled.bind_names.values()))
+    sources: list[str] = []
+    constants: list[Any] = []
+    converters: list[Callable[[Any], Any] | None] = []
+    wanted = set(keys)
+    for name in names:
+        bind = compiled.binds[name]
+        if bind.expanding or bind.callable is not None:
+            return None
+        if name in wanted:
+            sources.append(name)
+            constants.append(None)
+        elif name in defaults:
+            sources.append("")
+            constants.append(defaults[name])
+        elif bind.value is not None or not bind.required:
+            sources.append("")
+            constants.append(bind.value)
+        else:
+            return None  # a parameter the rows do not give: SQLAlchemy says so
+        converters.append(bind.type.dialect_impl(dialect).bind_processor(dialect))
+    return _Plan(compiled.string, names, tuple(sources), tuple(constants), tuple(converters),
+                 compiled.positional)
+
+
+def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, Any]]) -> bool:
+    """Run the statement for each row on the driver's cursor, in the connection's
+    transaction. False, having run nothing, where it must go through SQLAlchemy (the rows'
+    keys differ, or the statement needs its run-time work)."""
+    keys = tuple(rows[0])
+    for row in rows:
+        if len(row) != len(keys) or any(key not in row for key in keys):
+            return False
+    plan = _plan_of(statement, conn.dialect, keys)
+    if plan is None:
+        return False
+    # The pooled connection's driver connection: its transaction is the one SQLAlchemy began
+    # (SQLite's and psycopg's both begin at the first statement) and will commit.
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        cursor.executemany(plan.sql, [plan.parameters(row) for row in rows])
+    finally:
+        cursor.close()
+    return True

@@ -1,0 +1,86 @@
+"""Writes on the driver's cursor store exactly what SQLAlchemy's execute stores, on both
+dialects, and leave to SQLAlchemy what they cannot run."""
+
+from typing import Any
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
+
+from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.store import driver_writes
+from trainyard.store.db import Database
+from trainyard.store.jobs import _INSERT_EVENT, _INSERT_JOB, _INSERT_LABEL, JobStore
+from trainyard.store.schema import job_events, job_labels, jobs
+
+
+def _spec(name: str) -> JobSpec:
+    return JobSpec(name=name, command="echo 'a \"quoted\" $x'", labels={"team": "vision"},
+                   hyperparameters={"LR": "0.1", "NOTE": "ünïcode\nline"},
+                   resources=Resources(cpus=1.5, memory_mb=512, gpus=0),
+                   dataset=DatasetRef("digits", "v" * 64), retry_on_failure=True,
+                   retry_exit_codes=(3, 4), max_attempts=2)
+
+
+def _rows(db: Database, job_id: str) -> dict[str, Any]:
+    with db.read() as conn:
+        job = dict(conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().one())
+        events = [dict(r) for r in conn.execute(
+            select(job_events.c.from_state, job_events.c.to_state, job_events.c.time,
+                   job_events.c.reason).where(job_events.c.job_id == job_id)).mappings()]
+        labels = [dict(r) for r in conn.execute(
+            select(job_labels.c.key, job_labels.c.value).where(
+                job_labels.c.job_id == job_id)).mappings()]
+    for generated in ("id", "seq"):
+        job.pop(generated)
+    return {"job": job, "events": events, "labels": labels}
+
+
+def test_a_submit_stores_the_same_rows_either_way(db: Database,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    store = JobStore(db)
+    fast, _ = store.create(_spec("same"), owner="ana", team="vision", now=12.5)
+    ran: list[object] = []
+    real = driver_writes.run_many
+
+    def counted(conn: Any, statement: Any, rows: Any) -> bool:
+        ran.append(statement)
+        return real(conn, statement, rows)
+
+    monkeypatch.setattr("trainyard.store.group_commit.run_many", counted)
+    second, _ = store.create(_spec("same"), owner="ana", team="vision", now=12.5)
+    # The job, its label and its event all went to the driver's cursor.
+    assert {id(s) for s in ran} == {id(_INSERT_JOB), id(_INSERT_LABEL), id(_INSERT_EVENT)}
+    monkeypatch.setattr("trainyard.store.group_commit.run_many", lambda *_: False)
+    slow, _ = store.create(_spec("same"), owner="ana", team="vision", now=12.5)
+    for job_id in (fast, second):
+        mine, theirs = _rows(db, job_id), _rows(db, slow)
+        assert mine["job"].pop("client_request_id") is None
+        theirs["job"].pop("client_request_id")
+        assert mine == theirs
+    assert store.get(fast).spec == store.get(slow).spec == _spec("same")
+
+
+def test_rows_of_other_keys_are_left_to_sqlalchemy(db: Database) -> None:
+    table = Table("t", MetaData(), Column("a", Integer), Column("b", String))
+    with db.write() as conn:
+        assert not driver_writes.run_many(conn, insert(table), [{"a": 1}, {"a": 1, "b": "x"}])
+        assert not driver_writes.run_many(conn, insert(table), [{"a": 1}, {"b": "x"}])
+
+
+def test_a_default_computed_in_python_is_left_to_sqlalchemy(db: Database) -> None:
+    counter = iter(range(100))
+    table = Table("t", MetaData(), Column("a", Integer, default=lambda: next(counter)),
+                  Column("b", String))
+    with db.write() as conn:
+        assert not driver_writes.run_many(conn, insert(table), [{"b": "x"}])
+
+
+def test_a_batch_goes_in_whole_and_in_order(db: Database) -> None:
+    store = JobStore(db)
+    job_id, _ = store.create(_spec("first"))
+    rows = [{"job_id": job_id, "from_state": "WAITING", "to_state": "WAITING", "time": float(i),
+             "reason": f"r{i}"} for i in range(5)]
+    with db.write() as conn:
+        assert driver_writes.run_many(conn, _INSERT_EVENT, rows)
+    assert [e.reason for e in store.events(job_id)] == ["submitted", "r0", "r1", "r2", "r3",
+                                                        "r4"]
