@@ -53,3 +53,56 @@ def test_jobs_carry_their_attained_service_only_for_a_policy_that_orders_by_it(
     assert waiting.current().get(served).attained == 2 * 7200.0
     waiting.order_by_service(False)
     assert [j.job_id for j in waiting.current().queues["default"]] == [served, fresh]
+
+
+def test_the_periods_check_reads_everything_again_only_when_out_of_step(db: Database) -> None:
+    store = JobStore(db)
+    clock = Clock()
+    waiting = WaitingJobs(store, full_read_every=10, clock=clock)
+    reads: list[int] = []
+    queued = store.queued
+
+    def counted(after_seq: int = 0) -> list:  # type: ignore[type-arg]
+        reads.append(after_seq)
+        return queued(after_seq)
+
+    store.queued = counted  # type: ignore[method-assign]
+    a = store.create(JobSpec(name="a", command="true"))[0]
+    b = store.create(JobSpec(name="b", command="true"))[0]
+    assert [j.job_id for j in waiting.current()] == [a, b]
+    assert reads == [0]  # the first read is whole
+    # In step at the period: only the new rows are read, as between periods.
+    c = store.create(JobSpec(name="c", command="true"))[0]
+    clock.now = 10
+    assert [j.job_id for j in waiting.current()] == [a, b, c]
+    assert 0 not in reads[1:]
+    # A job the store still lists as waiting but not held here (dropped as launched, then
+    # back): the next period's check finds it and reads everything again.
+    waiting.remove(a)
+    clock.now = 15
+    assert [j.job_id for j in waiting.current()] == [b, c]
+    clock.now = 20
+    assert [j.job_id for j in waiting.current()] == [a, b, c]
+    assert reads[-1] == 0
+    # A job changed elsewhere (its columns set, so when it began to wait moves): read again.
+    assert store.update_fields(b, JobState.WAITING, priority=5)
+    clock.now = 30
+    assert waiting.current().get(b).priority == 5  # type: ignore[union-attr]
+    # A job that left the queue elsewhere.
+    store.transition(c, JobState.WAITING, JobState.CANCELLED, reason="x")
+    clock.now = 40
+    assert {j.job_id for j in waiting.current()} == {a, b}
+
+
+def test_a_check_that_finds_a_change_is_not_lost_to_an_incremental_read(db: Database) -> None:
+    """read_new() may be what runs the period's check: the full read it asks for then
+    happens on the next current(), though the period has just been restarted."""
+    store = JobStore(db)
+    clock = Clock()
+    waiting = WaitingJobs(store, full_read_every=10, clock=clock)
+    a = store.create(JobSpec(name="a", command="true"))[0]
+    assert [j.job_id for j in waiting.current()] == [a]
+    store.transition(a, JobState.WAITING, JobState.CANCELLED, reason="x")
+    clock.now = 10
+    assert waiting.read_new() is None
+    assert [j.job_id for j in waiting.current()] == []

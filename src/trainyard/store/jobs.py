@@ -78,9 +78,14 @@ _QUEUED = select(
     jobs.c.id, jobs.c.queue, jobs.c.priority, jobs.c.seq, jobs.c.cpus, jobs.c.memory_mb,
     jobs.c.gpus, jobs.c.workers, jobs.c.kind, jobs.c.owner, jobs.c.team, jobs.c.submitted_at,
     jobs.c.sweep_id, jobs.c.held_s, jobs.c.retry_after, jobs.c.pending_timeout_s,
-    jobs.c.attempt, jobs.c.time_limit_s,
+    jobs.c.attempt, jobs.c.time_limit_s, jobs.c.updated_at,
 ).where(jobs.c.state == JobState.WAITING.value, jobs.c.seq > bindparam("b_after"),
         ~dependencies.held_back()).order_by(jobs.c.seq)
+# Each waiting job's id and when it began to wait, up to a submit order: what the tracker
+# checks the waiting jobs it holds against, far cheaper than reading them again.
+_WAITING_SINCE = select(jobs.c.id, jobs.c.updated_at).where(
+    jobs.c.state == JobState.WAITING.value, jobs.c.seq <= bindparam("b_upto"),
+    ~dependencies.held_back())
 _SET_PENDING_REASON = (
     update(jobs)
     .where(jobs.c.id == bindparam("b_id"), jobs.c.state == JobState.WAITING.value)
@@ -501,10 +506,17 @@ class JobStore:
                           total_resources(Resources(cpus, memory_mb, gpus), workers),
                           kind, owner, team, submitted_at, sweep_id, held_s, retry_after,
                           pending_deadline(submitted_at, pending_timeout_s, attempt),
-                          time_limit_s)
+                          time_limit_s, waiting_since)
                 for (job_id, queue, priority, seq, cpus, memory_mb, gpus, workers, kind, owner,
                      team, submitted_at, sweep_id, held_s, retry_after, pending_timeout_s,
-                     attempt, time_limit_s) in rows]
+                     attempt, time_limit_s, waiting_since) in rows]
+
+    def waiting_since(self, upto_seq: int) -> dict[str, float]:
+        """Each job queued() would list, of those submitted up to `upto_seq`: when it began
+        to wait (every move and every change of its columns sets that time)."""
+        with self.db.read() as conn:
+            rows = conn.execute(_WAITING_SINCE, {"b_upto": upto_seq}).all()
+        return {job_id: since for job_id, since in rows}
 
     def events(self, job_id: str, after_id: int = 0,
                conn: Connection | None = None) -> list[EventRecord]:

@@ -2,9 +2,14 @@
 
 Reading every waiting row on every pass would make each submit cost as much as the whole
 backlog; instead each pass reads only rows submitted since the last one, and the whole
-list is re-read after a cancellation and on a period, which also catches rows another
-server committed out of sequence order. The jobs are kept in a Backlog, each queue's in the
-order it admits them, so a pass need not group and sort them again.
+list is re-read after a cancellation (or a requeue, or a dependency met: an old submit
+order back in the queue). On a period the waiting jobs are checked against the store, each
+by its id and when it began to wait (every move and every change of a job's columns sets
+that time): a row another server committed out of sequence order, a job that left the
+queue or changed elsewhere, makes the check re-read the whole list. The check reads two
+columns a job, so a deep backlog costs a fraction of reading it all again each period. The
+jobs are kept in a Backlog, each queue's in the order it admits them, so a pass need not
+group and sort them again.
 
 A job backing off before a retry is held out of the Backlog until its time comes, so the
 policy never sees it; jobs with a pending timeout are remembered with their deadline.
@@ -36,6 +41,7 @@ class WaitingJobs:
         self._retry_after: dict[str, float] = {}  # of the held ones
         self._deadlines: dict[str, tuple[float, float]] = {}  # id -> (deadline, timeout)
         self._sweeps: Counter[str] = Counter()  # sweep id -> its jobs in the backlog
+        self._since: dict[str, float] = {}  # each job held here: when it began to wait
         self._max_seq = 0
         self._read_at = float("-inf")
         self._stale = True
@@ -53,6 +59,7 @@ class WaitingJobs:
         self._stale = True
 
     def remove(self, job_id: str) -> None:
+        self._since.pop(job_id, None)
         self._held.pop(job_id, None)
         self._retry_after.pop(job_id, None)
         self._deadlines.pop(job_id, None)
@@ -78,10 +85,16 @@ class WaitingJobs:
             self._backlog = Backlog()
             self._sweeps = Counter()
             self._held, self._retry_after, self._deadlines = {}, {}, {}
+            self._since = {}
             self._max_seq = 0
             self._add(self._jobs.queued())
         self._release_due()
         return self._backlog
+
+    def _in_step(self) -> bool:
+        """Whether the store's waiting jobs, up to the last submit order read, are exactly
+        those held here, each unchanged since it was read."""
+        return self._jobs.waiting_since(self._max_seq) == self._since
 
     def expired(self) -> list[tuple[str, float]]:
         """The waiting jobs past their pending timeout: (job id, the timeout)."""
@@ -108,7 +121,12 @@ class WaitingJobs:
         return self._add(self._jobs.queued(after_seq=self._max_seq))
 
     def _full_read_due(self) -> bool:
-        return self._stale or self._clock() - self._read_at >= self._full_read_every
+        """Whether the whole list must be read again: after an invalidate(), or when the
+        period's check finds the store's waiting jobs out of step with those held here."""
+        if not self._stale and self._clock() - self._read_at >= self._full_read_every:
+            self._read_at = self._clock()
+            self._stale = not self._in_step()
+        return self._stale
 
     def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
         added = []
@@ -116,6 +134,7 @@ class WaitingJobs:
             job = pending_job(row, self._by_service)
             self.remove(row.id)
             self._max_seq = max(self._max_seq, row.seq)
+            self._since[row.id] = row.waiting_since
             if row.pending_deadline is not None:
                 self._deadlines[row.id] = (row.pending_deadline,
                                            row.pending_deadline - row.submitted_at)
