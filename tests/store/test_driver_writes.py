@@ -84,3 +84,18 @@ def test_a_batch_goes_in_whole_and_in_order(db: Database) -> None:
         assert driver_writes.run_many(conn, _INSERT_EVENT, rows)
     assert [e.reason for e in store.events(job_id)] == ["submitted", "r0", "r1", "r2", "r3",
                                                         "r4"]
+
+
+def test_a_none_goes_through_its_columns_conversion_as_sqlalchemy_sends_it(
+        db: Database) -> None:
+    """A JSON column given None stores JSON null either way, not SQL NULL on one path."""
+    from sqlalchemy import JSON
+
+    table = Table("driver_json", MetaData(), Column("k", Integer), Column("v", JSON))
+    table.create(db.engine)
+    with db.write() as conn:
+        assert driver_writes.run_many(conn, insert(table), [{"k": 1, "v": None}])
+        conn.execute(insert(table), [{"k": 2, "v": None}])
+    with db.read() as conn:
+        stored = conn.exec_driver_sql("SELECT k, v IS NULL FROM driver_json ORDER BY k").all()
+    assert [tuple(r) for r in stored] == [(1, False), (2, False)]

@@ -44,20 +44,20 @@ class _Plan:
         values = [row[source] if source else constant
                   for source, constant in zip(self.sources, self.constants, strict=True)]
         for i, convert in enumerate(self.converters):
-            if convert is not None and values[i] is not None:
+            if convert is not None:  # None too, as SQLAlchemy does: JSON stores it as null
                 values[i] = convert(values[i])
         return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
 
 
-# Keyed by the statement itself, not its id: a key keeps its statement alive, so no other
-# statement can come to share it.
-_plans: dict[tuple[Executable, str, tuple[str, ...]], _Plan | None] = {}
+# Keyed by the statement and dialect themselves, not their ids: a key keeps them alive, so
+# no other can come to share it.
+_plans: dict[tuple[Executable, Dialect, tuple[str, ...]], _Plan | None] = {}
 _plans_lock = threading.Lock()
 
 
 def _plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
     """The statement compiled for rows of these keys, or None where SQLAlchemy must run it."""
-    cache_key = (statement, dialect.name, keys)
+    cache_key = (statement, dialect, keys)  # an engine's own dialect: its settings too
     found = _plans.get(cache_key, _UNSET)
     if found is not _UNSET:
         return found  # type: ignore[return-value]

@@ -125,7 +125,10 @@ class WaitingJobs:
         period's check finds the store's waiting jobs out of step with those held here."""
         if not self._stale and self._clock() - self._read_at >= self._full_read_every:
             self._read_at = self._clock()
-            self._stale = not self._in_step()
+            if not self._in_step():
+                # Only ever set here: an invalidate() from another thread during the check
+                # must not be undone by a check that read the store before it.
+                self._stale = True
         return self._stale
 
     def _add(self, rows: list[QueuedJob]) -> list[PendingJob]:
