@@ -99,3 +99,33 @@ def test_a_none_goes_through_its_columns_conversion_as_sqlalchemy_sends_it(
     with db.read() as conn:
         stored = conn.exec_driver_sql("SELECT k, v IS NULL FROM driver_json ORDER BY k").all()
     assert [tuple(r) for r in stored] == [(1, False), (2, False)]
+
+
+def test_a_driver_error_in_a_batch_reaches_its_caller_as_sqlalchemys(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch ran on the driver's cursor and failed there (a duplicate key); its writer
+    is retried alone through SQLAlchemy and hears SQLAlchemy's IntegrityError, nothing
+    written."""
+    from sqlalchemy.exc import IntegrityError
+
+    from trainyard.store.schema import dataset_versions
+
+    outcomes: list[object] = []
+    real = driver_writes.run_many
+
+    def watched(conn: Any, statement: Any, rows: Any) -> bool:
+        try:
+            outcomes.append(real(conn, statement, rows))
+        except Exception as exc:
+            outcomes.append(type(exc).__module__)
+            raise
+        return bool(outcomes[-1])
+
+    monkeypatch.setattr("trainyard.store.group_commit.run_many", watched)
+    row = {"name": "d", "version": "v" * 64, "size_bytes": 1, "file_count": 1, "path": "/x",
+           "created_at": 0.0}
+    with pytest.raises(IntegrityError):
+        db.group.execute([(insert(dataset_versions), [row, row])])
+    assert outcomes and outcomes[0] in ("sqlite3", "psycopg.errors")  # the driver's own
+    with db.read() as conn:
+        assert conn.execute(select(dataset_versions.c.name)).all() == []

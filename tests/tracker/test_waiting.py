@@ -106,3 +106,24 @@ def test_a_check_that_finds_a_change_is_not_lost_to_an_incremental_read(db: Data
     clock.now = 10
     assert waiting.read_new() is None
     assert [j.job_id for j in waiting.current()] == []
+
+
+def test_an_invalidate_during_the_periods_check_is_not_undone(db: Database) -> None:
+    """A cancel on another thread invalidates the list while the check reads the store from
+    before it: the check finding nothing must not clear what the cancel asked for."""
+    store = JobStore(db)
+    clock = Clock()
+    waiting = WaitingJobs(store, full_read_every=10, clock=clock)
+    a = store.create(JobSpec(name="a", command="true"))[0]
+    assert [j.job_id for j in waiting.current()] == [a]
+    since = store.waiting_since
+
+    def read_then_cancelled(upto_seq: int) -> dict[str, float]:
+        found = since(upto_seq)  # still in step: the cancel has not committed yet
+        store.transition(a, JobState.WAITING, JobState.CANCELLED, reason="x")
+        waiting.invalidate()
+        return found
+
+    store.waiting_since = read_then_cancelled  # type: ignore[method-assign]
+    clock.now = 10
+    assert [j.job_id for j in waiting.current()] == []

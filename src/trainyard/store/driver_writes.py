@@ -6,10 +6,10 @@ result set up. For a statement run many times with rows of one set of keys, all 
 worked out once here (the SQL for the dialect, where each value goes, each column's type
 conversion) and the rows go straight to the driver's executemany.
 
-Only what needs none of SQLAlchemy's run-time work takes this path: no default computed in
-Python for a column the rows leave out, no expanding or literal parameter. The rest, and any
-statement a caller hands over for the first time with other keys, compiles here once more or
-goes through `Connection.execute` as before (`run_many` answers False: the caller does it)."""
+Only what needs none of SQLAlchemy's run-time work takes this path: a column the rows leave
+out may have a plain default value, not one computed by a function; no RETURNING, no
+expanding or late-rendered parameter; every row of a batch has the same keys. The rest goes
+through `Connection.execute` as before (`run_many` answers False: the caller does it)."""
 
 from __future__ import annotations
 
@@ -120,11 +120,10 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, A
     """Run the statement for each row on the driver's cursor, in the connection's
     transaction. False, having run nothing, where it must go through SQLAlchemy (the rows'
     keys differ, or the statement needs its run-time work)."""
-    keys = tuple(rows[0])
-    for row in rows:
-        if len(row) != len(keys) or any(key not in row for key in keys):
-            return False
-    plan = _plan_of(statement, conn.dialect, keys)
+    first = rows[0].keys()
+    if any(row.keys() != first for row in rows):
+        return False
+    plan = _plan_of(statement, conn.dialect, tuple(first))
     if plan is None:
         return False
     # The pooled connection's driver connection: its transaction is the one SQLAlchemy began
