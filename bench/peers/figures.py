@@ -224,12 +224,14 @@ def why_missed(goal: Goal, ty: Mapping[str, Any], peers: Mapping[str, Mapping[st
                 f"{ceiling:,.0f}/s that way, and even a bare gRPC health check from the same "
                 f"client reaches only {get(limits, 'grpc_calls_per_s'):,.0f}/s")
     if goal.key == "train_makespan_vs_ideal":
-        run, alone = get(ty, "train_run_p50_s"), get(limits, "trainer_run_s")
+        run, bare = get(ty, "train_run_p50_s"), get(limits, "trainer_run_in_slots_s")
         return (f"{get(ty, 'train_makespan_s'):.1f} s against an ideal "
                 f"{get(limits, 'train_makespan_ideal_s'):.1f} s: the trainer itself ran "
-                f"{run:.3f} s (p50) under the service against {alone:.3f} s alone "
-                f"({ratio(run, alone):.2f}x, the CPU the service and the jobs' wrappers took "
-                f"beside it), the slots were busy {get(ty, 'slots_busy_pct'):.0f}% of the "
+                f"{run:.3f} s (p50) under the service against {bare:.3f} s started "
+                f"{cpus} at a time without it ({ratio(run, bare):.2f}x, the CPU the service "
+                f"and the jobs' wrappers took beside it; "
+                f"{get(limits, 'trainer_run_s'):.3f} s alone), the slots were busy "
+                f"{get(ty, 'slots_busy_pct'):.0f}% of the "
                 f"makespan, and the idle between consecutive jobs was "
                 f"{get(ty, 'idle_gap_p50_ms'):.1f} ms (p50)")
     if goal.key == "idle_gap":

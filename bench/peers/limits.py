@@ -3,7 +3,10 @@
 - fork/exec: the very command a trivial job runs (`date ... > stamp; true` under /bin/sh),
   started by this process, timed like the systems (before the spawn -> the command's own
   start stamp), and 500 of them two at a time for the end-to-end ceiling;
-- the trainer run alone, for the ideal makespan of the training workload;
+- the trainer run alone, and `slots` runs at a time for the ideal makespan of the training
+  workload: the workload runs that many at once, and on a machine whose every CPU then
+  trains, each run is slower than one alone (shared caches and memory bandwidth), which no
+  scheduler can win back;
 - a SQLite commit (WAL, synchronous=FULL, as Trainyard's store): the floor of a durable
   submit;
 - a shell moving itself into a fresh pids cgroup, as a local job's wrapper does to enter its
@@ -18,7 +21,7 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,12 +59,15 @@ def fork_exec(stamps: Stamps, samples: int, jobs: int, slots: int) -> ForkExec:
     return ForkExec(starts, fig.rate(jobs, time.perf_counter() - began))
 
 
-def trainer_alone(stamps: Stamps, body: str, runs: int) -> list[float]:
-    """Seconds per run of the training command, from its own stamps."""
+def trainer_runs(stamps: Stamps, body: Callable[[str], str], runs: int, slots: int,
+                 tag: str) -> list[float]:
+    """Seconds per run of the training command (`body` of a run's key), from its own stamps,
+    `slots` runs at a time, started straight from this process."""
+    keys = [f"trainer-{tag}-{i}" for i in range(runs)]
+    with ThreadPoolExecutor(slots) as pool:
+        list(pool.map(lambda k: _sh(timed_command(stamps, k, body(k))), keys))
     out = []
-    for i in range(runs):
-        key = f"trainer-alone-{i}"
-        _sh(timed_command(stamps, key, body))
+    for key in keys:
         start, end = stamps.read(key, "start"), stamps.read(key, "end")
         if start is not None and end is not None:
             out.append((end - start) / 1e9)

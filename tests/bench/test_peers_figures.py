@@ -153,12 +153,14 @@ def test_a_goal_against_a_limit_says_what_the_limit_asked() -> None:
 def test_a_missed_makespan_says_how_slow_the_trainer_ran_under_the_service() -> None:
     ty = {"train_makespan_s": 122.0, "train_run_p50_s": 1.2, "slots_busy_pct": 97.0,
           "idle_gap_p50_ms": 30.0}
-    limits = {"train_makespan_ideal_s": 100.0, "trainer_run_s": 1.0}
+    limits = {"train_makespan_ideal_s": 100.0, "trainer_run_in_slots_s": 1.0,
+              "trainer_run_s": 0.9}
     goal = next(g for g in fig.goals(ty, {}, {}, limits) if g.key == "train_makespan_vs_ideal")
     assert goal.value == pytest.approx(1.22) and goal.passed is False
     why = fig.why_missed(goal, ty, {}, limits, cpus=2)
     assert why.startswith("122.0 s against an ideal 100.0 s")
-    assert "(1.20x," in why and "busy 97%" in why and "30.0 ms (p50)" in why
+    assert "1.000 s started 2 at a time without it (1.20x," in why and "0.900 s alone" in why
+    assert "busy 97%" in why and "30.0 ms (p50)" in why
 
 
 def test_a_missed_idle_gap_says_what_the_kernel_took_where_it_was_measured() -> None:

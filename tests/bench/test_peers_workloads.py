@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from peers import procs
+from peers import limits, procs
 from peers import workloads as wl
 
 
@@ -113,3 +113,20 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z" and os.path.exists(f"/proc/{pid}")
+
+
+def test_trainer_runs_go_slots_at_a_time(tmp_path: Path) -> None:
+    stamps = wl.Stamps(tmp_path)
+    keys: list[str] = []
+
+    def body(key: str) -> str:
+        keys.append(key)
+        return "sleep 0.3"
+
+    runs = limits.trainer_runs(stamps, body, 4, 2, "t")
+    assert len(runs) == 4 and all(0.25 < run < 5 for run in runs)
+    assert len(set(keys)) == 4  # each run its own key (its own model and metrics paths)
+    spans = sorted((stamps.read(k, "start") or 0, stamps.read(k, "end") or 0) for k in keys)
+    # Two at a time: each pair overlaps, and the second pair starts once the first ends.
+    assert spans[1][0] < spans[0][1] and spans[3][0] < spans[2][1]
+    assert spans[2][0] >= min(spans[0][1], spans[1][1])

@@ -3,10 +3,11 @@ ingested, and ends written as settle() decides."""
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.tracker.passes import run_to_end, step
+from tests.tracker.passes import run_to_end, step, stepped_server
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
@@ -135,3 +136,54 @@ def test_a_log_swapped_for_a_link_is_not_followed(stack: TrainyardServer) -> Non
     logs = b"".join(d for _, d in stack.service.logs(LOCAL, job_id, follow=False, offset=0,
                                                              is_active=lambda: True))
     assert b"root:" not in logs
+
+
+def test_a_pass_between_the_metrics_periods_ingests_only_what_ended(
+    tmp_path: Path, database_url: str,
+) -> None:
+    # A pass woken by an exit (ingest=False) follows every job, but reads metrics only of
+    # the job that ended, in full; the running one's wait for the next periodic pass.
+    point = 'printf \'{"step": 1, "loss": 0.9}\\n\' >> "$METRICS_PATH"'
+    with stepped_server(tmp_path, database_url, max_concurrent=2) as srv:
+        running, _ = srv.service.train(LOCAL, JobSpec(name="r", command=f"{point}; sleep 30"))
+        ending, _ = srv.service.train(LOCAL, JobSpec(name="e", command=f"{point}; sleep 0.3"))
+        step(srv)
+        assert {srv.jobs.get(j).state for j in (running, ending)} == {JobState.RUNNING}
+        deadline = time.monotonic() + 15
+        while not srv.jobs.get(ending).state.is_final():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+            srv.tracker.run_once(ingest=False)
+        assert srv.jobs.get(ending).state is JobState.SUCCEEDED
+        assert srv.tracker.metrics.series(ending, "loss") == [(1, 0.9)]
+        assert srv.tracker.metrics.series(running, "loss") == []
+        srv.tracker.run_once()  # the period's pass
+        assert srv.tracker.metrics.series(running, "loss") == [(1, 0.9)]
+        srv.service.cancel(LOCAL, running)
+        assert run_to_end(srv, running) is JobState.CANCELLED
+
+
+def test_a_jobs_end_leaves_no_unsynced_write_behind(
+    stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The metrics and the model version are written unsynced: the final state's synced
+    # commit, last of all, carries them to disk (a power cut undoes all three together, and
+    # the job is finished again from its files).
+    command = ('printf \'{"step": 1, "loss": 0.9}\\n\' >> "$METRICS_PATH"; '
+               'echo w > "$MODEL_SAVE_PATH/weights.txt"')
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="synced-end", command=command))
+    step(stack)
+    time.sleep(0.3)  # it has written both and exited
+    writes: list[bool] = []
+    real_write = stack.db.write
+
+    def recorded(*, synced: bool = True) -> Any:
+        writes.append(synced)
+        return real_write(synced=synced)
+
+    monkeypatch.setattr(stack.db, "write", recorded)
+    assert run_to_end(stack, job_id) is JobState.SUCCEEDED
+    monkeypatch.undo()
+    status = stack.service.status(LOCAL, job_id)
+    assert status.model is not None and status.latest_metrics == {"loss": (0.9, 1)}
+    assert False in writes and writes[-1] is True, writes

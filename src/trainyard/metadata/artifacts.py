@@ -15,8 +15,10 @@ class ArtifactCollector:
     models: ModelStore
     objects_dir: Path
 
-    def collect(self, job: JobRecord, model_dir: Path) -> ModelRecord | None:
-        """Store the files the job saved and record them as a model version; None if none."""
+    def collect(self, job: JobRecord, model_dir: Path, *, synced: bool = True
+                ) -> ModelRecord | None:
+        """Store the files the job saved and record them as a model version (`synced`: as
+        ModelStore.add_version); None if none."""
         if not model_dir.exists():
             return None
         digest, stored = store_tree(model_dir, self.objects_dir, "model")
@@ -24,5 +26,5 @@ class ArtifactCollector:
             return None
         return self.models.add_version(
             job.spec.model, job, content_hash=digest.digest, uri=stored.as_uri(),
-            size_bytes=digest.size_bytes, file_count=digest.file_count,
+            size_bytes=digest.size_bytes, file_count=digest.file_count, synced=synced,
         )

@@ -62,7 +62,8 @@ class Database:
         does not wait for the disk, so a power cut may undo it until the next synced commit
         (the log is written in order, so that one carries it). Only for facts the service
         can tell again from their source after such a cut: a process seen started, which
-        recovery polls again."""
+        recovery polls again; metrics with the file offset they advance; a finished job's
+        model version, which its final state's synced commit follows."""
         with self._write_lock:
             began = time.perf_counter()
             if synced:

@@ -67,16 +67,18 @@ class MetricStore:
 
     def ingest(
         self, job_id: str, attempt: int, *, from_offset: int, to_offset: int,
-        points: Sequence[MetricPoint], malformed: int,
+        points: Sequence[MetricPoint], malformed: int, synced: bool = True,
     ) -> bool:
         """Append points and advance the job's file offset in one transaction.
 
         The offset is compared-and-set, so a restarted tracker never ingests a line twice.
         Returns False (and writes nothing) when the offset moved meanwhile. An attempt keeps
         at most `max_points` points; those past it are counted on its run and dropped.
+        `synced=False` (Database.write) where the points are read again from their file
+        after a power cut undid them: the offset is undone with them.
         """
         now = time.time()
-        with self.db.write() as conn:
+        with self.db.write(synced=synced) as conn:
             result = conn.execute(_ADVANCE, {"b_job": job_id, "b_from": from_offset,
                                              "b_to": to_offset, "b_malformed": malformed})
             if result.rowcount != 1:

@@ -43,15 +43,17 @@ class ModelStore:
 
     def add_version(
         self, model_name: str, job: JobRecord, *, content_hash: str, uri: str,
-        size_bytes: int, file_count: int,
+        size_bytes: int, file_count: int, synced: bool = True,
     ) -> ModelRecord:
-        """Record the job's artifact as the next version of model_name (idempotent per job)."""
+        """Record the job's artifact as the next version of model_name (idempotent per job).
+        `synced=False` (Database.write) where a synced commit follows that a power cut
+        would undo with it, and the files are collected again (a job's final state)."""
         existing = self.for_job(job.id, job.attempt)
         if existing is not None:
             return existing
         for _ in range(5):  # another writer may take the same number on PostgreSQL
             try:
-                with self.db.write() as conn:
+                with self.db.write(synced=synced) as conn:
                     current = conn.execute(
                         select(func.max(model_versions.c.version)).where(
                             model_versions.c.model_name == model_name

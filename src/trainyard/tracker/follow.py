@@ -94,14 +94,16 @@ class Follower:
         else:
             self._failures.pop(job.id, None)
 
-    def track(self, job: JobRecord) -> None:
-        """Follow one active job: deliver a stop, ingest metrics, notice its end."""
+    def track(self, job: JobRecord, *, ingest: bool = True) -> None:
+        """Follow one active job: deliver a stop, ingest metrics (if `ingest`), notice its
+        end (whose metrics are ingested then, whatever `ingest` says)."""
         if self.launcher.in_flight(job.id):
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
         running = job.state is JobState.RUNNING
         if running:
             job = self.notices.observe(job)
+        if running and ingest:
             ingested = self._ingest_metrics(job, final=False)
             if ingested.metrics_offset != job.metrics_offset:  # new points to judge
                 ingested = self.early_stop.judge(ingested)
@@ -119,6 +121,10 @@ class Follower:
             executor, job, self._with_reported_code(executor, job, executor.poll(job.handle)))
         self._note(job, observation)
         self.apply(job, observation)
+
+    def track_without_metrics(self, job: JobRecord) -> None:
+        """track() between the metrics' periods."""
+        self.track(job, ingest=False)
 
     def _note(self, job: JobRecord, observation: Observation) -> None:
         """What the engine says of a job that is not over yet (held by the cluster's own
@@ -265,7 +271,10 @@ class Follower:
         """What became of the model files: a sentence's tail for the job's message."""
         paths = self.workspace.attempt(job.id, job.attempt)
         try:
-            model = self.artifacts.collect(job, paths.model_dir)
+            # Unsynced: the job's final state, committed synced next, carries it to disk;
+            # a power cut that undoes both leaves the job to be finished, and its files
+            # collected, again.
+            model = self.artifacts.collect(job, paths.model_dir, synced=False)
         except (TrainyardError, OSError) as exc:
             return f"; model not saved: {exc}"
         if model is None:
@@ -273,7 +282,9 @@ class Follower:
         return f"; model {model.model_name} version {model.version}"
 
     def _ingest_metrics(self, job: JobRecord, *, final: bool) -> JobRecord:
-        """Ingest what the job appended to METRICS_PATH; return the job with its new offset."""
+        """Ingest what the job appended to METRICS_PATH; return the job with its new offset.
+        Unsynced: a power cut undoes the points with their offset, and they are read again
+        from the file."""
         path = self.workspace.attempt(job.id, job.attempt).metrics_path
         offset = job.metrics_offset
         while True:
@@ -282,7 +293,7 @@ class Follower:
                 break
             ok = self.metrics.ingest(job.id, job.attempt, from_offset=offset,
                                      to_offset=batch.end_offset, points=batch.points,
-                                     malformed=batch.malformed)
+                                     malformed=batch.malformed, synced=False)
             if not ok:
                 return self.jobs.get(job.id)  # another writer moved the offset; trust it
             offset = batch.end_offset

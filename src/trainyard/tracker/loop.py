@@ -177,21 +177,24 @@ class Tracker:
         self._wake.set()
 
     def _run(self) -> None:
-        last_reconcile = float("-inf")
+        last_periodic = float("-inf")
         while not self._stop.is_set():
             self._wake.clear()
             self._submitted = False
             started = time.monotonic()
-            # Submits only need admission; following running jobs (exit status, metrics) is
-            # due when one exited or was cancelled, or on its own period.
-            reconcile = self._reconcile_due or started - last_reconcile >= \
-                self.config.active_interval
+            # Submits only need admission; following the active jobs is due when one exited,
+            # was cancelled or launched, and on its own period. Only the period ingests the
+            # running jobs' metrics: a pass woken by an exit hands its slot on without
+            # waiting for the other jobs' ingestion (the ended job's is in its end).
+            periodic = started - last_periodic >= self.config.active_interval
+            reconcile = self._reconcile_due or periodic
             if reconcile:
                 self._reconcile_due = False
-                last_reconcile = started
+            if periodic:
+                last_periodic = started
             busy = False
             try:
-                busy = self.run_once(reconcile=reconcile)
+                busy = self.run_once(reconcile=reconcile, ingest=periodic)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
             if self._submitted:
@@ -211,17 +214,19 @@ class Tracker:
     def missing_executors(self) -> str | None:
         return self.recovery.missing_executors()
 
-    def run_once(self, reconcile: bool = True) -> bool:
+    def run_once(self, reconcile: bool = True, ingest: bool = True) -> bool:
         """One pass: follow the active jobs and settle the jobs waiting for them (if
-        reconcile), then admit. True while jobs are active."""
+        reconcile; `ingest`: with the running jobs' new metrics), then admit. True while
+        jobs are active."""
         if not reconcile:
             if self.admission.explain_new_jobs():
                 return True  # saturation means jobs are active
             return self.admission.run() > 0
         began = time.perf_counter()
         try:
+            track = self.follower.track if ingest else self.follower.track_without_metrics
             for job in self.jobs.in_states(ACTIVE_STATES):
-                self.follower.guarded(job, self.follower.track)
+                self.follower.guarded(job, track)
             # After the ends just written, before admission: a job they release may start now.
             self.dependencies.resolve()
             return self.admission.run() > 0
