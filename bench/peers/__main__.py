@@ -172,14 +172,17 @@ def train_cap(phase_seconds: float, ideal_s: float | None) -> float:
     return max(phase_seconds, TRAIN_CAP_OVER_IDEAL * ideal_s) if ideal_s else phase_seconds
 
 
-def run_limits(root: Path, args: argparse.Namespace, trainer: Trainer) -> Figures:
+def run_limits(root: Path, args: argparse.Namespace, trainer: Trainer
+               ) -> tuple[Figures, list[float]]:
+    """The limits, and the trainer's runs slots at a time (bracket_trainer adds to them)."""
     stamps = wl.Stamps(root / "stamps-limits")
     stamps.root.mkdir(parents=True)
     log("limits: fork/exec, the trainer alone, SQLite commits, the move into a process cap")
     fork = limits.fork_exec(stamps, args.start_samples * 2, args.trivial_jobs, args.slots)
     alone_s = limits.median(limits.trainer_runs(stamps, trainer.standalone, 5, 1, "alone"))
-    run_s = limits.median(limits.trainer_runs(stamps, trainer.standalone, 3 * args.slots,
-                                              args.slots, "slots"))
+    in_slots = limits.trainer_runs(stamps, trainer.standalone, 3 * args.slots, args.slots,
+                                   "slots")
+    run_s = limits.median(in_slots)
     commits = limits.sqlite_commits(root / "commit.db", 200)
     cap = limits.cap_move(args.start_samples)
     return {
@@ -190,10 +193,27 @@ def run_limits(root: Path, args: argparse.Namespace, trainer: Trainer) -> Figure
         "fork_exec_e2e_jobs_per_s": num(fork.e2e_jobs_per_s, 1),
         "trainer_run_s": num(alone_s, 3),
         "trainer_run_in_slots_s": num(run_s, 3),
+        "trainer_run_in_slots_before_s": num(run_s, 3),
         "train_makespan_ideal_s": num(math.ceil(args.train_jobs / args.slots) * run_s, 2),
         "sqlite_commit_p50_ms": num(commits.p50_ms, 3),
         "sqlite_commits_per_s": num(commits.per_s, 1),
-    }
+    }, in_slots
+
+
+def bracket_trainer(root: Path, args: argparse.Namespace, trainer: Trainer,
+                    lim: Figures, before: list[float]) -> None:
+    """The trainer run slots at a time again, right after Trainyard's workloads: this
+    machine's speed drifts by some percent over minutes, so the ideal makespan is the median
+    of the runs before and after, which bracket the workload it is compared with."""
+    stamps = wl.Stamps(root / "stamps-limits-after")
+    stamps.root.mkdir()
+    log("limits: the trainer again, slots at a time")
+    after = limits.trainer_runs(stamps, trainer.standalone, 3 * args.slots, args.slots,
+                                "slots-after")
+    run_s = limits.median([*before, *after])
+    lim["trainer_run_in_slots_after_s"] = num(limits.median(after), 3)
+    lim["trainer_run_in_slots_s"] = num(run_s, 3)
+    lim["train_makespan_ideal_s"] = num(math.ceil(args.train_jobs / args.slots) * run_s, 2)
 
 
 def run_docker(args: argparse.Namespace, ty: Figures, lim: Figures) -> None:
@@ -236,7 +256,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         data = root / "digits"
         write_digits(data)
         trainer = Trainer(args, data, root / "scratch")
-        lim = run_limits(root, args, trainer)
+        lim, trainer_before = run_limits(root, args, trainer)
         # A machine slower today than the cap was set for still finishes the training
         # workload: its cap is never short of the ideal makespan this run measured.
         args.train_phase_seconds = train_cap(args.phase_seconds, lim["train_makespan_ideal_s"])
@@ -260,6 +280,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 traceback.print_exc()
                 systems[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
             systems[name]["wall_seconds"] = num(time.monotonic() - started, 1)
+            if name == "trainyard":
+                bracket_trainer(root, args, trainer, lim, trainer_before)
         if "trainyard" in systems and args.docker_samples:
             run_docker(args, systems["trainyard"], lim)
         if "slurm" in args.systems and not why_not["slurm"]:

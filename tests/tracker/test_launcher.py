@@ -12,6 +12,7 @@ from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchRequest
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.records import JobRecord
+from trainyard.tracker.launcher import Launcher
 
 
 def launching(stack: TrainyardServer, spec: JobSpec, executor: str = "local") -> JobRecord:
@@ -69,3 +70,54 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     assert run_to_end(stack, job.id) is JobState.CANCELLED
     assert marker.read_text() == "x\n"
 
+
+
+def counting_launcher(stack: TrainyardServer) -> tuple[Launcher, list[int]]:
+    """A launcher over the stack's store and executors that counts the wake-ups it asks."""
+    wakes: list[int] = []
+    launcher = Launcher(jobs=stack.jobs, executors_by_kind=stack.executors,
+                        requests=stack.tracker.launcher.requests, clock=time.time, workers=2,
+                        on_settled=lambda: wakes.append(1))
+    return launcher, wakes
+
+
+def test_a_job_its_launch_made_running_asks_no_pass_of_its_own(stack: TrainyardServer) -> None:
+    # Its exit wakes the tracker, and the period follows it: a pass now would compete with
+    # its start for the CPU, and find nothing to do.
+    launcher, wakes = counting_launcher(stack)
+    job = launching(stack, JobSpec(name="clean", command="sleep 30"))
+    launcher.launch_beside(job)
+    assert launcher.wait(timeout=30)
+    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == []
+    stack.service.cancel(LOCAL, job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+    launcher.shutdown()
+
+
+def test_a_launch_a_pass_passed_over_or_that_failed_wakes_the_tracker(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher, wakes = counting_launcher(stack)
+    job = launching(stack, JobSpec(name="passed", command="sleep 30"))
+    gate = threading.Event()
+    build = launcher.requests.build
+
+    def held(job: JobRecord, **options: bool) -> LaunchRequest:
+        assert gate.wait(30)
+        return build(job, **options)
+
+    monkeypatch.setattr(launcher.requests, "build", held)
+    launcher.launch_beside(job)
+    # A pass (an exit, a cancel) that wanted to follow the job while it launched.
+    assert launcher.pass_over(job.id)
+    gate.set()
+    assert launcher.wait(timeout=30)
+    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == [1]
+    assert not launcher.pass_over(job.id)  # settled: a pass follows it itself
+    monkeypatch.undo()
+    boxed = launching(stack, JobSpec(name="boxed", image="trainyard/demo"), executor="docker")
+    launcher.launch_beside(boxed)
+    assert launcher.wait(timeout=30)
+    assert stack.jobs.get(boxed.id).state is JobState.FAILED and wakes == [1, 1]
+    stack.service.cancel(LOCAL, job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+    launcher.shutdown()

@@ -221,8 +221,8 @@ class LocalExecutor:
         except OSError as exc:
             raise LaunchError(f"could not start the process: {exc}") from exc
         standby = standbys.take()
-        self._refill_standbys()  # after the take, so that it sees one fewer
         if standby is None:
+            self._refill_standbys()
             return None
         script = self._dir(handle) / "launch"
         try:
@@ -230,8 +230,13 @@ class LocalExecutor:
                                          self._wrapper(request, "")))
         except (OSError, UnicodeError):  # a full disk, say: the direct start says what
             standbys.discard(standby)
+            self._refill_standbys()
             return None
-        return standby.proc if standbys.hand_over(standby, handle, script) else None
+        handed = standbys.hand_over(standby, handle, script)
+        # After the hand-over, not beside it: the next standby's start (a fork of this
+        # process, then a shell) would compete with this job's for the CPU.
+        self._refill_standbys()
+        return standby.proc if handed else None
 
     def _refill_standbys(self) -> None:
         # RuntimeError: the interpreter is shutting down, and no more are needed.

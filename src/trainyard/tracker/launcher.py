@@ -30,14 +30,25 @@ class Launcher:
         self.executors_by_kind = executors_by_kind
         self.requests = requests
         self.clock = clock
-        self._on_settled = on_settled  # a launch ended, well or not: follow the job again
+        # A launch ended where a pass may not yet have seen what came of it: follow it.
+        self._on_settled = on_settled
         self._in_flight: set[str] = set()  # job ids
+        self._passed_over: set[str] = set()  # in flight, and a pass wanted to follow them
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
     def in_flight(self, job_id: str) -> bool:
         """Whether the job's launch is under way: it settles the job, not a poll."""
         return job_id in self._in_flight
+
+    def pass_over(self, job_id: str) -> bool:
+        """in_flight(), for a pass that would follow the job: if so, the launch's end wakes
+        the tracker to follow it (its process may have ended, or a cancel come, meanwhile)."""
+        with self._changed:
+            if job_id not in self._in_flight:
+                return False
+            self._passed_over.add(job_id)
+            return True
 
     def launch_beside(self, job: JobRecord) -> None:
         """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
@@ -86,15 +97,26 @@ class Launcher:
         return True
 
     def _start_beside(self, job: JobRecord) -> None:
+        running = False
         try:
-            self.start(job)
+            running = self.start(job) and \
+                executor_for(self.executors_by_kind, job.kind).started_by_launch
         except Exception:  # the job stays LAUNCHING; the next passes settle it
             log.exception("launching job %s failed", job.id)
         finally:
-            self._settled(job.id)
-            self._on_settled()
+            # A job recorded RUNNING needs no pass of its own: its exit wakes the tracker,
+            # and the period's passes follow it, unless one passed it over in flight. Any
+            # other outcome (failed: a slot is free; LAUNCHING still; started by its engine
+            # later) is followed at once.
+            if self._settled(job.id) or not running:
+                self._on_settled()
 
-    def _settled(self, job_id: str) -> None:
+    def _settled(self, job_id: str) -> bool:
+        """The launch is over; whether a pass passed the job over meanwhile."""
         with self._changed:
             self._in_flight.discard(job_id)
             self._changed.notify_all()
+            if job_id in self._passed_over:
+                self._passed_over.discard(job_id)
+                return True
+            return False
