@@ -23,6 +23,19 @@ def launching(stack: TrainyardServer, spec: JobSpec, executor: str = "local") ->
     return stack.jobs.get(job_id)
 
 
+def held_builds(launcher: Launcher, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Launches wait at their start until the event is set."""
+    gate = threading.Event()
+    build = launcher.requests.build
+
+    def held(job: JobRecord, **options: bool) -> LaunchRequest:
+        assert gate.wait(30)
+        return build(job, **options)
+
+    monkeypatch.setattr(launcher.requests, "build", held)
+    return gate
+
+
 def test_a_started_process_makes_the_job_running(stack: TrainyardServer) -> None:
     job = launching(stack, JobSpec(name="one", command="sleep 30"))
     assert stack.tracker.launcher.start(job)
@@ -46,14 +59,7 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     job = launching(stack, JobSpec(name="once", command=f"echo x >> {marker}; sleep 30"))
     launcher = stack.tracker.launcher
     # Hold the launch at its start, so that it is surely still in flight when asked again.
-    gate = threading.Event()
-    build = launcher.requests.build
-
-    def held(job: JobRecord, **options: bool) -> LaunchRequest:
-        assert gate.wait(30)
-        return build(job, **options)
-
-    monkeypatch.setattr(launcher.requests, "build", held)
+    gate = held_builds(launcher, monkeypatch)
     launcher.launch_beside(job)
     assert launcher.in_flight(job.id) and not launcher.wait(timeout=0.05)
     launcher.launch_beside(job)  # already in flight: not a second launch
@@ -98,14 +104,7 @@ def test_a_launch_a_pass_passed_over_or_that_failed_wakes_the_tracker(
         stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
     launcher, wakes = counting_launcher(stack)
     job = launching(stack, JobSpec(name="passed", command="sleep 30"))
-    gate = threading.Event()
-    build = launcher.requests.build
-
-    def held(job: JobRecord, **options: bool) -> LaunchRequest:
-        assert gate.wait(30)
-        return build(job, **options)
-
-    monkeypatch.setattr(launcher.requests, "build", held)
+    gate = held_builds(launcher, monkeypatch)
     launcher.launch_beside(job)
     # A pass (an exit, a cancel) that wanted to follow the job while it launched.
     assert launcher.pass_over(job.id)
