@@ -79,7 +79,8 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
 
 
 def counting_launcher(stack: TrainyardServer) -> tuple[Launcher, list[int]]:
-    """A launcher over the stack's store and executors that counts the wake-ups it asks."""
+    """A launcher over the stack's store and executors that counts the wake-ups it asks;
+    counted once shutdown() has joined its launches (a wake-up follows their settling)."""
     wakes: list[int] = []
     launcher = Launcher(jobs=stack.jobs, executors_by_kind=stack.executors,
                         requests=stack.tracker.launcher.requests, clock=time.time, workers=2,
@@ -93,30 +94,31 @@ def test_a_job_its_launch_made_running_asks_no_pass_of_its_own(stack: TrainyardS
     launcher, wakes = counting_launcher(stack)
     job = launching(stack, JobSpec(name="clean", command="sleep 30"))
     launcher.launch_beside(job)
-    assert launcher.wait(timeout=30)
+    launcher.shutdown()
     assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == []
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
-    launcher.shutdown()
 
 
-def test_a_launch_a_pass_passed_over_or_that_failed_wakes_the_tracker(
+def test_a_launch_a_pass_read_in_flight_wakes_the_tracker(
         stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
     launcher, wakes = counting_launcher(stack)
-    job = launching(stack, JobSpec(name="passed", command="sleep 30"))
+    job = launching(stack, JobSpec(name="read", command="sleep 30"))
     gate = held_builds(launcher, monkeypatch)
     launcher.launch_beside(job)
-    # A pass (an exit, a cancel) that wanted to follow the job while it launched.
-    assert launcher.pass_over(job.id)
+    # A pass (woken by an exit, a cancel) read the active jobs while it launched: it
+    # skipped the job, or will reach it with the state it read.
+    launcher.before_follow()
     gate.set()
-    assert launcher.wait(timeout=30)
+    launcher.shutdown()
     assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == [1]
-    assert not launcher.pass_over(job.id)  # settled: a pass follows it itself
-    monkeypatch.undo()
-    boxed = launching(stack, JobSpec(name="boxed", image="trainyard/demo"), executor="docker")
-    launcher.launch_beside(boxed)
-    assert launcher.wait(timeout=30)
-    assert stack.jobs.get(boxed.id).state is JobState.FAILED and wakes == [1, 1]
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
+
+
+def test_a_launch_that_failed_wakes_the_tracker(stack: TrainyardServer) -> None:
+    launcher, wakes = counting_launcher(stack)
+    boxed = launching(stack, JobSpec(name="boxed", image="trainyard/demo"), executor="docker")
+    launcher.launch_beside(boxed)
     launcher.shutdown()
+    assert stack.jobs.get(boxed.id).state is JobState.FAILED and wakes == [1]

@@ -1,12 +1,17 @@
 """The tracker's loop: woken by submits and exits, and every part reading one clock."""
 
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.liveserver import live_server, wait_for
 from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
+from trainyard.executors.base import Phase
 from trainyard.server.assembly import TrainyardServer
 
 
@@ -32,3 +37,56 @@ def test_every_part_reads_the_time_from_the_trackers_clock(stack: TrainyardServe
     stack.service.cancel(LOCAL, job_id)
     assert run_to_end(stack, job_id) is JobState.CANCELLED
     assert stack.jobs.events(job_id)[-1].time == 12345.0
+
+
+def test_ends_and_cancels_are_followed_without_the_periodic_passes(
+        tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the period an hour away, only the wake-ups end these jobs: an exit heard while
+    # its job was still launching must not wait for the period, nor must a cancel. The
+    # limit below is the test's bound, far beyond any wake-up's, far short of the period.
+    with live_server(tmp_path, database_url, active_interval=3600.0,
+                     idle_interval=3600.0) as srv:
+        for i in range(3):
+            job_id, _ = srv.service.train(LOCAL, JobSpec(name=f"short-{i}", command="true"))
+            wait_for(srv, job_id, {JobState.SUCCEEDED}, timeout=20)
+        # The launch records RUNNING only once `true` has surely ended: the pass its exit
+        # woke finds it still launching.
+        tracked = srv.tracker.launcher.jobs  # the tracker's own store (fenced by its lease)
+        record_running = tracked.mark_running
+
+        def late(job_id: str, **how: Any) -> None:
+            time.sleep(0.5)
+            record_running(job_id, **how)
+
+        monkeypatch.setattr(tracked, "mark_running", late)
+        for i in range(2):
+            job_id, _ = srv.service.train(LOCAL, JobSpec(name=f"late-{i}", command="true"))
+            wait_for(srv, job_id, {JobState.SUCCEEDED}, timeout=20)
+        # The pass its exit woke reads it LAUNCHING, and reaches it only once its launch
+        # has recorded RUNNING (as behind other jobs to follow first): that pass finds the
+        # end but cannot write it from a stale state; the launch's end must wake another.
+        follow = srv.tracker.follower.track
+
+        def behind(job: Any, **how: Any) -> None:
+            time.sleep(0.05)
+            follow(job, **how)
+
+        def soon(job_id: str, **how: Any) -> None:
+            # Once its process has ended and the pass its exit woke has read the jobs.
+            handle, deadline = tracked.get(job_id).handle, time.monotonic() + 10
+            while srv.executors["local"].poll(handle).phase is not Phase.EXITED:
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            time.sleep(0.02)
+            record_running(job_id, **how)
+
+        monkeypatch.setattr(tracked, "mark_running", soon)
+        monkeypatch.setattr(srv.tracker.follower, "track", behind)
+        for i in range(2):
+            job_id, _ = srv.service.train(LOCAL, JobSpec(name=f"read-{i}", command="true"))
+            wait_for(srv, job_id, {JobState.SUCCEEDED}, timeout=20)
+        monkeypatch.undo()
+        long, _ = srv.service.train(LOCAL, JobSpec(name="long", command="sleep 30"))
+        wait_for(srv, long, {JobState.RUNNING}, timeout=20)
+        srv.service.cancel(LOCAL, long)
+        wait_for(srv, long, {JobState.CANCELLED}, timeout=20)

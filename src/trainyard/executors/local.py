@@ -194,6 +194,10 @@ class LocalExecutor:
                     )
             except OSError as exc:
                 raise LaunchError(f"could not start the process: {exc}") from exc
+        if self._standbys.wanted:
+            # Once the job's process is started, not beside its start: the next standby's
+            # (a fork of this process, then a shell) would compete with it for the CPU.
+            self._refill_standbys()
         self._watch(request.handle, functools.partial(_wait_child, proc))
 
     def _wrapper(self, request: LaunchRequest, cap: str) -> list[str]:
@@ -213,8 +217,7 @@ class LocalExecutor:
         if not standbys.wanted:
             return None
         if not standbys.usable or not exportable(env) or not cwd.is_dir():
-            self._refill_standbys()  # the first launch looks whether they can be used
-            return None
+            return None  # (the first launch's refill looks whether they can be used)
         handle = request.handle
         try:
             request.files.log.open("ab").close()  # as a direct start would, before anything
@@ -222,7 +225,6 @@ class LocalExecutor:
             raise LaunchError(f"could not start the process: {exc}") from exc
         standby = standbys.take()
         if standby is None:
-            self._refill_standbys()
             return None
         script = self._dir(handle) / "launch"
         try:
@@ -230,13 +232,8 @@ class LocalExecutor:
                                          self._wrapper(request, "")))
         except (OSError, UnicodeError):  # a full disk, say: the direct start says what
             standbys.discard(standby)
-            self._refill_standbys()
             return None
-        handed = standbys.hand_over(standby, handle, script)
-        # After the hand-over, not beside it: the next standby's start (a fork of this
-        # process, then a shell) would compete with this job's for the CPU.
-        self._refill_standbys()
-        return standby.proc if handed else None
+        return standby.proc if standbys.hand_over(standby, handle, script) else None
 
     def _refill_standbys(self) -> None:
         # RuntimeError: the interpreter is shutting down, and no more are needed.

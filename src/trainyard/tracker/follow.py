@@ -97,7 +97,7 @@ class Follower:
     def track(self, job: JobRecord, *, ingest: bool = True) -> None:
         """Follow one active job: deliver a stop, ingest metrics (if `ingest`), notice its
         end (whose metrics are ingested then, whatever `ingest` says)."""
-        if self.launcher.pass_over(job.id):
+        if self.launcher.in_flight(job.id):
             return  # its launch settles it; asking the executor now would find nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
         running = job.state is JobState.RUNNING

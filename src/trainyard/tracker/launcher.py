@@ -33,7 +33,7 @@ class Launcher:
         # A launch ended where a pass may not yet have seen what came of it: follow it.
         self._on_settled = on_settled
         self._in_flight: set[str] = set()  # job ids
-        self._passed_over: set[str] = set()  # in flight, and a pass wanted to follow them
+        self._passed_over: set[str] = set()  # in flight while a pass read the active jobs
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -41,14 +41,12 @@ class Launcher:
         """Whether the job's launch is under way: it settles the job, not a poll."""
         return job_id in self._in_flight
 
-    def pass_over(self, job_id: str) -> bool:
-        """in_flight(), for a pass that would follow the job: if so, the launch's end wakes
-        the tracker to follow it (its process may have ended, or a cancel come, meanwhile)."""
+    def before_follow(self) -> None:
+        """A pass is about to read the active jobs: each launch in flight now wakes the
+        tracker when it settles, since the pass may read its job as it was before (and pass
+        it over, or find it still LAUNCHING), while its process ended or a cancel came."""
         with self._changed:
-            if job_id not in self._in_flight:
-                return False
-            self._passed_over.add(job_id)
-            return True
+            self._passed_over |= self._in_flight
 
     def launch_beside(self, job: JobRecord) -> None:
         """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
@@ -105,14 +103,14 @@ class Launcher:
             log.exception("launching job %s failed", job.id)
         finally:
             # A job recorded RUNNING needs no pass of its own: its exit wakes the tracker,
-            # and the period's passes follow it, unless one passed it over in flight. Any
-            # other outcome (failed: a slot is free; LAUNCHING still; started by its engine
-            # later) is followed at once.
+            # and the period's passes follow it, unless a pass read the active jobs while
+            # it launched (before_follow). Any other outcome (failed: a slot is free;
+            # LAUNCHING still; started by its engine later) is followed at once.
             if self._settled(job.id) or not running:
                 self._on_settled()
 
     def _settled(self, job_id: str) -> bool:
-        """The launch is over; whether a pass passed the job over meanwhile."""
+        """The launch is over; whether a pass read the active jobs meanwhile."""
         with self._changed:
             self._in_flight.discard(job_id)
             self._changed.notify_all()

@@ -48,7 +48,7 @@ REST_FACTOR = 4.0
 @dataclass(frozen=True)
 class TrackerConfig:
     max_concurrent: int = 4
-    active_interval: float = 0.5  # pass period while jobs run: metrics ingestion cadence
+    active_interval: float = 0.5  # pass period while jobs run: the metrics' ingestion
     idle_interval: float = 2.0  # reconcile period when nothing runs
     cancel_grace: float = 10.0
     # Launches run beside the loop, so a slow start (a container: ~0.2 s) delays neither the
@@ -183,26 +183,30 @@ class Tracker:
             self._submitted = False
             started = time.monotonic()
             # Submits only need admission; following the active jobs is due when one exited,
-            # was cancelled or launched, and on its own period. Only the period ingests the
+            # was cancelled, or its launch ended otherwise than RUNNING or while a pass read
+            # it (tracker/launcher.py), and on its own period. Only the period ingests the
             # running jobs' metrics: a pass woken by an exit hands its slot on without
             # waiting for the other jobs' ingestion (the ended job's is in its end).
             periodic = started - last_periodic >= self.config.active_interval
             reconcile = self._reconcile_due or periodic
             if reconcile:
                 self._reconcile_due = False
-            if periodic:
-                last_periodic = started
             busy = False
             try:
                 busy = self.run_once(reconcile=reconcile, ingest=periodic)
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("tracker pass failed")
+            if periodic:  # from its end: a slow pass still leaves the loop a rest
+                last_periodic = time.monotonic()
             if self._submitted:
                 # Submitted to again during the pass: a stream of submits. Rest in proportion
                 # to the pass, so the loop takes at most a fifth of a CPU from the API. A
                 # lone wake-up, or one for ended or launched jobs, is served at once.
                 self._stop.wait(min(REST_FACTOR * (time.monotonic() - started), 0.25))
-            self._wake.wait(self.config.active_interval if busy else self.config.idle_interval)
+            # While jobs run, the next pass of the period is due one period after the last
+            # one ended; a pass woken in between does not put it off.
+            self._wake.wait(max(0.0, last_periodic + self.config.active_interval -
+                                time.monotonic()) if busy else self.config.idle_interval)
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -225,6 +229,7 @@ class Tracker:
         began = time.perf_counter()
         try:
             track = self.follower.track if ingest else self.follower.track_without_metrics
+            self.launcher.before_follow()
             for job in self.jobs.in_states(ACTIVE_STATES):
                 self.follower.guarded(job, track)
             # After the ends just written, before admission: a job they release may start now.
