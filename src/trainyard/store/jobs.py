@@ -116,8 +116,9 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
     event, keep the run in step. Returns the move for the telemetry, to hear once committed.
     `unless_cancelled`: refused (StaleState) once a cancel was asked of the job."""
     check_transition(expected, target)
-    # Read before the update: a waiting row's updated_at is when it began to wait (only
-    # moves touch it while it waits).
+    # Read before the update: a waiting row's updated_at is when it began to wait (moves
+    # set it; while it waits, only update_fields sets it too, for a cancel asked of it,
+    # which tracker/waiting.py's check then sees as a change).
     before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
     if prepared.is_plain(fields):
         result = conn.execute(prepared.job_move(tuple(fields), unless_cancelled), {
