@@ -5,8 +5,8 @@
   start stamp), and 500 of them two at a time for the end-to-end ceiling;
 - the trainer run alone, and `slots` runs at a time for the ideal makespan of the training
   workload: the workload runs that many at once, and on a machine whose every CPU then
-  trains, each run is slower than one alone (shared caches and memory bandwidth), which no
-  scheduler can win back;
+  trains, each run may be slower than one alone (shared caches and memory bandwidth), which
+  no scheduler can win back;
 - a SQLite commit (WAL, synchronous=FULL, as Trainyard's store): the floor of a durable
   submit;
 - a shell moving itself into a fresh pids cgroup, as a local job's wrapper does to enter its
