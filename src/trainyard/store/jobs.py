@@ -514,7 +514,8 @@ class JobStore:
 
     def waiting_since(self, upto_seq: int) -> dict[str, float]:
         """Each job queued() would list, of those submitted up to `upto_seq`: when it began
-        to wait (every move and every change of its columns sets that time)."""
+        to wait (its updated_at: every move and update_fields set it; a pending reason,
+        which no policy reads, does not)."""
         with self.db.read() as conn:
             rows = conn.execute(_WAITING_SINCE, {"b_upto": upto_seq}).all()
         return {job_id: since for job_id, since in rows}

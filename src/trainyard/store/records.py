@@ -135,7 +135,7 @@ class QueuedJob:
     # When it is cancelled if it has not started (None: never): its pending timeout.
     pending_deadline: float | None = None
     time_limit_s: float = 0.0  # each attempt's longest run; 0: none (for its budgets)
-    waiting_since: float = 0.0  # when it began to wait: its row's last change
+    waiting_since: float = 0.0  # when it began to wait: its row's updated_at
 
 
 @dataclass(frozen=True)

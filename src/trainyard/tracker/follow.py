@@ -122,10 +122,6 @@ class Follower:
         self._note(job, observation)
         self.apply(job, observation)
 
-    def track_without_metrics(self, job: JobRecord) -> None:
-        """track() between the metrics' periods."""
-        self.track(job, ingest=False)
-
     def _note(self, job: JobRecord, observation: Observation) -> None:
         """What the engine says of a job that is not over yet (held by the cluster's own
         admission, again after it ran when that admission evicted it; restarting; for one

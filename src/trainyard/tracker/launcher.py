@@ -33,7 +33,7 @@ class Launcher:
         # A launch ended where a pass may not yet have seen what came of it: follow it.
         self._on_settled = on_settled
         self._in_flight: set[str] = set()  # job ids
-        self._passed_over: set[str] = set()  # in flight while a pass read the active jobs
+        self._read_in_flight: set[str] = set()  # in flight while a pass read the active jobs
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -46,7 +46,7 @@ class Launcher:
         tracker when it settles, since the pass may read its job as it was before (and pass
         it over, or find it still LAUNCHING), while its process ended or a cancel came."""
         with self._changed:
-            self._passed_over |= self._in_flight
+            self._read_in_flight |= self._in_flight
 
     def launch_beside(self, job: JobRecord) -> None:
         """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
@@ -114,7 +114,7 @@ class Launcher:
         with self._changed:
             self._in_flight.discard(job_id)
             self._changed.notify_all()
-            if job_id in self._passed_over:
-                self._passed_over.discard(job_id)
+            if job_id in self._read_in_flight:
+                self._read_in_flight.discard(job_id)
                 return True
             return False

@@ -3,6 +3,7 @@ pass follows the active jobs (tracker.follow), then admits (tracker.admission)."
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -228,7 +229,7 @@ class Tracker:
             return self.admission.run() > 0
         began = time.perf_counter()
         try:
-            track = self.follower.track if ingest else self.follower.track_without_metrics
+            track = functools.partial(self.follower.track, ingest=ingest)
             self.launcher.before_follow()
             for job in self.jobs.in_states(ACTIVE_STATES):
                 self.follower.guarded(job, track)

@@ -4,12 +4,12 @@ Reading every waiting row on every pass would make each submit cost as much as t
 backlog; instead each pass reads only rows submitted since the last one, and the whole
 list is re-read after a cancellation (or a requeue, or a dependency met: an old submit
 order back in the queue). On a period the waiting jobs are checked against the store, each
-by its id and when it began to wait (every move and every change of a job's columns sets
-that time): a row another server committed out of sequence order, a job that left the
-queue or changed elsewhere, makes the check re-read the whole list. The check reads two
-columns a job, so a deep backlog costs a fraction of reading it all again each period. The
-jobs are kept in a Backlog, each queue's in the order it admits them, so a pass need not
-group and sort them again.
+by its id and when it began to wait (every move and JobStore.update_fields set that time;
+a pending reason, which no policy reads, does not): a row another server committed out of
+sequence order, a job that left the queue or changed elsewhere, makes the check re-read the
+whole list. The check reads two columns a job, so a deep backlog costs a fraction of
+reading it all again each period. The jobs are kept in a Backlog, each queue's in the order
+it admits them, so a pass need not group and sort them again.
 
 A job backing off before a retry is held out of the Backlog until its time comes, so the
 policy never sees it; jobs with a pending timeout are remembered with their deadline.
