@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from tests import factories
-from tests.scheduler.builders import job, policy, run
+from tests.scheduler.builders import job, policy, quota_policy, run
 from trainyard.domain import policy as cfg
 from trainyard.domain.policy import Quota, Team
 from trainyard.domain.pools import PoolCapacity
@@ -17,8 +17,15 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import FIRST_LEVEL_S
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
-from trainyard.scheduler.preemption import preemptible, preemptible_from, service_group
+from trainyard.scheduler.preemption import (
+    gives_back,
+    preemptible,
+    preemptible_from,
+    reclaim_victim,
+    service_group,
+)
 from trainyard.scheduler.queues import QueuePolicy
+from trainyard.scheduler.quotas import pool_quotas
 
 # --- who may be preempted -------------------------------------------------------------------
 
@@ -55,6 +62,22 @@ def test_preemptible_from_is_the_first_time_the_rule_allows_it() -> None:
 
 
 # --- reclaim: borrowed quota back to its owner -----------------------------------------------
+
+
+def test_a_reclaim_may_stop_only_jobs_of_teams_holding_more_than_they_own() -> None:
+    quotas = pool_quotas(quota_policy(), "gpu")  # vision and nlp own 4 GPUs each
+    assert quotas is not None
+    assert not gives_back("vision", quotas, Resources(0.0, 0, 4))  # holds what it owns
+    assert gives_back("vision", quotas, Resources(0.0, 0, 5))  # one borrowed
+    assert gives_back("", quotas, Resources())  # no team: owns nothing here
+    assert gives_back("other", quotas, Resources())  # a team without quota here
+    victim = reclaim_victim(quota_policy())
+    ann = RunningJob("r", "a", Resources(0.0, 0, 1), pool="gpu", team="vision")
+    assert not victim(ann, {("vision", "gpu"): Resources(0.0, 0, 4)})
+    assert victim(ann, {("vision", "gpu"): Resources(0.0, 0, 6),
+                        ("nlp", "gpu"): Resources(0.0, 0, 2)})
+    # No team holds quota in the cpu pool: nothing there is ever taken back.
+    assert not victim(replace(ann, pool="cpu"), {("vision", "cpu"): Resources(8.0, 0, 0)})
 
 
 def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> None:

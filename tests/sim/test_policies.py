@@ -14,7 +14,7 @@ from trainyard.domain.pools import PoolCapacity
 from trainyard.sim.cluster import Cluster, generated_policy, submit
 from trainyard.sim.compare import compare
 from trainyard.sim.policies import replay_for
-from trainyard.sim.trace import Trace, TraceJob, generate_trace
+from trainyard.sim.trace import Trace, TraceJob, generate_trace, queue_per_team
 
 
 def job(job_id: str, submit: float, duration: float, gpus: int, team: str = "x",
@@ -190,10 +190,16 @@ def test_default_without_teams_wakes_at_min_runtime_to_preempt_for_service() -> 
     assert summary["preemptions"] == 2
 
 
-def test_skipping_wake_ups_that_cannot_matter_changes_nothing() -> None:
-    trace = Trace(tuple(generate_trace(3000, 32, load=0.95, teams=3, seed=5)), "gen",
-                  "trainyard", {})
-    cluster = Cluster(generated_policy(trace.jobs, 32), generated=True)
+@pytest.mark.parametrize(("trace", "gpus"), [
+    (Trace(tuple(generate_trace(3000, 32, load=0.95, teams=3, seed=5)), "gen", "trainyard",
+           {}), 32),
+    # A deep backlog, a queue per team: teams borrow and give back all the time, and a
+    # wake-up right after a pass that started jobs must not be passed over (Replay._settled).
+    (queue_per_team(Trace(tuple(generate_trace(400, 64, load=12.0, teams=4, seed=7)), "gen",
+                          "trainyard", {})), 64),
+], ids=["busy", "deep"])
+def test_skipping_wake_ups_that_cannot_matter_changes_nothing(trace: Trace, gpus: int) -> None:
+    cluster = Cluster(generated_policy(trace.jobs, gpus), generated=True)
     submitted = submit(trace.jobs, cluster.policy)
     teams = sorted({j.team for j in submitted.jobs})
     outcomes = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from trainyard.domain import policy as cfg
@@ -17,7 +17,15 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.accounting import Ledger, PoolRoom
 from trainyard.scheduler.model import PendingJob, PendingReason, RunningJob
-from trainyard.scheduler.quotas import NO_QUOTA, ZERO, beyond, beyond_borrowing, over_quota
+from trainyard.scheduler.quotas import (
+    NO_QUOTA,
+    ZERO,
+    PoolQuotas,
+    beyond,
+    beyond_borrowing,
+    over_quota,
+    pool_quotas,
+)
 
 _NEVER = cfg.Queue("", pools=(), preemptible=False)  # a queue the policy no longer has
 # A service group's jobs in a pool: those that may be preempted, as (level, job), most
@@ -53,6 +61,40 @@ def preemptible_from(run: RunningJob, policy: cfg.Policy) -> float | None:
     while not preemptible(run, policy, at):  # a rounding short of it: a step or two
         at = math.nextafter(at, math.inf)
     return at
+
+
+def gives_back(team: str, quotas: PoolQuotas, use: Resources) -> bool:
+    """Whether a reclaim may stop a running job of `team` in a pool with these quotas, where
+    its team's running jobs hold `use`: the team owns no quota there (a job of no team
+    included), or holds more than it owns. The one rule for Preemption.reclaim and for
+    when the replay must look again."""
+    quota = quotas.quotas.get(team)
+    return quota is None or beyond(use, quota) != ZERO
+
+
+def _lends(found: dict[str, bool], team: str, quotas: PoolQuotas, use: Resources) -> bool:
+    lends = found.get(team)
+    if lends is None:
+        lends = found[team] = gives_back(team, quotas, use)
+    return lends
+
+
+def reclaim_victim(policy: cfg.Policy) -> Callable[[RunningJob, Mapping[tuple[str, str],
+                                                                         Resources]], bool]:
+    """For the replay: whether a reclaim may ever stop this running job while the teams'
+    running jobs hold what `team_use` says ((team, pool) -> held, as
+    scheduler.usage.team_use adds it up): its pool has team quotas and gives_back() says
+    so. Not whether it has run long enough (preemptible())."""
+    quotas: dict[str, PoolQuotas | None] = {}
+
+    def victim(run: RunningJob, team_use: Mapping[tuple[str, str], Resources]) -> bool:
+        if run.pool not in quotas:
+            quotas[run.pool] = pool_quotas(policy, run.pool)
+        found = quotas[run.pool]
+        return found is not None and gives_back(
+            run.team, found, team_use.get((run.team, run.pool), ZERO))
+
+    return victim
 
 
 def service_group(job: PendingJob | RunningJob) -> str:
@@ -126,9 +168,8 @@ class Preemption:
                 ReasonCode.RECLAIMING, f"jobs in pool {room.name!r} are stopping, freeing "
                 f"capacity; it starts then, or takes back team {job.team!r}'s quota if it "
                 "still must"))
-        nominal = quotas.quotas
-        borrowing = {team for team, q in nominal.items()
-                     if beyond(ledger.team_use.get((team, room.name), ZERO), q) != ZERO}
+        team_use = ledger.team_use
+        lends: dict[str, bool] = {}  # by team: whether its jobs here give quota back
         reclaimable = self._reclaimable.get(room.name)
         if reclaimable is None:  # sorted once a pass: the order is the same
             now, served = self.now, self.policy.service_levels
@@ -137,8 +178,8 @@ class Preemption:
                     -run.service_level(now) if served else 0, -run.started_at))
         preempt = self.preempt
         victims = [run for run in reclaimable
-                   if run.team != job.team and (run.team in borrowing or run.team not in nominal)
-                   and run.job_id not in preempt]
+                   if run.team != job.team and run.job_id not in preempt and
+                   _lends(lends, run.team, quotas, team_use.get((run.team, room.name), ZERO))]
         freed = ZERO
         chosen: list[RunningJob] = []
         free_ids = set(ledger.gpus_taken)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import attained_by
 from trainyard.scheduler.backlog import Backlog
 from trainyard.scheduler.model import (
@@ -36,6 +37,7 @@ from trainyard.scheduler.model import (
 )
 from trainyard.scheduler.preemption import service_group
 from trainyard.scheduler.snapshot import Feed, active_job
+from trainyard.scheduler.usage import team_use
 from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
 
 MAX_PASSES = 16  # at one time: a pass after each that preempted, at most this many in all
@@ -159,6 +161,10 @@ class Replay:
     by_service: bool = False
     # Skip a wake-up at which QueuePolicy cannot decide otherwise (see may_matter).
     quiet_wakes: bool = False
+    # For may_matter: whether a reclaim may ever stop the running job, given what each team's
+    # running jobs hold of each pool (preemption.reclaim_victim); None: any job.
+    reclaim_victim: Callable[[RunningJob, Mapping[tuple[str, str], Resources]], bool] | None \
+        = None
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     # What the tracker's snapshot also carries: executors that launch nothing now, and the
     # limits of sweeps and pipelines (a forecast from the live queue hands them on).
@@ -189,6 +195,12 @@ class Replay:
         # to find a job's place), as the store lists them.
         self._running_list: list[RunningJob] = []
         self._running_seqs: list[int] = []
+        # What each team's running jobs hold of each pool, worked out when asked and kept
+        # until a job starts or stops.
+        self._team_use: dict[tuple[str, str], Resources] | None = None
+        # Whether the last passes left nothing for another pass to decide (see schedule):
+        # only then may a wake-up be passed over (may_matter).
+        self._settled = False
         self._taken: set[str] = set()  # GPU ids held
         self._team_index = {team: i for i, team in enumerate(self.teams)}
         self._held = [0] * len(self.teams)
@@ -251,13 +263,19 @@ class Replay:
 
     def schedule(self, now: float) -> None:
         """The passes at one time: one, and another after each that preempted."""
+        self._settled = False
         for _ in range(MAX_PASSES):
             if not self.backlog:
+                self._settled = True
                 return
             self.passes += 1
+            claims = self.feed.reclaiming
             decisions = self.policy.schedule(self.snapshot(now))
             self.last_pending = decisions.pending
             if not self.apply(decisions, now):
+                # Nothing started, stopped or was claimed anew: a pass at once would be
+                # handed the same and decide the same.
+                self._settled = not decisions.admit and decisions.reclaiming == claims
                 return
 
     def finish_due(self, now: float) -> int:
@@ -373,11 +391,13 @@ class Replay:
         index = bisect_left(self._running_seqs, seq)
         self._running_seqs.insert(index, seq)
         self._running_list.insert(index, run)
+        self._team_use = None
 
     def _unlisted(self, seq: int) -> None:
         index = bisect_left(self._running_seqs, seq)
         del self._running_seqs[index]
         del self._running_list[index]
+        self._team_use = None
 
     def withdraw(self, job_id: str) -> PendingJob | None:
         """Take a waiting job out of the backlog, keeping what it has left to run; rejoin()
@@ -398,19 +418,33 @@ class Replay:
 
     def may_matter(self, run: RunningJob, at: float) -> bool:
         """Whether QueuePolicy might decide otherwise about the running job at its wake-up,
-        with nothing else happening: only if a job of another team waits (the run may now be
-        preempted to take quota back) or a job of its service group waits at a lower level
-        than the run has then (it may now be preempted for service). Nothing else a pass
-        looks at changes with time alone in a way that starts or stops a job: what cannot
-        start now could not at the last pass either."""
+        with nothing else happening: only if a job of another team waits while a reclaim may
+        stop the run (it may now be preempted to take quota back: its team holds more than
+        it owns in the run's pool, or owns nothing there), or a job of its service group
+        waits at a lower level than the run has then (it may now be preempted for service).
+        Nothing else a pass looks at changes with time alone in a way that starts or stops
+        a job: what cannot start now could not at the last pass either, and which running
+        jobs a reclaim may stop changes only as jobs start and stop. That holds once the last
+        passes settled: a pass that started jobs, say, leaves the next one more to decide
+        (the jobs it admitted after a job's turn now hold room that job may reclaim)."""
+        if not self._settled:
+            return True
         if any(count > 0 and team and team != run.team
-               for team, count in self._waiting_teams.items()):
+               for team, count in self._waiting_teams.items()) and \
+                self._reclaimable(run):
             return True
         levels = self._waiting_levels.get(service_group(run))
         if not levels:
             return False
         now_level = run.service_level(at)
         return any(count > 0 and waiting < now_level for waiting, count in levels.items())
+
+    def _reclaimable(self, run: RunningJob) -> bool:
+        if self.reclaim_victim is None:
+            return True
+        if self._team_use is None:  # in the snapshot's order, as the pass adds it up
+            self._team_use = team_use(self._running_list)
+        return self.reclaim_victim(run, self._team_use)
 
     def _release(self, run: RunningJob, state: ReplayJob, now: float) -> None:
         ran = now - state.run_start
