@@ -1,16 +1,19 @@
 """Writes on the driver's cursor store exactly what SQLAlchemy's execute stores, on both
-dialects, and leave to SQLAlchemy what they cannot run."""
+dialects, raise what it raises, and leave to SQLAlchemy what they cannot run."""
 
 from typing import Any
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
+from sqlalchemy.exc import IntegrityError
 
+from trainyard.domain.errors import StaleState
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
+from trainyard.domain.states import JobState
 from trainyard.store import driver_writes
 from trainyard.store.db import Database
 from trainyard.store.jobs import _INSERT_EVENT, _INSERT_JOB, _INSERT_LABEL, JobStore
-from trainyard.store.schema import job_events, job_labels, jobs
+from trainyard.store.schema import job_events, job_labels, jobs, runs
 
 
 def _spec(name: str) -> JobSpec:
@@ -129,3 +132,74 @@ def test_a_driver_error_in_a_batch_reaches_its_caller_as_sqlalchemys(
     assert outcomes and outcomes[0] in ("sqlite3", "psycopg.errors")  # the driver's own
     with db.read() as conn:
         assert conn.execute(select(dataset_versions.c.name)).all() == []
+
+
+def _moved_rows(db: Database, job_id: str) -> dict[str, Any]:
+    found = _rows(db, job_id)
+    with db.read() as conn:
+        found["runs"] = [dict(r) for r in conn.execute(
+            select(runs).where(runs.c.job_id == job_id)).mappings()]
+    return found
+
+
+def _moves(store: JobStore, job_id: str) -> None:
+    store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="launch", now=20.0,
+                     executor="local", handle="h-1")
+    store.mark_running(job_id, reason="started", now=21.5)
+    store.transition(job_id, JobState.RUNNING, JobState.SUCCEEDED, reason="exit 0",
+                     now=30.25, exit_code=0, message="done")
+
+
+def test_a_jobs_moves_store_the_same_rows_either_way(db: Database,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    store = JobStore(db)
+    fast, _ = store.create(_spec("moved"), now=12.5)
+    ran: list[object] = []
+    real = driver_writes.run_one
+
+    def counted(conn: Any, statement: Any, row: Any) -> int | None:
+        matched = real(conn, statement, row)
+        ran.append(matched)
+        return matched
+
+    monkeypatch.setattr(driver_writes, "run_one", counted)
+    _moves(store, fast)
+    # Each move's update, event and run write went to the driver's cursor, one row each.
+    assert len(ran) >= 9 and all(matched == 1 for matched in ran)
+    monkeypatch.setattr(driver_writes, "run_one", lambda *_: None)
+    slow, _ = store.create(_spec("moved"), now=12.5)
+    _moves(store, slow)
+    mine, theirs = _moved_rows(db, fast), _moved_rows(db, slow)
+    for found in (mine, theirs):
+        found["job"].pop("client_request_id")
+        for run in found["runs"]:
+            run.pop("job_id")
+            run.pop("id", None)
+    assert mine == theirs
+    assert [r["state"] for r in mine["runs"]] == ["SUCCEEDED"]
+    assert mine["runs"][0]["started_at"] == 21.5 and mine["runs"][0]["exit_code"] == 0
+
+
+def test_a_move_that_finds_its_job_moved_already_changes_nothing(db: Database) -> None:
+    store = JobStore(db)
+    job_id, _ = store.create(_spec("raced"), now=1.0)
+    with pytest.raises(StaleState):
+        store.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason="late", now=2.0)
+    assert store.get(job_id).state is JobState.WAITING
+    assert [e.reason for e in store.events(job_id)] == ["submitted"]
+
+
+def test_a_driver_error_of_one_row_reaches_its_caller_as_sqlalchemys(db: Database) -> None:
+    """A run row for an attempt that has one already: the driver's duplicate key, raised as
+    SQLAlchemy's IntegrityError (what callers and the API's sentences know), with the
+    driver's own error as its cause."""
+    store = JobStore(db)
+    job_id, _ = store.create(_spec("twice"), now=1.0)
+    store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="launch", now=2.0,
+                     executor="local", handle="h")
+    with db.read() as conn:
+        row = dict(conn.execute(select(runs).where(runs.c.job_id == job_id)).mappings().one())
+    row.pop("id", None)
+    with pytest.raises(IntegrityError) as raised, db.write() as conn:
+        driver_writes.execute(conn, insert(runs), row)
+    assert type(raised.value.orig).__module__ in ("sqlite3", "psycopg.errors")

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Executable
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -116,6 +117,56 @@ def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> 
                  compiled.positional)
 
 
+def run_one(conn: Connection, statement: Executable, row: dict[str, Any]) -> int | None:
+    """Run the statement once, for one row, on the driver's cursor, in the connection's
+    transaction: the rows it matched (an update's or a delete's), or None, having run
+    nothing, where it must go through SQLAlchemy."""
+    plan = _plan_of(statement, conn.dialect, tuple(row))
+    if plan is None:
+        return None
+    cursor = _cursor(conn)
+    parameters = plan.parameters(row)
+    try:
+        cursor.execute(plan.sql, parameters)
+        return int(cursor.rowcount)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise _as_sqlalchemys(conn, exc, plan.sql, parameters, cursor) from exc
+    finally:
+        cursor.close()
+
+
+def _as_sqlalchemys(conn: Connection, exc: Exception, sql: str, parameters: Any,
+                    cursor: Any) -> BaseException:
+    """The driver's error as SQLAlchemy's execute raises it (its IntegrityError,
+    OperationalError...), so that callers and the API's sentences for a database away or a
+    full disk see one kind; a lost connection is invalidated, as SQLAlchemy does, so that
+    the pool does not hand it out again."""
+    dialect = conn.dialect
+    lost = dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
+    if lost:
+        conn.invalidate(exc)
+    wrapped = DBAPIError.instance(sql, parameters, exc, dialect.loaded_dbapi.Error,
+                                  connection_invalidated=lost, dialect=dialect)
+    return wrapped if isinstance(wrapped, BaseException) else exc
+
+
+def execute(conn: Connection, statement: Executable, row: dict[str, Any]) -> int:
+    """Run a write of one row on the driver's cursor where it may (run_one), else through
+    SQLAlchemy: the rows it matched either way."""
+    matched = run_one(conn, statement, row)
+    if matched is None:
+        matched = conn.execute(statement, row).rowcount
+    return matched
+
+
+def _cursor(conn: Connection) -> Any:
+    # The pooled connection's driver connection: its transaction is the one SQLAlchemy began
+    # (SQLite's and psycopg's both begin at the first statement) and will commit.
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    return driver.cursor()
+
+
 def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, Any]]) -> bool:
     """Run the statement for each row on the driver's cursor, in the connection's
     transaction. False, having run nothing, where it must go through SQLAlchemy (the rows'
@@ -126,11 +177,7 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, A
     plan = _plan_of(statement, conn.dialect, tuple(first))
     if plan is None:
         return False
-    # The pooled connection's driver connection: its transaction is the one SQLAlchemy began
-    # (SQLite's and psycopg's both begin at the first statement) and will commit.
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    cursor = driver.cursor()
+    cursor = _cursor(conn)
     try:
         cursor.executemany(plan.sql, [plan.parameters(row) for row in rows])
     finally:

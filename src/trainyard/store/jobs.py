@@ -33,7 +33,7 @@ from trainyard.domain.position import QueuePlace
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
-from trainyard.store import dependencies, faults, prepared, sample_ids
+from trainyard.store import dependencies, driver_writes, faults, prepared, sample_ids
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
@@ -121,18 +121,18 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
     # which tracker/waiting.py's check then sees as a change).
     before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
     if prepared.is_plain(fields):
-        result = conn.execute(prepared.job_move(tuple(fields), unless_cancelled), {
+        matched = driver_writes.execute(conn, prepared.job_move(tuple(fields), unless_cancelled), {
             "b_id": job_id, "b_expected": expected.value, "b_target": target.value,
             "b_now": now, **prepared.values_of(fields)})
     else:
         moved = update(jobs).where(jobs.c.id == job_id, jobs.c.state == expected.value)
         if unless_cancelled:
             moved = moved.where(jobs.c.cancel_requested.is_(False))
-        result = conn.execute(moved.values(state=target.value, updated_at=now, **fields))
-    if result.rowcount != 1:
+        matched = conn.execute(moved.values(state=target.value, updated_at=now, **fields)).rowcount
+    if matched != 1:
         raise StaleState(f"job {job_id} is no longer {expected}, or was asked to cancel")
     log.info("job %s: %s -> %s (%s)", job_id, expected, target, reason)
-    conn.execute(_INSERT_EVENT, {
+    driver_writes.execute(conn, _INSERT_EVENT, {
         "job_id": job_id, "from_state": expected.value, "to_state": target.value,
         "time": now, "reason": reason,
     })

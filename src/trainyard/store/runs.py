@@ -26,7 +26,7 @@ from sqlalchemy import (
 
 from trainyard.domain.runs import ALGORITHM_LABEL, MetricThreshold, Op
 from trainyard.domain.states import ACTIVE_STATES, JobState
-from trainyard.store import prepared
+from trainyard.store import driver_writes, prepared
 from trainyard.store.budget_usage import record_attempt
 from trainyard.store.db import Database
 from trainyard.store.records import JobRecord, RunRecord
@@ -74,7 +74,7 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
     transaction: LAUNCHING starts a run; each later move of the attempt updates it."""
     if target is JobState.LAUNCHING:
         job = conn.execute(_NEW_RUN_OF, {"b_id": job_id}).one()
-        conn.execute(_INSERT_RUN, {
+        driver_writes.execute(conn, _INSERT_RUN, {
             "job_id": job_id, "attempt": job.attempt, "state": target.value,
             "executor": job.executor, "pool": job.pool, "handle": job.handle,
             "gpu_ids": job.gpu_ids, "image_id": "", "exit_code": None, "message": "",
@@ -91,10 +91,10 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
         if column in fields:
             values[column] = fields[column]
     if target in ENDS_ATTEMPT:
-        conn.execute(_ADD_HELD, {"b_id": job_id, "b_now": now})
+        driver_writes.execute(conn, _ADD_HELD, {"b_id": job_id, "b_now": now})
         record_attempt(conn, job_id, now)  # and towards the budgets over time
-    conn.execute(prepared.current_run_update(tuple(values)),
-                 {"b_id": job_id, **prepared.values_of(values)})
+    driver_writes.execute(conn, prepared.current_run_update(tuple(values)),
+                          {"b_id": job_id, **prepared.values_of(values)})
 
 
 @dataclass(frozen=True)
