@@ -22,6 +22,7 @@ from trainyard.scheduler.preemption import (
     preemptible,
     preemptible_from,
     reclaim_victim,
+    reclaims_for,
     service_group,
 )
 from trainyard.scheduler.queues import QueuePolicy
@@ -64,20 +65,34 @@ def test_preemptible_from_is_the_first_time_the_rule_allows_it() -> None:
 # --- reclaim: borrowed quota back to its owner -----------------------------------------------
 
 
-def test_a_reclaim_may_stop_only_jobs_of_teams_holding_more_than_they_own() -> None:
+def test_a_reclaim_stops_jobs_of_teams_holding_more_than_they_own_for_jobs_within_theirs(
+) -> None:
     quotas = pool_quotas(quota_policy(), "gpu")  # vision and nlp own 4 GPUs each
     assert quotas is not None
     assert not gives_back("vision", quotas, Resources(0.0, 0, 4))  # holds what it owns
     assert gives_back("vision", quotas, Resources(0.0, 0, 5))  # one borrowed
     assert gives_back("", quotas, Resources())  # no team: owns nothing here
     assert gives_back("other", quotas, Resources())  # a team without quota here
+    # Only quota a team owns is reclaimed for it: the job must fit within it.
+    assert reclaims_for("nlp", quotas, Resources(0.0, 0, 2), Resources(0.0, 0, 2))
+    assert not reclaims_for("nlp", quotas, Resources(0.0, 0, 3), Resources(0.0, 0, 2))
+    assert not reclaims_for("other", quotas, Resources(), Resources(0.0, 0, 1))
+
+
+def test_the_replay_asks_of_a_run_whether_a_reclaim_may_stop_it_now() -> None:
     victim = reclaim_victim(quota_policy())
     ann = RunningJob("r", "a", Resources(0.0, 0, 1), pool="gpu", team="vision")
-    assert not victim(ann, {("vision", "gpu"): Resources(0.0, 0, 4)})
-    assert victim(ann, {("vision", "gpu"): Resources(0.0, 0, 6),
-                        ("nlp", "gpu"): Resources(0.0, 0, 2)})
+    borrowing = {("vision", "gpu"): Resources(0.0, 0, 6), ("nlp", "gpu"): Resources(0.0, 0, 2)}
+    one_gpu = Resources(0.0, 0, 1)
+    assert victim(ann, borrowing, {"nlp": one_gpu})
+    # Its team holds no more than it owns: nothing to give back.
+    assert not victim(ann, {("vision", "gpu"): Resources(0.0, 0, 4)}, {"nlp": one_gpu})
+    # No other team waits, or the one waiting asks more than its own quota leaves it.
+    assert not victim(ann, borrowing, {"vision": one_gpu, "": one_gpu})
+    assert not victim(ann, borrowing, {"nlp": Resources(0.0, 0, 3)})
     # No team holds quota in the cpu pool: nothing there is ever taken back.
-    assert not victim(replace(ann, pool="cpu"), {("vision", "cpu"): Resources(8.0, 0, 0)})
+    assert not victim(replace(ann, pool="cpu"), {("vision", "cpu"): Resources(8.0, 0, 0)},
+                      {"nlp": Resources(1.0, 0, 0)})
 
 
 def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> None:

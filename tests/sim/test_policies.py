@@ -11,6 +11,9 @@ import pytest
 
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
+from trainyard.domain.spec import Resources
+from trainyard.scheduler.model import PendingJob, RunningJob
+from trainyard.scheduler.snapshot import Feed
 from trainyard.sim.cluster import Cluster, generated_policy, submit
 from trainyard.sim.compare import compare
 from trainyard.sim.policies import replay_for
@@ -212,6 +215,43 @@ def test_skipping_wake_ups_that_cannot_matter_changes_nothing(trace: Trace, gpus
     assert [(j.finish, j.preemptions) for j in loud.jobs] == \
         [(j.finish, j.preemptions) for j in quiet_.jobs]
     assert loud.preemptions > 0 and quiet_.passes < loud.passes
+
+
+def test_a_wake_up_after_a_pass_that_held_room_for_a_long_waiter_is_not_passed_over() -> None:
+    """Three queues of equal priority share 8 GPUs. R (5 GPUs) and Y1 (1) run; H (4, of
+    qy) has waited past reserve_after_s and holds its room, so J (1, of qz, with more usage
+    than qy at first) waits behind the hold though 2 GPUs are free. As qy uses and qz's usage
+    decays, qz's turn comes first: J starts at the next pass, R's wake-up at 200 (its
+    minimum runtime), though neither a reclaim nor a demotion can stop R."""
+    gpu = cfg.Pool(PoolCapacity("gpu", max_jobs=16, cpus=32, memory_mb=65536,
+                                gpu_ids=tuple(f"g{i}" for i in range(8))), executor="local")
+    policy = cfg.Policy(pools={"gpu": gpu},
+                        queues={q: cfg.Queue(q, pools=("gpu",)) for q in ("qx", "qy", "qz")},
+                        teams={}, max_running=100, reserve_after_s=600.0,
+                        min_runtime_s=300.0)
+    started = []
+    for quiet in (False, True):
+        replay_ = replay_for("default", policy, 8, ())
+        replay_.quiet_wakes = quiet
+        replay_.feed = Feed({"qz": 50.0}, 0.0, {})
+        for seq, run_, remaining in (
+                (1, RunningJob("R", "qx", Resources(1, 1, 5), "gpu",
+                               tuple(f"g{i}" for i in range(5)), "X", -100.0), 5000),
+                (2, RunningJob("Y1", "qy", Resources(1, 1, 1), "gpu", ("g5",), "Y",
+                               -10000.0), 3000)):
+            replay_.resume(run_, PendingJob(run_.job_id, run_.queue, 0, seq, run_.resources,
+                                            team=run_.team), remaining, 0.0, run_.team)
+        replay_.submit(PendingJob("H", "qy", 0, 3, Resources(1, 1, 4), team="Y",
+                                  submitted_at=-1000.0), 100)
+        replay_.submit(PendingJob("J", "qz", 0, 4, Resources(1, 1, 1), team="Z"), 100)
+        now: float | None = 0.0
+        while now is not None:
+            replay_.account_usage(now)
+            replay_.finish_due(now)
+            replay_.schedule(now)
+            now = replay_.next_event(now, None)
+        started.append(replay_.states["J"].first_start)
+    assert started == [200.0, 200.0]
 
 
 def test_a_job_too_large_for_every_pool_is_refused_not_replayed() -> None:

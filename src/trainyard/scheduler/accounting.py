@@ -87,6 +87,7 @@ class Ledger:
         # more is held and nothing else changed, so what did not fit fits no better.
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
+        self.waiters_held = 0  # holds for long waiters (not claims) made in the pass
         # Each pool's running jobs in the snapshot's order: what they hold is added up in
         # that order (scheduler.usage, as the queues overview adds it up).
         for run in running:
@@ -225,6 +226,8 @@ class Ledger:
             self.changes += 1
             room.claimed = add(room.claimed, job.resources)
             room.claimed_jobs += 1
+        else:
+            self.waiters_held += 1
 
     def release(self, room: PoolRoom, job: PendingJob, claim: bool = False) -> None:
         """Let go of what hold() kept for the job."""

@@ -182,6 +182,11 @@ class Decisions:
     # Waiting jobs for which borrowed quota is being taken back, each with the pool: the
     # caller hands them to the next pass as Snapshot.reclaiming.
     reclaiming: dict[str, str] = field(default_factory=dict)
+    # Set when the pass held room for jobs that have waited long (the policy's
+    # reserve_after_s), keeping it from the jobs whose turn came later: in a pass whose
+    # queues take their turns in another order (fair share changes it with time alone), such
+    # a job may start, or preempt, where it could not in this one.
+    held_for_waiters: bool = False
 
 
 class Policy(Protocol):

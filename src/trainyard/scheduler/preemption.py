@@ -63,6 +63,15 @@ def preemptible_from(run: RunningJob, policy: cfg.Policy) -> float | None:
     return at
 
 
+def reclaims_for(team: str, quotas: PoolQuotas, use: Resources, need: Resources) -> bool:
+    """Whether a reclaim may take quota back for a waiting job of `team` asking `need`, in a
+    pool with these quotas where its team's running jobs hold `use`: only quota a team owns
+    is reclaimed for it, so the job must fit within its team's quota there. The one rule for
+    Preemption.reclaim and for when the replay must look again."""
+    quota = quotas.first.get(team)
+    return quota is not None and over_quota(use, need, quota) == (0.0, 0, 0)
+
+
 def gives_back(team: str, quotas: PoolQuotas, use: Resources) -> bool:
     """Whether a reclaim may stop a running job of `team` in a pool with these quotas, where
     its team's running jobs hold `use`: the team owns no quota there (a job of no team
@@ -79,20 +88,32 @@ def _lends(found: dict[str, bool], team: str, quotas: PoolQuotas, use: Resources
     return lends
 
 
-def reclaim_victim(policy: cfg.Policy) -> Callable[[RunningJob, Mapping[tuple[str, str],
-                                                                         Resources]], bool]:
-    """For the replay: whether a reclaim may ever stop this running job while the teams'
-    running jobs hold what `team_use` says ((team, pool) -> held, as
-    scheduler.usage.team_use adds it up): its pool has team quotas and gives_back() says
-    so. Not whether it has run long enough (preemptible())."""
+# For the replay: the running job; what each team's running jobs hold of each pool
+# ((team, pool) -> held, as scheduler.usage.team_use adds it up); and, for each team with
+# jobs waiting, at most what the least of them asks of each resource.
+ReclaimVictim = Callable[[RunningJob, Mapping[tuple[str, str], Resources],
+                          Mapping[str, Resources]], bool]
+
+
+def reclaim_victim(policy: cfg.Policy) -> ReclaimVictim:
+    """For the replay: whether a reclaim may stop this running job now, with nothing else
+    happening: its pool has team quotas, gives_back() says a reclaim may stop it, and a job
+    of another team waits that reclaims_for() allows, taking the least that team's waiting
+    jobs ask (a job asking more only goes further past its quota). Not whether it has run
+    long enough (preemptible())."""
     quotas: dict[str, PoolQuotas | None] = {}
 
-    def victim(run: RunningJob, team_use: Mapping[tuple[str, str], Resources]) -> bool:
-        if run.pool not in quotas:
-            quotas[run.pool] = pool_quotas(policy, run.pool)
-        found = quotas[run.pool]
-        return found is not None and gives_back(
-            run.team, found, team_use.get((run.team, run.pool), ZERO))
+    def victim(run: RunningJob, team_use: Mapping[tuple[str, str], Resources],
+               least: Mapping[str, Resources]) -> bool:
+        pool = run.pool
+        if pool not in quotas:
+            quotas[pool] = pool_quotas(policy, pool)
+        found = quotas[pool]
+        if found is None or not gives_back(run.team, found,
+                                           team_use.get((run.team, pool), ZERO)):
+            return False
+        return any(reclaims_for(team, found, team_use.get((team, pool), ZERO), need)
+                   for team, need in least.items() if team and team != run.team)
 
     return victim
 
@@ -154,11 +175,10 @@ class Preemption:
         ledger = self.ledger
         pool = room.pool
         quotas = room.quotas
-        quota = None if quotas is None else quotas.first.get(job.team)
-        if quotas is None or quota is None or over_quota(
-                ledger.team_use.get((job.team, room.name), ZERO), job.resources,
-                quota) != (0.0, 0, 0):
-            return None  # only quota a team owns is reclaimed for it
+        if quotas is None or not reclaims_for(
+                job.team, quotas, ledger.team_use.get((job.team, room.name), ZERO),
+                job.resources):
+            return None
         if room.returning is not ZERO and room.returning != ZERO:
             if claimant:
                 self.reclaiming[job.job_id] = room.name

@@ -143,7 +143,8 @@ class QueuePolicy:
         return Decisions(admit=tuple(state.admitted), pending=PendingReasons(state.each, tails),
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
                          pools=state.placed, preempt=state.preemption.preempt,
-                         reclaiming=state.reclaiming)
+                         reclaiming=state.reclaiming,
+                         held_for_waiters=ledger.waiters_held > 0)
 
     # --- one pass --------------------------------------------------------------------------
 

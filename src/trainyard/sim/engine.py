@@ -35,7 +35,7 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
-from trainyard.scheduler.preemption import service_group
+from trainyard.scheduler.preemption import ReclaimVictim, service_group
 from trainyard.scheduler.snapshot import Feed, active_job
 from trainyard.scheduler.usage import team_use
 from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
@@ -161,10 +161,9 @@ class Replay:
     by_service: bool = False
     # Skip a wake-up at which QueuePolicy cannot decide otherwise (see may_matter).
     quiet_wakes: bool = False
-    # For may_matter: whether a reclaim may ever stop the running job, given what each team's
-    # running jobs hold of each pool (preemption.reclaim_victim); None: any job.
-    reclaim_victim: Callable[[RunningJob, Mapping[tuple[str, str], Resources]], bool] | None \
-        = None
+    # For may_matter: whether a reclaim may stop the running job now (preemption's
+    # reclaim_victim); None: whenever a job of another team waits.
+    reclaim_victim: ReclaimVictim | None = None
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     # What the tracker's snapshot also carries: executors that launch nothing now, and the
     # limits of sweeps and pipelines (a forecast from the live queue hands them on).
@@ -208,6 +207,8 @@ class Replay:
         # The waiting jobs by team, and by service group and level, for may_matter.
         self._waiting_teams: Counter[str] = Counter()
         self._waiting_levels: dict[str, Counter[int]] = defaultdict(Counter)
+        # The GPUs the waiting jobs of each team ask, for the least of them (may_matter).
+        self._waiting_gpus: dict[str, Counter[int]] = defaultdict(Counter)
 
     # --- the steps --------------------------------------------------------------------------
 
@@ -273,9 +274,11 @@ class Replay:
             decisions = self.policy.schedule(self.snapshot(now))
             self.last_pending = decisions.pending
             if not self.apply(decisions, now):
-                # Nothing started, stopped or was claimed anew: a pass at once would be
-                # handed the same and decide the same.
-                self._settled = not decisions.admit and decisions.reclaiming == claims
+                # Nothing started, stopped or was claimed anew, and no room was held for
+                # long waiters (which the queues' turn order decides): a pass at a later
+                # time, handed the same but for the clock, decides the same.
+                self._settled = not decisions.admit and decisions.reclaiming == claims and \
+                    not decisions.held_for_waiters
                 return
 
     def finish_due(self, now: float) -> int:
@@ -404,34 +407,43 @@ class Replay:
         puts it back (a forecast keeps the passes to each queue's first jobs)."""
         job = self.backlog.remove(job_id)
         if job is not None:
+            self._settled = False
             self._waiting_teams[job.team] -= 1
             self._waiting_levels[service_group(job)][job.service_level] -= 1
+            gpus = self._waiting_gpus[job.team]
+            gpus[job.resources.gpus] -= 1
+            if not gpus[job.resources.gpus]:
+                del gpus[job.resources.gpus]
         return job
 
     def rejoin(self, job: PendingJob) -> None:
         self._wait(job)
 
     def _wait(self, job: PendingJob) -> None:
+        self._settled = False  # a pass has not seen the backlog as it is now
         self.backlog.add(job)
         self._waiting_teams[job.team] += 1
         self._waiting_levels[service_group(job)][job.service_level] += 1
+        self._waiting_gpus[job.team][job.resources.gpus] += 1
 
     def may_matter(self, run: RunningJob, at: float) -> bool:
         """Whether QueuePolicy might decide otherwise about the running job at its wake-up,
-        with nothing else happening: only if a job of another team waits while a reclaim may
-        stop the run (it may now be preempted to take quota back: its team holds more than
-        it owns in the run's pool, or owns nothing there), or a job of its service group
-        waits at a lower level than the run has then (it may now be preempted for service).
-        Nothing else a pass looks at changes with time alone in a way that starts or stops
-        a job: what cannot start now could not at the last pass either, and which running
-        jobs a reclaim may stop changes only as jobs start and stop. That holds once the last
-        passes settled: a pass that started jobs, say, leaves the next one more to decide
-        (the jobs it admitted after a job's turn now hold room that job may reclaim)."""
+        with nothing else happening: only if a reclaim may stop the run (it may now be
+        preempted to take quota back: its team holds more than it owns in the run's pool, or
+        owns nothing there, while a job of another team waits that fits within its own
+        team's quota there), or a job of its service group waits at a lower level than the
+        run has then (it may now be preempted for service). Nothing else a pass looks at
+        changes with time alone in a way that starts or stops a job: what cannot start now
+        could not at the last pass either, and which running jobs a reclaim may stop, and
+        for whom, changes only as jobs start, stop and arrive. That holds once the last
+        passes settled (schedule): a pass that started jobs leaves the next one more to
+        decide (the jobs it admitted after a job's turn now hold room that job may reclaim),
+        and one that held room for long waiters may decide otherwise once fair share puts
+        the queues' turns in another order (a job whose turn came after the hold then comes
+        before it)."""
         if not self._settled:
             return True
-        if any(count > 0 and team and team != run.team
-               for team, count in self._waiting_teams.items()) and \
-                self._reclaimable(run):
+        if self._reclaim_may_stop(run):
             return True
         levels = self._waiting_levels.get(service_group(run))
         if not levels:
@@ -439,12 +451,17 @@ class Replay:
         now_level = run.service_level(at)
         return any(count > 0 and waiting < now_level for waiting, count in levels.items())
 
-    def _reclaimable(self, run: RunningJob) -> bool:
+    def _reclaim_may_stop(self, run: RunningJob) -> bool:
         if self.reclaim_victim is None:
-            return True
+            return any(count > 0 and team and team != run.team
+                       for team, count in self._waiting_teams.items())
         if self._team_use is None:  # in the snapshot's order, as the pass adds it up
             self._team_use = team_use(self._running_list)
-        return self.reclaim_victim(run, self._team_use)
+        # Of each team's waiting jobs, no more than the least asks: no CPUs or memory, and
+        # the fewest GPUs.
+        least = {team: Resources(0.0, 0, min(gpus))
+                 for team, gpus in self._waiting_gpus.items() if gpus}
+        return self.reclaim_victim(run, self._team_use, least)
 
     def _release(self, run: RunningJob, state: ReplayJob, now: float) -> None:
         ran = now - state.run_start

@@ -9,10 +9,17 @@ conversion) and the rows go straight to the driver's executemany.
 Only what needs none of SQLAlchemy's run-time work takes this path: a column the rows leave
 out may have a plain default value, not one computed by a function; no RETURNING, no
 expanding or late-rendered parameter; every row of a batch has the same keys. The rest goes
-through `Connection.execute` as before (`run_many` answers False: the caller does it)."""
+through `Connection.execute` as before (`run_many` answers False: the caller does it).
+
+`run_one` (and `execute`, which falls back to SQLAlchemy itself) runs one row the same way:
+a job's moves, whose compare-and-set reads the rows it matched from the driver's cursor. Its
+driver errors are raised as SQLAlchemy's; `run_many`'s are the driver's own, for the group
+commit, which retries each writer alone through SQLAlchemy. Statements on this path fire no
+SQLAlchemy execute events and are not echoed."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Executable
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -124,15 +131,22 @@ def run_one(conn: Connection, statement: Executable, row: dict[str, Any]) -> int
     plan = _plan_of(statement, conn.dialect, tuple(row))
     if plan is None:
         return None
-    cursor = _cursor(conn)
-    parameters = plan.parameters(row)
+    driver_error = conn.dialect.loaded_dbapi.Error
     try:
+        parameters = plan.parameters(row)
+    except Exception as exc:  # a value its column's type cannot take, as SQLAlchemy says it
+        raise StatementError(f"({type(exc).__name__}) {exc}", plan.sql, row, exc) from exc
+    cursor = None
+    try:
+        cursor = _cursor(conn)
         cursor.execute(plan.sql, parameters)
         return int(cursor.rowcount)
-    except conn.dialect.loaded_dbapi.Error as exc:
+    except driver_error as exc:
         raise _as_sqlalchemys(conn, exc, plan.sql, parameters, cursor) from exc
     finally:
-        cursor.close()
+        if cursor is not None:
+            with contextlib.suppress(driver_error):  # its connection may be closed now
+                cursor.close()
 
 
 def _as_sqlalchemys(conn: Connection, exc: Exception, sql: str, parameters: Any,
@@ -140,12 +154,14 @@ def _as_sqlalchemys(conn: Connection, exc: Exception, sql: str, parameters: Any,
     """The driver's error as SQLAlchemy's execute raises it (its IntegrityError,
     OperationalError...), so that callers and the API's sentences for a database away or a
     full disk see one kind; a lost connection is invalidated, as SQLAlchemy does, so that
-    the pool does not hand it out again."""
+    the pool does not hand it out again (the pool's other connections are left to its
+    pre-ping, where the engine has one: PostgreSQL's)."""
     dialect = conn.dialect
     lost = dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
     if lost:
         conn.invalidate(exc)
     wrapped = DBAPIError.instance(sql, parameters, exc, dialect.loaded_dbapi.Error,
+                                  hide_parameters=conn.engine.hide_parameters,
                                   connection_invalidated=lost, dialect=dialect)
     return wrapped if isinstance(wrapped, BaseException) else exc
 
@@ -160,8 +176,9 @@ def execute(conn: Connection, statement: Executable, row: dict[str, Any]) -> int
 
 
 def _cursor(conn: Connection) -> Any:
-    # The pooled connection's driver connection: its transaction is the one SQLAlchemy began
-    # (SQLite's and psycopg's both begin at the first statement) and will commit.
+    # The pooled connection's driver connection: its transaction is the one SQLAlchemy
+    # commits (psycopg begins it at the first statement, Python's sqlite3 at the first
+    # write; a write here begins it just as one through SQLAlchemy would).
     driver = conn.connection.driver_connection
     assert driver is not None
     return driver.cursor()
