@@ -81,11 +81,12 @@ def gives_back(team: str, quotas: PoolQuotas, use: Resources) -> bool:
     return quota is None or beyond(use, quota) != ZERO
 
 
-def _lends(found: dict[str, bool], team: str, quotas: PoolQuotas, use: Resources) -> bool:
-    lends = found.get(team)
-    if lends is None:
-        lends = found[team] = gives_back(team, quotas, use)
-    return lends
+def _gives_back_once(found: dict[str, bool], team: str, quotas: PoolQuotas,
+                     use: Resources) -> bool:
+    gives = found.get(team)
+    if gives is None:
+        gives = found[team] = gives_back(team, quotas, use)
+    return gives
 
 
 # For the replay: the running job; what each team's running jobs hold of each pool
@@ -189,7 +190,7 @@ class Preemption:
                 f"capacity; it starts then, or takes back team {job.team!r}'s quota if it "
                 "still must"))
         team_use = ledger.team_use
-        lends: dict[str, bool] = {}  # by team: whether its jobs here give quota back
+        gives: dict[str, bool] = {}  # by team: whether its jobs here give quota back
         reclaimable = self._reclaimable.get(room.name)
         if reclaimable is None:  # sorted once a pass: the order is the same
             now, served = self.now, self.policy.service_levels
@@ -199,7 +200,8 @@ class Preemption:
         preempt = self.preempt
         victims = [run for run in reclaimable
                    if run.team != job.team and run.job_id not in preempt and
-                   _lends(lends, run.team, quotas, team_use.get((run.team, room.name), ZERO))]
+                   _gives_back_once(gives, run.team, quotas,
+                                    team_use.get((run.team, room.name), ZERO))]
         freed = ZERO
         chosen: list[RunningJob] = []
         free_ids = set(ledger.gpus_taken)
