@@ -203,3 +203,21 @@ def test_a_driver_error_of_one_row_reaches_its_caller_as_sqlalchemys(db: Databas
     with pytest.raises(IntegrityError) as raised, db.write() as conn:
         driver_writes.execute(conn, insert(runs), row)
     assert type(raised.value.orig).__module__ in ("sqlite3", "psycopg.errors")
+
+
+def test_a_value_its_column_cannot_take_is_refused_as_a_statement_error(db: Database) -> None:
+    """A JSON column given what JSON cannot hold: StatementError naming the cause on both
+    dialects, though psycopg serializes JSON as it executes (where SQLAlchemy's own path
+    lets the driver's TypeError through), and nothing written."""
+    from sqlalchemy import JSON
+    from sqlalchemy.exc import StatementError
+
+    table = Table("driver_bad_json", MetaData(), Column("k", Integer), Column("v", JSON))
+    table.create(db.engine)
+    with pytest.raises(StatementError) as raised, db.write() as conn:
+        driver_writes.run_one(conn, insert(table), {"k": 1, "v": object()})
+    assert "TypeError" in str(raised.value) and "JSON serializable" in str(raised.value)
+    with pytest.raises((StatementError, TypeError)), db.write() as conn:
+        conn.execute(insert(table), {"k": 2, "v": object()})
+    with db.read() as conn:
+        assert conn.execute(select(table.c.k)).all() == []

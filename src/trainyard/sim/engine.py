@@ -162,7 +162,7 @@ class Replay:
     # Skip a wake-up at which QueuePolicy cannot decide otherwise (see may_matter).
     quiet_wakes: bool = False
     # For may_matter: whether a reclaim may stop the running job now (preemption's
-    # reclaim_victim); None: whenever a job of another team waits.
+    # reclaim_victim); None: always.
     reclaim_victim: ReclaimVictim | None = None
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     # What the tracker's snapshot also carries: executors that launch nothing now, and the
@@ -204,10 +204,9 @@ class Replay:
         self._team_index = {team: i for i, team in enumerate(self.teams)}
         self._held = [0] * len(self.teams)
         self._demand = [0] * len(self.teams)
-        # The waiting jobs by team, and by service group and level, for may_matter.
-        self._waiting_teams: Counter[str] = Counter()
+        # For may_matter: the waiting jobs by service group and level, and the GPUs the
+        # waiting jobs of each team ask (for the least of them).
         self._waiting_levels: dict[str, Counter[int]] = defaultdict(Counter)
-        # The GPUs the waiting jobs of each team ask, for the least of them (may_matter).
         self._waiting_gpus: dict[str, Counter[int]] = defaultdict(Counter)
 
     # --- the steps --------------------------------------------------------------------------
@@ -408,7 +407,6 @@ class Replay:
         job = self.backlog.remove(job_id)
         if job is not None:
             self._settled = False
-            self._waiting_teams[job.team] -= 1
             self._waiting_levels[service_group(job)][job.service_level] -= 1
             gpus = self._waiting_gpus[job.team]
             gpus[job.resources.gpus] -= 1
@@ -422,7 +420,6 @@ class Replay:
     def _wait(self, job: PendingJob) -> None:
         self._settled = False  # a pass has not seen the backlog as it is now
         self.backlog.add(job)
-        self._waiting_teams[job.team] += 1
         self._waiting_levels[service_group(job)][job.service_level] += 1
         self._waiting_gpus[job.team][job.resources.gpus] += 1
 
@@ -453,8 +450,7 @@ class Replay:
 
     def _reclaim_may_stop(self, run: RunningJob) -> bool:
         if self.reclaim_victim is None:
-            return any(count > 0 and team and team != run.team
-                       for team, count in self._waiting_teams.items())
+            return True  # nothing known of the quotas: any run may be
         if self._team_use is None:  # in the snapshot's order, as the pass adds it up
             self._team_use = team_use(self._running_list)
         # Of each team's waiting jobs, no more than the least asks: no CPUs or memory, and

@@ -132,17 +132,19 @@ def run_one(conn: Connection, statement: Executable, row: dict[str, Any]) -> int
     if plan is None:
         return None
     driver_error = conn.dialect.loaded_dbapi.Error
-    try:
-        parameters = plan.parameters(row)
-    except Exception as exc:  # a value its column's type cannot take, as SQLAlchemy says it
-        raise StatementError(f"({type(exc).__name__}) {exc}", plan.sql, row, exc) from exc
     cursor = None
     try:
+        parameters = plan.parameters(row)
         cursor = _cursor(conn)
         cursor.execute(plan.sql, parameters)
         return int(cursor.rowcount)
     except driver_error as exc:
         raise _as_sqlalchemys(conn, exc, plan.sql, parameters, cursor) from exc
+    except Exception as exc:
+        # A value its column's type cannot take, found by our conversion or by the
+        # driver's own (psycopg serializes JSON as it executes): StatementError, as
+        # SQLAlchemy raises where it converts the value itself, on both dialects.
+        raise StatementError(f"({type(exc).__name__}) {exc}", plan.sql, row, exc) from exc
     finally:
         if cursor is not None:
             with contextlib.suppress(driver_error):  # its connection may be closed now
