@@ -18,6 +18,7 @@ from trainyard.domain.spec import Resources
 from trainyard.scheduler.attained import FIRST_LEVEL_S
 from trainyard.scheduler.model import Decisions, PendingJob, RunningJob, Snapshot
 from trainyard.scheduler.preemption import (
+    admissions_settle,
     gives_back,
     preemptible,
     preemptible_from,
@@ -93,6 +94,27 @@ def test_the_replay_asks_of_a_run_whether_a_reclaim_may_stop_it_now() -> None:
     # No team holds quota in the cpu pool: nothing there is ever taken back.
     assert not victim(replace(ann, pool="cpu"), {("vision", "cpu"): Resources(8.0, 0, 0)},
                       {"nlp": Resources(1.0, 0, 0)})
+
+
+def test_the_replay_asks_whether_a_pass_that_admitted_jobs_leaves_the_next_one_as_it_was(
+) -> None:
+    settles = admissions_settle(quota_policy())  # the default minimum runtime: 5 minutes
+    started = [RunningJob("a", "a", Resources(0.0, 0, 2), pool="gpu", team="vision")]
+    # vision owns 4: holding 4 with them, it gives nothing back either way.
+    assert settles(started, {("vision", "gpu"): Resources(0.0, 0, 4)})
+    # Beyond 4 already before them: its older jobs could be reclaimed already.
+    assert settles(started, {("vision", "gpu"): Resources(0.0, 0, 7)})
+    # They take it beyond its quota: a job tried before them may now reclaim its older ones.
+    assert not settles(started, {("vision", "gpu"): Resources(0.0, 0, 5)})
+    # Two admitted together count together (3 + 2 + 2 = 7, from 3).
+    both = [*started, replace(started[0], job_id="b")]
+    assert not settles(both, {("vision", "gpu"): Resources(0.0, 0, 7)})
+    # No quotas in the pool, or a job of no team: nothing a reclaim may stop changes.
+    assert settles([replace(started[0], pool="cpu")], {("vision", "cpu"): Resources()})
+    assert settles([replace(started[0], team="")], {})
+    # Without a minimum runtime the admitted jobs may be stopped at once by the next pass.
+    assert not admissions_settle(replace(quota_policy(), min_runtime_s=0.0))(
+        started, {("vision", "gpu"): Resources(0.0, 0, 4)})
 
 
 def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> None:

@@ -88,6 +88,7 @@ class Ledger:
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
         self.waiters_held = 0  # holds for long waiters (not claims) made in the pass
+        self.held_out = 0  # jobs that would have fit but for what is held (fits())
         # Each pool's running jobs in the snapshot's order: what they hold is added up in
         # that order (scheduler.usage, as the queues overview adds it up).
         for run in running:
@@ -140,6 +141,7 @@ class Ledger:
         if why is None and allocate_gpus(cap, self.gpus_taken, need.gpus) is not None:
             return None
         if held and shortfall(cap, need, room.used, room.jobs) is None:
+            self.held_out += 1
             return self.reasons.of(("reserved", "", name), lambda: PendingReason(
                 ReasonCode.RESERVED, f"pool {name!r} holds capacity for a job that has waited "
                 "longer, or for which others are being preempted; it starts after that one"))

@@ -144,7 +144,8 @@ class QueuePolicy:
                          saturated=limit if full else None, gpu_ids=state.gpu_ids,
                          pools=state.placed, preempt=state.preemption.preempt,
                          reclaiming=state.reclaiming,
-                         held_for_waiters=ledger.waiters_held > 0)
+                         held_for_waiters=ledger.waiters_held > 0,
+                         held_out=ledger.held_out > 0)
 
     # --- one pass --------------------------------------------------------------------------
 

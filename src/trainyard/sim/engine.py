@@ -35,7 +35,7 @@ from trainyard.scheduler.model import (
     RunningJob,
     Snapshot,
 )
-from trainyard.scheduler.preemption import ReclaimVictim, service_group
+from trainyard.scheduler.preemption import AdmissionsSettle, ReclaimVictim, service_group
 from trainyard.scheduler.snapshot import Feed, active_job
 from trainyard.scheduler.usage import team_use
 from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
@@ -164,6 +164,9 @@ class Replay:
     # For may_matter: whether a reclaim may stop the running job now (preemption's
     # reclaim_victim); None: always.
     reclaim_victim: ReclaimVictim | None = None
+    # For schedule: whether a pass that admitted jobs, and did nothing else, leaves the next
+    # pass nothing to decide (preemption's admissions_settle); None: never.
+    admissions_settle: AdmissionsSettle | None = None
     teams: Sequence[str] = ()  # the teams whose GPUs the timeline follows
     # What the tracker's snapshot also carries: executors that launch nothing now, and the
     # limits of sweeps and pipelines (a forecast from the live queue hands them on).
@@ -273,12 +276,33 @@ class Replay:
             decisions = self.policy.schedule(self.snapshot(now))
             self.last_pending = decisions.pending
             if not self.apply(decisions, now):
-                # Nothing started, stopped or was claimed anew, and no room was held for
-                # long waiters (which the queues' turn order decides): a pass at a later
-                # time, handed the same but for the clock, decides the same.
-                self._settled = not decisions.admit and decisions.reclaiming == claims and \
-                    not decisions.held_for_waiters
+                # Nothing stopped or was claimed anew, no room was held for long waiters
+                # (which the queues' turn order decides), and what started leaves the next
+                # pass nothing to decide: a pass at a later time, handed the same but for
+                # the clock, decides nothing either.
+                self._settled = not decisions.held_for_waiters and (
+                    decisions.reclaiming == claims if not decisions.admit else
+                    self._admissions_settle(decisions, claims))
                 return
+
+    def _admissions_settle(self, decisions: Decisions, claims: Mapping[str, str]) -> bool:
+        """Whether the pass's admissions leave the next pass nothing to decide. A claim may
+        end only by its job's start, and then no job may have been kept out by what was
+        held: the claimed room, now its job's, no longer fits it, and it may preempt."""
+        if self.admissions_settle is None:
+            return False
+        admitted, reclaiming = decisions.admit, decisions.reclaiming
+        if reclaiming != claims:
+            if decisions.held_out or len(reclaiming) > len(claims) or any(
+                    claims.get(job_id) != pool for job_id, pool in reclaiming.items()):
+                return False
+            started = set(admitted)
+            if any(job_id not in reclaiming and job_id not in started for job_id in claims):
+                return False  # a claim let go otherwise than by its job's start
+        if self._team_use is None:  # in the snapshot's order, as the pass adds it up
+            self._team_use = team_use(self._running_list)
+        return self.admissions_settle([self.running[job_id] for job_id in admitted],
+                                      self._team_use)
 
     def finish_due(self, now: float) -> int:
         """End the jobs whose work is done by `now`."""

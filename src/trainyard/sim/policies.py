@@ -30,7 +30,7 @@ from trainyard.scheduler.model import (
     Snapshot,
     orders_by_service,
 )
-from trainyard.scheduler.preemption import preemptible_from, reclaim_victim
+from trainyard.scheduler.preemption import admissions_settle, preemptible_from, reclaim_victim
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.sim.checkpoints import NO_CHECKPOINTS, Checkpointing
 from trainyard.sim.cluster import executor_pools, without_quotas
@@ -311,4 +311,5 @@ def replay_for(name: str, policy: cfg.Policy, total_gpus: int, teams: Sequence[s
                   backlog_key=key, teams=teams,
                   progress=progress, by_service=orders_by_service(chosen),
                   quiet_wakes=name == "default",
-                  reclaim_victim=reclaim_victim(policy) if name == "default" else None)
+                  reclaim_victim=reclaim_victim(policy) if name == "default" else None,
+                  admissions_settle=admissions_settle(policy) if name == "default" else None)
