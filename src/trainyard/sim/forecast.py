@@ -33,7 +33,7 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.scheduler.backlog import queue_order
 from trainyard.scheduler.fifo import FifoPolicy
 from trainyard.scheduler.model import PendingJob, Policy, RunningJob, orders_by_service
-from trainyard.scheduler.preemption import reclaim_victim
+from trainyard.scheduler.preemption import admissions_settle, reclaim_victim
 from trainyard.scheduler.queues import QueuePolicy
 from trainyard.scheduler.snapshot import Feed
 from trainyard.sim.engine import Replay
@@ -109,6 +109,8 @@ class Scheduling:
                         quiet_wakes=self.declared is not None,
                         reclaim_victim=None if self.declared is None else
                         reclaim_victim(self.declared),
+                        admissions_settle=None if self.declared is None else
+                        admissions_settle(self.declared),
                         unavailable=queue.unavailable, sweep_limits=queue.sweep_limits,
                         sweep_titles=queue.sweep_titles)
         replay.feed = Feed(queue.usage, queue.now, queue.reclaiming)
