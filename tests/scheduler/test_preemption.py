@@ -100,21 +100,23 @@ def test_the_replay_asks_whether_a_pass_that_admitted_jobs_leaves_the_next_one_a
 ) -> None:
     settles = admissions_settle(quota_policy())  # the default minimum runtime: 5 minutes
     started = [RunningJob("a", "a", Resources(0.0, 0, 2), pool="gpu", team="vision")]
+
+    def gpus(held: int) -> dict[tuple[str, str], Resources]:
+        return {("vision", "gpu"): Resources(0.0, 0, held)}
+
     # vision owns 4: holding 4 with them, it gives nothing back either way.
-    assert settles(started, {("vision", "gpu"): Resources(0.0, 0, 4)})
+    assert settles(started, gpus(2), gpus(4))
     # Beyond 4 already before them: its older jobs could be reclaimed already.
-    assert settles(started, {("vision", "gpu"): Resources(0.0, 0, 7)})
+    assert settles(started, gpus(5), gpus(7))
     # They take it beyond its quota: a job tried before them may now reclaim its older ones.
-    assert not settles(started, {("vision", "gpu"): Resources(0.0, 0, 5)})
-    # Two admitted together count together (3 + 2 + 2 = 7, from 3).
-    both = [*started, replace(started[0], job_id="b")]
-    assert not settles(both, {("vision", "gpu"): Resources(0.0, 0, 7)})
+    assert not settles(started, gpus(3), gpus(5))
+    assert not settles(started, {}, gpus(5))
     # No quotas in the pool, or a job of no team: nothing a reclaim may stop changes.
-    assert settles([replace(started[0], pool="cpu")], {("vision", "cpu"): Resources()})
-    assert settles([replace(started[0], team="")], {})
+    assert settles([replace(started[0], pool="cpu")], {}, {("vision", "cpu"): Resources()})
+    assert settles([replace(started[0], team="")], {}, {})
     # Without a minimum runtime the admitted jobs may be stopped at once by the next pass.
     assert not admissions_settle(replace(quota_policy(), min_runtime_s=0.0))(
-        started, {("vision", "gpu"): Resources(0.0, 0, 4)})
+        started, gpus(2), gpus(4))
 
 
 def test_borrowed_quota_is_reclaimed_by_preempting_the_newest_borrowers() -> None:

@@ -191,8 +191,10 @@ def test_quota_taken_back_is_held_for_its_owner_against_the_requeued_borrower() 
     decided = QueuePolicy(p).schedule(snapshot)
     assert decided.admit == ("j2",)
     assert decided.pending["j1"].code == ReasonCode.RESERVED
+    assert decided.held_out  # j1 fit but for the hold: the replay must look again
     # Without the hold the borrower would take them back, and nlp would reclaim again.
-    assert run(p, pending, running).admit == ("j1",)
+    unheld = run(p, pending, running)
+    assert unheld.admit == ("j1",) and not unheld.held_out
     # A hold for a job that left the queue, or for a pool the policy lacks, holds nothing.
     gone = Snapshot(pending[:1], running, now=0.0,
                     reclaiming={"j2": "gpu", "j1": "nowhere"})

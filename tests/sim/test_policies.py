@@ -217,41 +217,115 @@ def test_skipping_wake_ups_that_cannot_matter_changes_nothing(trace: Trace, gpus
     assert loud.preemptions > 0 and quiet_.passes < loud.passes
 
 
-def test_a_wake_up_after_a_pass_that_held_room_for_a_long_waiter_is_not_passed_over() -> None:
-    """Three queues of equal priority share 8 GPUs. R (5 GPUs) and Y1 (1) run; H (4, of
-    qy) has waited past reserve_after_s and holds its room, so J (1, of qz, with more usage
-    than qy at first) waits behind the hold though 2 GPUs are free. As qy uses and qz's usage
-    decays, qz's turn comes first: J starts at the next pass, R's wake-up at 200 (its
-    minimum runtime), though neither a reclaim nor a demotion can stop R."""
-    gpu = cfg.Pool(PoolCapacity("gpu", max_jobs=16, cpus=32, memory_mb=65536,
-                                gpu_ids=tuple(f"g{i}" for i in range(8))), executor="local")
-    policy = cfg.Policy(pools={"gpu": gpu},
-                        queues={q: cfg.Queue(q, pools=("gpu",)) for q in ("qx", "qy", "qz")},
-                        teams={}, max_running=100, reserve_after_s=600.0,
-                        min_runtime_s=300.0)
-    started = []
+Ended = dict[str, tuple[float | None, float | None, int]]  # job -> first start, end, preemptions
+
+
+def replay_both_ways(policy: cfg.Policy, gpus: int, running: list[tuple[RunningJob, float]],
+                     waiting: list[tuple[PendingJob, float]], usage: dict[str, float] | None = None,
+                     claims: dict[str, str] | None = None) -> tuple[Ended, Ended]:
+    """`default` from one state, with every wake-up passed and with those that cannot
+    matter passed over: how each job ended, each way. `running` jobs (with the work they
+    have left) come first in the submit order, then `waiting` (with their work)."""
+    outcomes = []
     for quiet in (False, True):
-        replay_ = replay_for("default", policy, 8, ())
+        replay_ = replay_for("default", policy, gpus, ())
         replay_.quiet_wakes = quiet
-        replay_.feed = Feed({"qz": 50.0}, 0.0, {})
-        for seq, run_, remaining in (
-                (1, RunningJob("R", "qx", Resources(1, 1, 5), "gpu",
-                               tuple(f"g{i}" for i in range(5)), "X", -100.0), 5000),
-                (2, RunningJob("Y1", "qy", Resources(1, 1, 1), "gpu", ("g5",), "Y",
-                               -10000.0), 3000)):
+        replay_.feed = Feed(dict(usage or {}), 0.0, dict(claims or {}))
+        for seq, (run_, remaining) in enumerate(running, 1):
             replay_.resume(run_, PendingJob(run_.job_id, run_.queue, 0, seq, run_.resources,
                                             team=run_.team), remaining, 0.0, run_.team)
-        replay_.submit(PendingJob("H", "qy", 0, 3, Resources(1, 1, 4), team="Y",
-                                  submitted_at=-1000.0), 100)
-        replay_.submit(PendingJob("J", "qz", 0, 4, Resources(1, 1, 1), team="Z"), 100)
+        for seq, (pending, work) in enumerate(waiting, len(running) + 1):
+            replay_.submit(replace(pending, seq=seq), work)
         now: float | None = 0.0
         while now is not None:
             replay_.account_usage(now)
             replay_.finish_due(now)
             replay_.schedule(now)
             now = replay_.next_event(now, None)
-        started.append(replay_.states["J"].first_start)
-    assert started == [200.0, 200.0]
+        outcomes.append({job_id: (state.first_start, state.finish, state.preemptions)
+                         for job_id, state in replay_.states.items()})
+    loud, quiet_ = outcomes
+    return loud, quiet_
+
+
+def pool(name: str, gpus: int = 0, cpus: float = 32.0) -> cfg.Pool:
+    return cfg.Pool(PoolCapacity(name, max_jobs=16, cpus=cpus, memory_mb=65536,
+                                 gpu_ids=tuple(f"{name}{i}" for i in range(gpus))))
+
+
+def test_a_wake_up_after_a_pass_that_held_room_for_a_long_waiter_is_not_passed_over() -> None:
+    """Three queues of equal priority share 8 GPUs. R (5 GPUs) and Y1 (1) run; H (4, of
+    qy) has waited past reserve_after_s and holds its room, so J (1, of qz, with more usage
+    than qy at first) waits behind the hold though 2 GPUs are free. As qy uses and qz's usage
+    decays, qz's turn comes first: J starts at the next pass, R's wake-up at 200 (its
+    minimum runtime), though neither a reclaim nor a demotion can stop R."""
+    policy = cfg.Policy(pools={"gpu": pool("gpu", 8)},
+                        queues={q: cfg.Queue(q, pools=("gpu",)) for q in ("qx", "qy", "qz")},
+                        teams={}, max_running=100, reserve_after_s=600.0,
+                        min_runtime_s=300.0)
+    loud, quiet = replay_both_ways(
+        policy, 8,
+        [(RunningJob("R", "qx", Resources(1, 1, 5), "gpu", tuple(f"gpu{i}" for i in range(5)),
+                     "X", -100.0), 5000),
+         (RunningJob("Y1", "qy", Resources(1, 1, 1), "gpu", ("gpu5",), "Y", -10000.0), 3000)],
+        [(PendingJob("H", "qy", 0, 0, Resources(1, 1, 4), team="Y", submitted_at=-1000.0),
+          100),
+         (PendingJob("J", "qz", 0, 0, Resources(1, 1, 1), team="Z"), 100)],
+        usage={"qz": 50.0})
+    assert loud["J"][0] == quiet["J"][0] == 200.0
+
+
+def test_a_pass_whose_claimant_started_in_another_pool_leaves_the_next_one_a_reclaim(
+) -> None:
+    """C holds a claim of 2 GPUs in pool b, where V1 (2 GPUs, of team V, which owns none
+    there) and V2 (4, not preemptible) run. K (4, of team U, which owns 4 of b) cannot
+    reclaim: with the claim counted as taken, stopping V1 leaves it short. C starts in pool
+    a instead, its claim gone: at C's minimum runtime (300), the next wake-up, K reclaims
+    V1, though neither a reclaim nor a demotion could stop C itself."""
+    policy = cfg.Policy(
+        pools={"a": pool("a", 2), "b": pool("b", 8)},
+        queues={"qk": cfg.Queue("qk", pools=("b",), priority=1),
+                "qc": cfg.Queue("qc", pools=("a", "b")),
+                "qv": cfg.Queue("qv", pools=("b",)),
+                "qp": cfg.Queue("qp", pools=("b",), preemptible=False)},
+        teams={"U": cfg.Team("U", quotas={"b": cfg.Quota(gpus=4)}),
+               "V": cfg.Team("V", quotas={"b": cfg.Quota(gpus=0, borrow_gpus=8)})},
+        max_running=100, reserve_after_s=0.0, min_runtime_s=300.0, service_levels=False)
+    loud, quiet = replay_both_ways(
+        policy, 10,
+        [(RunningJob("V1", "qv", Resources(1, 1, 2), "b", ("b0", "b1"), "V", -1000.0), 5000),
+         (RunningJob("V2", "qp", Resources(1, 1, 4), "b", ("b2", "b3", "b4", "b5"), "V",
+                     -1000.0), 5000)],
+        [(PendingJob("C", "qc", 0, 0, Resources(1, 1, 2), team="W"), 1000),
+         (PendingJob("K", "qk", 0, 0, Resources(1, 1, 4), team="U"), 100)],
+        claims={"C": "b"})
+    assert loud == quiet
+    assert loud["C"][0] == 0.0 and loud["K"][0] == 300.0 and loud["V1"][2] == 1
+
+
+def test_a_pass_whose_admission_takes_a_team_just_past_its_quota_leaves_a_reclaim() -> None:
+    """Team T owns 0.1 of pool b's CPU and holds exactly that (T1), so a reclaim cannot stop
+    T1 for J (of team U, within its own 0.5) while R takes most of the rest. A (0.05, of T)
+    starts, taking T past its quota by an amount a subtraction of floats can lose: at the
+    next wake-up (Z's minimum runtime, 200), J reclaims: T1 stops for it."""
+    policy = cfg.Policy(
+        pools={"b": pool("b", cpus=1.0), "z": pool("z", 1, cpus=8.0)},
+        queues={"qj": cfg.Queue("qj", pools=("b",), priority=1),
+                "qa": cfg.Queue("qa", pools=("b",)),
+                "qr": cfg.Queue("qr", pools=("b",), preemptible=False),
+                "qz": cfg.Queue("qz", pools=("z",))},
+        teams={"U": cfg.Team("U", quotas={"b": cfg.Quota(cpus=0.5)}),
+               "T": cfg.Team("T", quotas={"b": cfg.Quota(cpus=0.1, borrow_cpus=1.0)})},
+        max_running=100, reserve_after_s=0.0, min_runtime_s=300.0, service_levels=False)
+    loud, quiet = replay_both_ways(
+        policy, 1,
+        [(RunningJob("T1", "qa", Resources(0.1, 0, 0), "b", (), "T", -1000.0), 5000),
+         (RunningJob("R", "qr", Resources(0.42, 0, 0), "b", (), "", -1000.0), 5000),
+         (RunningJob("Z", "qz", Resources(1, 0, 1), "z", ("z0",), "", -100.0), 5000)],
+        [(PendingJob("J", "qj", 0, 0, Resources(0.5, 0, 0), team="U"), 100),
+         (PendingJob("A", "qa", 0, 0, Resources(0.05, 0, 0), team="T"), 1000)])
+    assert loud == quiet
+    assert loud["A"][0] == 0.0 and loud["J"][0] == 200.0 and loud["T1"][2] == 1
 
 
 def test_a_job_too_large_for_every_pool_is_refused_not_replayed() -> None:

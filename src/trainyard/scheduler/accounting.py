@@ -88,7 +88,7 @@ class Ledger:
         self.moves = 0
         self.freed = 0  # releases alone: room only ever comes back through them
         self.waiters_held = 0  # holds for long waiters (not claims) made in the pass
-        self.held_out = 0  # jobs that would have fit but for what is held (fits())
+        self.held_out = 0  # fits() answers of RESERVED: it fit but for what is held
         # Each pool's running jobs in the snapshot's order: what they hold is added up in
         # that order (scheduler.usage, as the queues overview adds it up).
         for run in running:

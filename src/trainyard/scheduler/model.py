@@ -187,8 +187,9 @@ class Decisions:
     # queues take their turns in another order (fair share changes it with time alone), such
     # a job may start, or preempt, where it could not in this one.
     held_for_waiters: bool = False
-    # Set when a job would have fit but for room held for others (claims included): once
-    # the room a claim held is its job's, such a job no longer fits, and may then preempt.
+    # Set when the pass found a job (or a preemption's trial of one) that fit but for room
+    # held for others, claims included: once the room a claim held is its job's, such a
+    # job no longer fits, and may then preempt.
     held_out: bool = False
 
 

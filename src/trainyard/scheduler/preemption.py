@@ -376,41 +376,37 @@ class Preemption:
         return ranked
 
 
-# For the replay: the jobs one pass admitted, and what each team's running jobs hold of
-# each pool once they run ((team, pool) -> held, as scheduler.usage.team_use adds it up).
-AdmissionsSettle = Callable[[Sequence[RunningJob], Mapping[tuple[str, str], Resources]], bool]
+# For the replay: the jobs one pass admitted, and what each team's running jobs held of
+# each pool before them and hold with them ((team, pool) -> held, each as
+# scheduler.usage.team_use adds it up in the snapshot's order, so that both compare as the
+# passes' own sums do).
+TeamUse = Mapping[tuple[str, str], Resources]
+AdmissionsSettle = Callable[[Sequence[RunningJob], TeamUse, TeamUse], bool]
 
 
 def admissions_settle(policy: cfg.Policy) -> AdmissionsSettle:
     """For the replay: whether a pass that admitted these jobs, and did nothing else, leaves
     the pass after it nothing to decide. Every job it tried failed, those tried before an
     admission with more room than is left now: less room, and more held by their teams,
-    only fails them again. The admitted jobs themselves may not be stopped before the
-    policy's minimum runtime (none: no such answer). What admissions do change is which
-    jobs a reclaim may stop: a team they take beyond its quota in a pool (gives_back, False
-    before them) gives its older jobs there up to a reclaim a job tried before them could
-    not make."""
+    only fails them again (the engine checks that no held room went back to a pool). The
+    admitted jobs themselves may not be stopped before the policy's minimum runtime; a
+    policy without one gets False. What admissions do change is which jobs a reclaim may
+    stop: a team they take beyond its quota in a pool (gives_back, False before them)
+    gives its older jobs there up to a reclaim a job tried before them could not make."""
     quotas: dict[str, PoolQuotas | None] = {}
 
-    def settles(admitted: Sequence[RunningJob],
-                team_use: Mapping[tuple[str, str], Resources]) -> bool:
+    def settles(admitted: Sequence[RunningJob], before: TeamUse, after: TeamUse) -> bool:
         if policy.min_runtime_s <= 0:
             return False
-        added: dict[tuple[str, str], Resources] = {}
-        for run in admitted:
-            if run.team:
-                key = (run.team, run.pool)
-                added[key] = add(added.get(key, ZERO), run.resources)
-        for (team, pool), more in added.items():
+        for team, pool in {(run.team, run.pool) for run in admitted if run.team}:
             if pool not in quotas:
                 quotas[pool] = pool_quotas(policy, pool)
             found = quotas[pool]
             if found is None:
                 continue
-            after = team_use.get((team, pool), ZERO)
-            before = Resources(after.cpus - more.cpus, after.memory_mb - more.memory_mb,
-                               after.gpus - more.gpus)
-            if gives_back(team, found, before) != gives_back(team, found, after):
+            key = (team, pool)
+            if gives_back(team, found, before.get(key, ZERO)) != \
+                    gives_back(team, found, after.get(key, ZERO)):
                 return False
         return True
 

@@ -286,23 +286,28 @@ class Replay:
                 return
 
     def _admissions_settle(self, decisions: Decisions, claims: Mapping[str, str]) -> bool:
-        """Whether the pass's admissions leave the next pass nothing to decide. A claim may
-        end only by its job's start, and then no job may have been kept out by what was
-        held: the claimed room, now its job's, no longer fits it, and it may preempt."""
+        """Whether the pass's admissions leave the next pass nothing to decide. No held
+        room may have gone back to a pool: a claim may end only by its job's start in the
+        pool it claimed (elsewhere, the room it held, which a reclaim counted as taken, is
+        free). And then no job may have been kept out by what was held: the claimed room,
+        now its job's, no longer fits such a job, which may then preempt."""
         if self.admissions_settle is None:
             return False
         admitted, reclaiming = decisions.admit, decisions.reclaiming
+        started = set(admitted)
         if reclaiming != claims:
-            if decisions.held_out or len(reclaiming) > len(claims) or any(
-                    claims.get(job_id) != pool for job_id, pool in reclaiming.items()):
+            if decisions.held_out or any(claims.get(job_id) != pool
+                                         for job_id, pool in reclaiming.items()):
                 return False
-            started = set(admitted)
-            if any(job_id not in reclaiming and job_id not in started for job_id in claims):
-                return False  # a claim let go otherwise than by its job's start
+            for job_id, pool in claims.items():
+                if job_id not in reclaiming and (job_id not in started or
+                                                 decisions.pools.get(job_id) != pool):
+                    return False  # a claim let go otherwise than by its job's start there
         if self._team_use is None:  # in the snapshot's order, as the pass adds it up
             self._team_use = team_use(self._running_list)
+        before = team_use([run for run in self._running_list if run.job_id not in started])
         return self.admissions_settle([self.running[job_id] for job_id in admitted],
-                                      self._team_use)
+                                      before, self._team_use)
 
     def finish_due(self, now: float) -> int:
         """End the jobs whose work is done by `now`."""
@@ -457,11 +462,11 @@ class Replay:
         changes with time alone in a way that starts or stops a job: what cannot start now
         could not at the last pass either, and which running jobs a reclaim may stop, and
         for whom, changes only as jobs start, stop and arrive. That holds once the last
-        passes settled (schedule): a pass that started jobs leaves the next one more to
-        decide (the jobs it admitted after a job's turn now hold room that job may reclaim),
-        and one that held room for long waiters may decide otherwise once fair share puts
-        the queues' turns in another order (a job whose turn came after the hold then comes
-        before it)."""
+        passes settled (schedule): a pass that started jobs may leave the next one more to
+        decide (the jobs it admitted after a job's turn may give that job a reclaim, unless
+        admissions_settle says not), and one that held room for long waiters may decide
+        otherwise once fair share puts the queues' turns in another order (a job whose turn
+        came after the hold then comes before it)."""
         if not self._settled:
             return True
         if self._reclaim_may_stop(run):
