@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from trainyard.domain import policy as cfg
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import PendingJob
 from trainyard.scheduler.snapshot import active_job
+from trainyard.sim.engine import Replay
 from trainyard.sim.estimates import RunTimes
 from trainyard.sim.forecast import ActiveJob, LiveQueue, Scheduling, WaitingJob, forecast
 
@@ -164,3 +168,47 @@ def test_more_than_a_window_starts_at_once_when_there_is_room() -> None:
     queue = LiveQueue(NOW, jobs, [], {"local": PoolCapacity("local", max_jobs=30)})
     result = forecast(queue, Scheduling(None, max_running=30), rolls=1, window=4).predictions
     assert {p.p50 for p in result.values()} == {NOW}
+
+
+@dataclass(frozen=True)
+class Wakes(Scheduling):
+    """The same policy, its replay passing at every wake-up (not quiet), or at those after
+    each pass that admitted jobs (not settling)."""
+
+    quiet: bool = True
+    settling: bool = True
+
+    def replay(self, queue: LiveQueue) -> Replay:
+        replay = super().replay(queue)
+        replay.quiet_wakes = replay.quiet_wakes and self.quiet
+        if not self.settling:
+            replay.admissions_settle = None
+        return replay
+
+
+def test_passing_over_the_wake_ups_that_cannot_matter_predicts_the_same_starts() -> None:
+    # Three teams own 4 of 8 GPUs between them and borrow the rest; a job may be preempted
+    # after 300 s, for its team's quota or for a less-served job of its team.
+    ids = tuple(str(i) for i in range(8))
+    policy = cfg.Policy(
+        pools={"gpu": cfg.Pool(PoolCapacity("gpu", max_jobs=20, gpu_ids=ids))},
+        queues={"default": cfg.Queue("default", pools=("gpu",))},
+        teams={name: cfg.Team(name, quotas={"gpu": cfg.Quota(gpus=owned, borrow_gpus=8)})
+               for name, owned in (("a", 2), ("b", 1), ("c", 1))},
+        max_running=20, min_runtime_s=300.0)
+    draw = random.Random(5)
+    jobs = [waiting(f"w{i}", 10 + i, draw.choice((60, 400, 1500, 7000)),
+                    gpus=draw.choice((1, 1, 2, 4)), team=draw.choice("abc")) for i in range(40)]
+    active = [running("r0", 1, 5000, 400, gpus=("0", "1", "2"), team="a", pool="gpu"),
+              running("r1", 2, 900, 100, gpus=("3", "4", "5", "6"), team="b", pool="gpu")]
+    queue = LiveQueue(NOW, jobs, active,
+                      {"gpu": PoolCapacity("gpu", max_jobs=20, gpu_ids=ids)})
+    # At full resolution: a coarser one takes together what falls near each event, and
+    # the wake-ups passed over are events the other roll's grid has.
+    quiet, unsettled, loud = (forecast(queue, scheduling, rolls=1, resolution=0.0) for
+                              scheduling in (Scheduling(policy), Wakes(policy, settling=False),
+                                             Wakes(policy, quiet=False)))
+    starts = [offsets(f.predictions, *(j.job.job_id for j in jobs))
+              for f in (quiet, unsettled, loud)]
+    assert starts[0] == starts[1] == starts[2]
+    assert quiet.passes < unsettled.passes < loud.passes
