@@ -253,6 +253,20 @@ def pool(name: str, gpus: int = 0, cpus: float = 32.0) -> cfg.Pool:
                                  gpu_ids=tuple(f"{name}{i}" for i in range(gpus))))
 
 
+def quota_cluster(pools: dict[str, cfg.Pool], queues: dict[str, tuple[str, ...]],
+                  quotas: dict[str, cfg.Quota], *, reserve_after_s: float = 0.0,
+                  **options: dict[str, Any]) -> cfg.Policy:
+    """Queues by name -> pools (with `options` by queue name), teams by name -> their quota
+    in pool b; jobs past 300 s may be stopped for quota, none for service."""
+    return cfg.Policy(
+        pools=pools,
+        queues={name: cfg.Queue(name, pools=names, **options.get(name, {}))
+                for name, names in queues.items()},
+        teams={name: cfg.Team(name, quotas={"b": quota}) for name, quota in quotas.items()},
+        max_running=100, reserve_after_s=reserve_after_s, min_runtime_s=300.0,
+        service_levels=False)
+
+
 def test_a_wake_up_after_a_pass_that_held_room_for_a_long_waiter_is_not_passed_over() -> None:
     """Three queues of equal priority share 8 GPUs. R (5 GPUs) and Y1 (1) run; H (4, of
     qy) has waited past reserve_after_s and holds its room, so J (1, of qz, with more usage
@@ -282,15 +296,11 @@ def test_a_pass_whose_claimant_started_in_another_pool_leaves_the_next_one_a_rec
     reclaim: with the claim counted as taken, stopping V1 leaves it short. C starts in pool
     a instead, its claim gone: at C's minimum runtime (300), the next wake-up, K reclaims
     V1, though neither a reclaim nor a demotion could stop C itself."""
-    policy = cfg.Policy(
-        pools={"a": pool("a", 2), "b": pool("b", 8)},
-        queues={"qk": cfg.Queue("qk", pools=("b",), priority=1),
-                "qc": cfg.Queue("qc", pools=("a", "b")),
-                "qv": cfg.Queue("qv", pools=("b",)),
-                "qp": cfg.Queue("qp", pools=("b",), preemptible=False)},
-        teams={"U": cfg.Team("U", quotas={"b": cfg.Quota(gpus=4)}),
-               "V": cfg.Team("V", quotas={"b": cfg.Quota(gpus=0, borrow_gpus=8)})},
-        max_running=100, reserve_after_s=0.0, min_runtime_s=300.0, service_levels=False)
+    policy = quota_cluster(
+        {"a": pool("a", 2), "b": pool("b", 8)},
+        {"qk": ("b",), "qc": ("a", "b"), "qv": ("b",), "qp": ("b",)},
+        {"U": cfg.Quota(gpus=4), "V": cfg.Quota(gpus=0, borrow_gpus=8)},
+        qk={"priority": 1}, qp={"preemptible": False})
     loud, quiet = replay_both_ways(
         policy, 10,
         [(RunningJob("V1", "qv", Resources(1, 1, 2), "b", ("b0", "b1"), "V", -1000.0), 5000),
@@ -308,15 +318,11 @@ def test_a_pass_whose_admission_takes_a_team_just_past_its_quota_leaves_a_reclai
     T1 for J (of team U, within its own 0.5) while R takes most of the rest. A (0.05, of T)
     starts, taking T past its quota by an amount a subtraction of floats can lose: at the
     next wake-up (Z's minimum runtime, 200), J reclaims: T1 stops for it."""
-    policy = cfg.Policy(
-        pools={"b": pool("b", cpus=1.0), "z": pool("z", 1, cpus=8.0)},
-        queues={"qj": cfg.Queue("qj", pools=("b",), priority=1),
-                "qa": cfg.Queue("qa", pools=("b",)),
-                "qr": cfg.Queue("qr", pools=("b",), preemptible=False),
-                "qz": cfg.Queue("qz", pools=("z",))},
-        teams={"U": cfg.Team("U", quotas={"b": cfg.Quota(cpus=0.5)}),
-               "T": cfg.Team("T", quotas={"b": cfg.Quota(cpus=0.1, borrow_cpus=1.0)})},
-        max_running=100, reserve_after_s=0.0, min_runtime_s=300.0, service_levels=False)
+    policy = quota_cluster(
+        {"b": pool("b", cpus=1.0), "z": pool("z", 1, cpus=8.0)},
+        {"qj": ("b",), "qa": ("b",), "qr": ("b",), "qz": ("z",)},
+        {"U": cfg.Quota(cpus=0.5), "T": cfg.Quota(cpus=0.1, borrow_cpus=1.0)},
+        qj={"priority": 1}, qr={"preemptible": False})
     loud, quiet = replay_both_ways(
         policy, 1,
         [(RunningJob("T1", "qa", Resources(0.1, 0, 0), "b", (), "T", -1000.0), 5000),
@@ -326,6 +332,31 @@ def test_a_pass_whose_admission_takes_a_team_just_past_its_quota_leaves_a_reclai
          (PendingJob("A", "qa", 0, 0, Resources(0.05, 0, 0), team="T"), 1000)])
     assert loud == quiet
     assert loud["A"][0] == 0.0 and loud["J"][0] == 200.0 and loud["T1"][2] == 1
+
+
+def test_a_pass_that_kept_a_job_out_by_a_lasting_claim_leaves_the_next_one_a_reclaim(
+) -> None:
+    """C holds a claim of 2 GPUs in pool b but waits behind its queue's limit, so the claim
+    goes on. X (5 GPUs, of team U, which owns 5 of b) fits in b but for the claim: it waits
+    as RESERVED, which tries no preemption. A (2, of no team) then starts in room nobody
+    held, and X no longer fits at all: at the next wake-up (Q1's minimum runtime, 200) X
+    reclaims W, though neither a reclaim nor a demotion could stop Q1 itself."""
+    policy = quota_cluster(
+        {"a": pool("a", 2), "b": pool("b", 10)},
+        {"qx": ("b",), "qa": ("b",), "qc": ("a", "b"), "qw": ("b",)},
+        {"U": cfg.Quota(gpus=5), "V": cfg.Quota(gpus=0, borrow_gpus=10)},
+        reserve_after_s=1e9, qx={"priority": 1}, qc={"max_running": 1})
+    loud, quiet = replay_both_ways(
+        policy, 12,
+        [(RunningJob("W", "qw", Resources(1, 1, 4), "b", ("b0", "b1", "b2", "b3"), "V",
+                     -1000.0), 5000),
+         (RunningJob("Q1", "qc", Resources(1, 1, 1), "a", ("a0",), "V", -100.0), 5000)],
+        [(PendingJob("C", "qc", 0, 0, Resources(1, 1, 2)), 100),
+         (PendingJob("X", "qx", 0, 0, Resources(1, 1, 5), team="U"), 100),
+         (PendingJob("A", "qa", 0, 0, Resources(1, 1, 2)), 1000)],
+        claims={"C": "b"})
+    assert loud == quiet
+    assert loud["A"][0] == 0.0 and loud["X"][0] == 200.0 and loud["W"][2] == 1
 
 
 def test_a_job_too_large_for_every_pool_is_refused_not_replayed() -> None:

@@ -188,7 +188,8 @@ class Decisions:
     # a job may start, or preempt, where it could not in this one.
     held_for_waiters: bool = False
     # Set when the pass found a job (or a preemption's trial of one) that fit but for room
-    # held for others, claims included: once the room a claim held is its job's, such a
+    # held for others, claims included (RESERVED, which tries no preemption): once a later
+    # admission has taken room that was not held, or a claim's room is its job's, such a
     # job no longer fits, and may then preempt.
     held_out: bool = False
 

@@ -386,18 +386,20 @@ AdmissionsSettle = Callable[[Sequence[RunningJob], TeamUse, TeamUse], bool]
 
 def admissions_settle(policy: cfg.Policy) -> AdmissionsSettle:
     """For the replay: whether a pass that admitted these jobs, and did nothing else, leaves
-    the pass after it nothing to decide. Every job it tried failed, those tried before an
-    admission with more room than is left now: less room, and more held by their teams,
-    only fails them again (the engine checks that no held room went back to a pool). The
-    admitted jobs themselves may not be stopped before the policy's minimum runtime; a
-    policy without one gets False. What admissions do change is which jobs a reclaim may
-    stop: a team they take beyond its quota in a pool (gives_back, False before them)
-    gives its older jobs there up to a reclaim a job tried before them could not make."""
+    the pass after it nothing to decide, as far as the admissions themselves go. Every job
+    it tried failed, those tried before an admission with more room than is left now: less
+    room, and more held by their teams, only fails them again (the engine checks the
+    exceptions: a job kept out by held room alone, which tried no preemption, and held
+    room gone back to a pool). The admitted jobs may not be stopped before the policy's
+    minimum runtime; a policy without one always gets False. What admissions do change is
+    which jobs a reclaim may stop: a team they take beyond its quota in a pool (gives_back,
+    False before them) gives its older jobs there up to a reclaim a job tried before them
+    could not make."""
+    if policy.min_runtime_s <= 0:
+        return lambda admitted, before, after: False
     quotas: dict[str, PoolQuotas | None] = {}
 
     def settles(admitted: Sequence[RunningJob], before: TeamUse, after: TeamUse) -> bool:
-        if policy.min_runtime_s <= 0:
-            return False
         for team, pool in {(run.team, run.pool) for run in admitted if run.team}:
             if pool not in quotas:
                 quotas[pool] = pool_quotas(policy, pool)

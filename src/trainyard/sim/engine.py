@@ -280,34 +280,40 @@ class Replay:
                 # (which the queues' turn order decides), and what started leaves the next
                 # pass nothing to decide: a pass at a later time, handed the same but for
                 # the clock, decides nothing either.
-                self._settled = not decisions.held_for_waiters and (
-                    decisions.reclaiming == claims if not decisions.admit else
-                    self._admissions_settle(decisions, claims))
+                if decisions.held_for_waiters:
+                    self._settled = False
+                elif decisions.admit:
+                    self._settled = self._settles_after_admissions(decisions, claims)
+                else:
+                    self._settled = decisions.reclaiming == claims
                 return
 
-    def _admissions_settle(self, decisions: Decisions, claims: Mapping[str, str]) -> bool:
-        """Whether the pass's admissions leave the next pass nothing to decide. No held
-        room may have gone back to a pool: a claim may end only by its job's start in the
-        pool it claimed (elsewhere, the room it held, which a reclaim counted as taken, is
-        free). And then no job may have been kept out by what was held: the claimed room,
-        now its job's, no longer fits such a job, which may then preempt."""
-        if self.admissions_settle is None:
+    def _settles_after_admissions(self, decisions: Decisions, claims: Mapping[str, str]
+                                  ) -> bool:
+        """Whether the pass's admissions leave the next pass nothing to decide. No job may
+        have been kept out by held room alone (RESERVED): such a job tries no preemption,
+        and once an admission has taken room that was not held, or a claim's room is its
+        job's, it no longer fits and may preempt. No held room may have gone back to a
+        pool either: a claim may end only by its job's start in the pool it claimed
+        (elsewhere, the room it held, which a reclaim counted as taken, is free). And no
+        admission may change which jobs a reclaim may stop (admissions_settle)."""
+        if self.admissions_settle is None or decisions.held_out:
             return False
         admitted, reclaiming = decisions.admit, decisions.reclaiming
         started = set(admitted)
         if reclaiming != claims:
-            if decisions.held_out or any(claims.get(job_id) != pool
-                                         for job_id, pool in reclaiming.items()):
+            if any(claims.get(job_id) != pool for job_id, pool in reclaiming.items()):
                 return False
             for job_id, pool in claims.items():
                 if job_id not in reclaiming and (job_id not in started or
                                                  decisions.pools.get(job_id) != pool):
                     return False  # a claim let go otherwise than by its job's start there
-        if self._team_use is None:  # in the snapshot's order, as the pass adds it up
-            self._team_use = team_use(self._running_list)
-        before = team_use([run for run in self._running_list if run.job_id not in started])
-        return self.admissions_settle([self.running[job_id] for job_id in admitted],
-                                      before, self._team_use)
+        runs = [self.running[job_id] for job_id in admitted]
+        keys = {(run.team, run.pool) for run in runs}
+        # Their teams' use before them, summed in the snapshot's order as the pass did.
+        before = team_use([run for run in self._running_list if
+                           (run.team, run.pool) in keys and run.job_id not in started])
+        return self.admissions_settle(runs, before, self._current_team_use())
 
     def finish_due(self, now: float) -> int:
         """End the jobs whose work is done by `now`."""
@@ -480,13 +486,18 @@ class Replay:
     def _reclaim_may_stop(self, run: RunningJob) -> bool:
         if self.reclaim_victim is None:
             return True  # nothing known of the quotas: any run may be
-        if self._team_use is None:  # in the snapshot's order, as the pass adds it up
-            self._team_use = team_use(self._running_list)
         # Of each team's waiting jobs, no more than the least asks: no CPUs or memory, and
         # the fewest GPUs.
         least = {team: Resources(0.0, 0, min(gpus))
                  for team, gpus in self._waiting_gpus.items() if gpus}
-        return self.reclaim_victim(run, self._team_use, least)
+        return self.reclaim_victim(run, self._current_team_use(), least)
+
+    def _current_team_use(self) -> dict[tuple[str, str], Resources]:
+        """What each team's running jobs hold of each pool now, in the snapshot's order,
+        as the pass adds it up; kept until the running jobs change."""
+        if self._team_use is None:
+            self._team_use = team_use(self._running_list)
+        return self._team_use
 
     def _release(self, run: RunningJob, state: ReplayJob, now: float) -> None:
         ran = now - state.run_start
