@@ -196,8 +196,8 @@ def test_default_without_teams_wakes_at_min_runtime_to_preempt_for_service() -> 
 @pytest.mark.parametrize(("trace", "gpus"), [
     (Trace(tuple(generate_trace(3000, 32, load=0.95, teams=3, seed=5)), "gen", "trainyard",
            {}), 32),
-    # A deep backlog, a queue per team: teams borrow and give back all the time, and a
-    # wake-up right after a pass that started jobs must not be passed over (Replay._settled).
+    # A deep backlog, a queue per team: teams borrow and give back all the time, so a
+    # wake-up right after a pass that started jobs may matter (Replay._settled).
     (queue_per_team(Trace(tuple(generate_trace(400, 64, load=12.0, teams=4, seed=7)), "gen",
                           "trainyard", {})), 64),
 ], ids=["busy", "deep"])

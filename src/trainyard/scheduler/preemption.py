@@ -92,8 +92,22 @@ def _gives_back_once(found: dict[str, bool], team: str, quotas: PoolQuotas,
 # For the replay: the running job; what each team's running jobs hold of each pool
 # ((team, pool) -> held, as scheduler.usage.team_use adds it up); and, for each team with
 # jobs waiting, at most what the least of them asks of each resource.
-ReclaimVictim = Callable[[RunningJob, Mapping[tuple[str, str], Resources],
-                          Mapping[str, Resources]], bool]
+# (team, pool) -> what the team's running jobs hold of the pool, as
+# scheduler.usage.team_use adds it up in the snapshot's order.
+TeamUse = Mapping[tuple[str, str], Resources]
+ReclaimVictim = Callable[[RunningJob, TeamUse, Mapping[str, Resources]], bool]
+
+
+def _quotas_by_pool(policy: cfg.Policy) -> Callable[[str], PoolQuotas | None]:
+    """pool_quotas for the policy, each pool's worked out once: the replay asks often."""
+    found: dict[str, PoolQuotas | None] = {}
+
+    def of(pool: str) -> PoolQuotas | None:
+        if pool not in found:
+            found[pool] = pool_quotas(policy, pool)
+        return found[pool]
+
+    return of
 
 
 def reclaim_victim(policy: cfg.Policy) -> ReclaimVictim:
@@ -102,14 +116,11 @@ def reclaim_victim(policy: cfg.Policy) -> ReclaimVictim:
     of another team waits that reclaims_for() allows, taking the least that team's waiting
     jobs ask (a job asking more only goes further past its quota). Not whether it has run
     long enough (preemptible())."""
-    quotas: dict[str, PoolQuotas | None] = {}
+    quotas = _quotas_by_pool(policy)
 
-    def victim(run: RunningJob, team_use: Mapping[tuple[str, str], Resources],
-               least: Mapping[str, Resources]) -> bool:
+    def victim(run: RunningJob, team_use: TeamUse, least: Mapping[str, Resources]) -> bool:
         pool = run.pool
-        if pool not in quotas:
-            quotas[pool] = pool_quotas(policy, pool)
-        found = quotas[pool]
+        found = quotas(pool)
         if found is None or not gives_back(run.team, found,
                                            team_use.get((run.team, pool), ZERO)):
             return False
@@ -377,10 +388,8 @@ class Preemption:
 
 
 # For the replay: the jobs one pass admitted, and what each team's running jobs held of
-# each pool before them and hold with them ((team, pool) -> held, each as
-# scheduler.usage.team_use adds it up in the snapshot's order, so that both compare as the
-# passes' own sums do).
-TeamUse = Mapping[tuple[str, str], Resources]
+# each pool before them and hold with them (both summed in the snapshot's order, so that
+# they compare as the passes' own sums do).
 AdmissionsSettle = Callable[[Sequence[RunningJob], TeamUse, TeamUse], bool]
 
 
@@ -397,13 +406,11 @@ def admissions_settle(policy: cfg.Policy) -> AdmissionsSettle:
     could not make."""
     if policy.min_runtime_s <= 0:
         return lambda admitted, before, after: False
-    quotas: dict[str, PoolQuotas | None] = {}
+    quotas = _quotas_by_pool(policy)
 
     def settles(admitted: Sequence[RunningJob], before: TeamUse, after: TeamUse) -> bool:
         for team, pool in {(run.team, run.pool) for run in admitted if run.team}:
-            if pool not in quotas:
-                quotas[pool] = pool_quotas(policy, pool)
-            found = quotas[pool]
+            found = quotas(pool)
             if found is None:
                 continue
             key = (team, pool)
