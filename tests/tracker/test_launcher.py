@@ -100,8 +100,9 @@ def test_a_job_its_launch_made_running_asks_no_pass_of_its_own(stack: TrainyardS
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 
 
-def test_a_launch_a_pass_read_in_flight_wakes_the_tracker(
-        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("meanwhile", ["exited", "stop asked", "nothing"])
+def test_a_launch_a_pass_read_in_flight_wakes_the_tracker_if_that_pass_left_work(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch, meanwhile: str) -> None:
     launcher, wakes = counting_launcher(stack)
     job = launching(stack, JobSpec(name="read", command="sleep 30"))
     gate = held_builds(launcher, monkeypatch)
@@ -109,9 +110,31 @@ def test_a_launch_a_pass_read_in_flight_wakes_the_tracker(
     # A pass (woken by an exit, a cancel) read the active jobs while it launched: it
     # skipped the job, or will reach it with the state it read.
     launcher.before_follow()
+    if meanwhile == "exited":  # its process ended before its launch settled
+        launcher.exited(job.handle)
+        launcher.exited("trainyard-another-1")  # another job's end is not this one's
+    elif meanwhile == "stop asked":  # a cancel or a preemption, of some job
+        launcher.follow_all()
     gate.set()
     launcher.shutdown()
-    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == [1]
+    assert stack.jobs.get(job.id).state is JobState.RUNNING
+    assert wakes == ([] if meanwhile == "nothing" else [1])
+    stack.service.cancel(LOCAL, job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+
+
+def test_an_end_or_a_stop_no_pass_read_in_flight_asks_no_pass_of_the_launch(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The end's own wake-up, or the cancel's, brings a pass that reads the job as settled.
+    launcher, wakes = counting_launcher(stack)
+    job = launching(stack, JobSpec(name="unread", command="sleep 30"))
+    gate = held_builds(launcher, monkeypatch)
+    launcher.launch_beside(job)
+    launcher.exited(job.handle)
+    launcher.follow_all()
+    gate.set()
+    launcher.shutdown()
+    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == []
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 

@@ -32,8 +32,11 @@ class Launcher:
         self.clock = clock
         # A launch ended where a pass may not yet have seen what came of it: follow it.
         self._on_settled = on_settled
-        self._in_flight: set[str] = set()  # job ids
+        self._in_flight: dict[str, str] = {}  # job id -> the handle it launches
         self._read_in_flight: set[str] = set()  # in flight while a pass read the active jobs
+        # In flight when something came that a pass acts on: its process ended, or a stop
+        # was asked (a cancel, a preemption; which job's, the tracker is not told).
+        self._to_follow: set[str] = set()
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -42,18 +45,32 @@ class Launcher:
         return job_id in self._in_flight
 
     def before_follow(self) -> None:
-        """A pass is about to read the active jobs: each launch in flight now wakes the
-        tracker when it settles, since the pass may read its job as it was before (and pass
-        it over, or find it still LAUNCHING), while its process ended or a cancel came."""
+        """A pass is about to read the active jobs: it passes over each launch in flight
+        now, or reads its job as it was before. Such a launch wakes the tracker when it
+        settles if meanwhile its process ended or a stop was asked (exited, follow_all):
+        that pass did not act on it."""
         with self._changed:
-            self._read_in_flight |= self._in_flight
+            self._read_in_flight.update(self._in_flight)
+
+    def exited(self, handle: str) -> None:
+        """The process of `handle` ended (its executor says): if its launch is in flight, a
+        pass must follow it once the launch settles."""
+        with self._changed:
+            self._to_follow.update(job_id for job_id, launched in self._in_flight.items()
+                                   if launched == handle)
+
+    def follow_all(self) -> None:
+        """A stop was asked of some job (a cancel, a preemption) or a remote attempt says it
+        ended: every launch in flight is followed once it settles."""
+        with self._changed:
+            self._to_follow.update(self._in_flight)
 
     def launch_beside(self, job: JobRecord) -> None:
         """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
         with self._changed:
             if job.id in self._in_flight:
                 return
-            self._in_flight.add(job.id)
+            self._in_flight[job.id] = job.handle
         try:
             self._pool.submit(self._start_beside, job)
         except RuntimeError:  # shutting down: recovery at the next start settles the job
@@ -104,17 +121,20 @@ class Launcher:
         finally:
             # A job recorded RUNNING needs no pass of its own: its exit wakes the tracker,
             # and the period's passes follow it, unless a pass read the active jobs while
-            # it launched (before_follow). Any other outcome (failed: a slot is free;
+            # it launched and its process ended or a stop was asked meanwhile
+            # (before_follow). Any other outcome (failed: a slot is free;
             # LAUNCHING still; started by its engine later) is followed at once.
             if self._settled(job.id) or not running:
                 self._on_settled()
 
     def _settled(self, job_id: str) -> bool:
-        """The launch is over; whether a pass read the active jobs meanwhile."""
+        """The launch is over; whether a pass read the active jobs meanwhile and left
+        something undone for its job."""
         with self._changed:
-            self._in_flight.discard(job_id)
+            self._in_flight.pop(job_id, None)
             self._changed.notify_all()
-            if job_id in self._read_in_flight:
-                self._read_in_flight.discard(job_id)
-                return True
-            return False
+            read = job_id in self._read_in_flight
+            self._read_in_flight.discard(job_id)
+            to_follow = job_id in self._to_follow
+            self._to_follow.discard(job_id)
+            return read and to_follow

@@ -160,17 +160,21 @@ class Tracker:
 
     def job_cancelled(self) -> None:
         self.waiting.invalidate()
+        self.launcher.follow_all()
         self._reconcile_now()
 
-    def _job_exited(self, _handle: str) -> None:
+    def _job_exited(self, handle: str) -> None:
+        self.launcher.exited(handle)
         self._reconcile_now()
 
     def attempt_reported_exit(self) -> None:
         """A remote job's runtime says its command ended: follow the active jobs now."""
+        self.launcher.follow_all()
         self._reconcile_now()
 
     def _reconcile_soon(self) -> None:
-        """The next pass follows the active jobs."""
+        """The next pass follows the active jobs (a stop asked, a job back in the queue)."""
+        self.launcher.follow_all()
         self._reconcile_due = True
 
     def _reconcile_now(self) -> None:
