@@ -35,10 +35,11 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 
 # $1 command, $2 exit file, $3 pid file, $4 start file, $5 the log's cap in bytes, $6 the
 # note at the cut (domain.log_cap), $7 the file the copier makes once it has copied all (see
-# `_output_pending`), $8 the cgroup.procs of the job's process cap (empty: none). The
-# wrapper joins that cgroup and writes its pid before anything else, runs the command in a
-# child shell and records its status; the command's output goes through the copier, which
-# keeps the log to its cap.
+# `_output_pending`), $8 the cgroup.procs of the job's process cap (empty: none), $9 the
+# file the copier puts the first byte past the cap in, if there is one. The wrapper joins
+# that cgroup and writes its pid before anything else, runs the command in a child shell
+# and records its status; the command's output goes through the copier, which keeps the
+# log to its cap.
 # The wrapper ignores TERM, and so do the two sides of the pipeline from their fork on: the
 # copier keeps the ignore (it runs no job), while the group around the command trades it
 # for a handler before it starts the command, which so gets TERM's default. SIGUSR1, a
@@ -56,13 +57,14 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
 # for a job: `head -c` copies the first $5 bytes and reads no further (coreutils' reads ask
 # for no more than is left; a head that read ahead would drop the note of an output that
-# ends within its buffer past the cap, never the cap itself); one byte more means
-# the output was longer than the cap: the note, then the rest is read and discarded while
-# the job runs on. (The shell's own `read` would look without starting a process, but it
-# reads to a line's end and keeps it all: a progress bar past the cap, redrawn with CR, would
-# grow the copier and throttle the job, and its note would wait for a newline.) Its
-# processes inherit the ignored TERM and SIGUSR1, so a job stopping on TERM still has its
-# last words copied.
+# ends within its buffer past the cap, never the cap itself); one byte more, looked for by
+# one more `head` into a file ($9, so that no command substitution forks a shell and two
+# commands at every job's end), means the output was longer than the cap: the note, then
+# the rest is read and discarded while the job runs on. (The shell's own `read` would look
+# without starting a process, but it reads to a line's end and keeps it all: a progress bar
+# past the cap, redrawn with CR, would grow the copier and throttle the job, and its note
+# would wait for a newline.) Its processes inherit the ignored TERM and SIGUSR1, so a job
+# stopping on TERM still has its last words copied.
 WRAPPER = r"""
 trap '' TERM USR1
 [ -z "$8" ] || printf '%s\n' "$$" > "$8" 2>/dev/null
@@ -73,7 +75,8 @@ trap 'true' TERM
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
-[ "$(head -c 1 | wc -c)" -eq 0 ] || { printf '%s' "$6"; cat >/dev/null; }
+head -c 1 > "$9"
+[ ! -s "$9" ] || { printf '%s' "$6"; cat >/dev/null; }
 : > "$7"
 }
 """
@@ -139,6 +142,9 @@ class LocalExecutor:
 
     def _copied_file(self, handle: str) -> Path:
         return self._dir(handle) / "copied"
+
+    def _past_cap_file(self, handle: str) -> Path:
+        return self._dir(handle) / "past-cap"
 
     def _output_pending(self, handle: str) -> bool:
         """Whether the copier may still hold output the job wrote before its exit: it has
@@ -206,7 +212,8 @@ class LocalExecutor:
         return ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
                 str(self._exit_file(handle)), str(self._pid_file(handle)),
                 str(self._start_file(handle)), str(self.max_log_bytes),
-                cut_note(self.max_log_bytes).decode(), str(self._copied_file(handle)), cap]
+                cut_note(self.max_log_bytes).decode(), str(self._copied_file(handle)), cap,
+                str(self._past_cap_file(handle))]
 
     def _launch_on_standby(self, request: LaunchRequest, cwd: Path, env: dict[str, str]
                            ) -> subprocess.Popen[bytes] | None:
