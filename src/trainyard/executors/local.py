@@ -30,6 +30,7 @@ from trainyard.executors.base import (
     gang_command,
     notice_env,
 )
+from trainyard.executors.exit_watch import exit_watch
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
 from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, job_script
 
@@ -204,7 +205,7 @@ class LocalExecutor:
             # Once the job's process is started, not beside its start: the next standby's
             # (a fork of this process, then a shell) would compete with it for the CPU.
             self._refill_standbys()
-        self._watch(request.handle, functools.partial(_wait_child, proc))
+        self._watch(request.handle, functools.partial(_wait_child, proc), child=proc.pid)
 
     def _wrapper(self, request: LaunchRequest, cap: str) -> list[str]:
         """The wrapper's command line; `cap`: the cgroup.procs it joins ("" for none)."""
@@ -383,13 +384,16 @@ class LocalExecutor:
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _watch(self, handle: str, wait: Callable[[], None]) -> None:
+    def _watch(self, handle: str, wait: Callable[[], None], child: int | None = None) -> None:
+        """Tell the listener once `wait` returns: the handle's process has ended. For a child
+        of ours (its pid, whose status `wait` then collects at once) the process's one exit
+        watch waits, and a thread of its own only where the kernel has no pidfd."""
         with self._lock:
             if handle in self._watched:
                 return
             self._watched.add(handle)
 
-        def run() -> None:
+        def ended() -> None:
             try:
                 wait()
             finally:
@@ -397,7 +401,8 @@ class LocalExecutor:
                     self._watched.discard(handle)
                 self._listener(handle)
 
-        threading.Thread(target=run, name=f"wait-{handle}", daemon=True).start()
+        if child is None or not exit_watch().watch(child, ended):
+            threading.Thread(target=ended, name=f"wait-{handle}", daemon=True).start()
 
     def _read_exit(self, handle: str) -> int | None:
         try:
