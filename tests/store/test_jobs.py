@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import JSON, Column, MetaData, Table, func, insert, select
+from sqlalchemy import JSON, Column, MetaData, Table, bindparam, func, insert, select
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
 from trainyard.domain.spec import JobSpec
@@ -166,28 +166,35 @@ def test_a_list_of_several_states_pages_newest_first_across_them(db: Database) -
 
 def test_a_job_moving_between_the_listed_states_mid_list_is_listed_once(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The states are read one statement each: a job that moves from the first to the
-    second between them is seen by both, and must neither fill a page twice nor end the
-    paging early."""
+    """The states' newest seqs are read in one statement and the page's rows in a second:
+    a job that moves from the first state to the second between them is on the page once,
+    as it is now, and the paging neither repeats it nor ends early."""
     from trainyard.store import jobs as job_store
     store = JobStore(db)
     ids = [store.create(SPEC)[0] for _ in range(6)]
     for job_id in ids[:3]:
         store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="x")
         store.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason="x")
-    listing, moved = job_store._listing, []
+    newest_of_each, moved = job_store._newest_of_each, []
 
-    def racing(flt: JobFilter, states: Any, *args: Any, **kwargs: Any) -> Any:
-        if list(states) == [JobState.RUNNING] and not moved:  # after the WAITING read
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        query, params = newest_of_each(*args, **kwargs)
+        with db.read() as conn:  # what the page's first statement reads, before the move
+            seqs = list(conn.execute(query, params).scalars())
+        if not moved:
             moved.append(ids[5])
             store.transition(ids[5], JobState.WAITING, JobState.LAUNCHING, reason="x")
             store.transition(ids[5], JobState.LAUNCHING, JobState.RUNNING, reason="x")
-        return listing(flt, states, *args, **kwargs)
+        # The seqs as read then, whatever the states are now.
+        return select(jobs.c.seq).where(jobs.c.seq.in_(bindparam("b_read", expanding=True))), \
+            {"b_read": seqs}
 
-    monkeypatch.setattr(job_store, "_listing", racing)
+    monkeypatch.setattr(job_store, "_newest_of_each", racing)
     flt = JobFilter(states=[JobState.WAITING, JobState.RUNNING])
     page, after = store.list(flt, page_size=4)
-    assert moved and [j.id for j in page] == [ids[5], ids[4], ids[3], ids[2]]
+    assert moved and [(j.id, j.state) for j in page] == [
+        (ids[5], JobState.RUNNING), (ids[4], JobState.WAITING), (ids[3], JobState.WAITING),
+        (ids[2], JobState.RUNNING)]
     assert after is not None
     rest, after = store.list(flt, page_size=4, after_seq=after)
     assert [j.id for j in rest] == [ids[1], ids[0]] and after is None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import (
+    CompoundSelect,
     Connection,
     Select,
     and_,
@@ -554,18 +555,17 @@ class JobStore:
         self, flt: JobFilter, *, page_size: int, after_seq: int | None = None,
     ) -> tuple[list[JobRecord], int | None]:
         """Newest first. Returns the page and the seq to continue after, or None at the end.
-        Several states are read one at a time, each newest first along its own range of the
-        (state, seq) or (state, queue, seq) index, only the seq of each, and the page is the
-        newest of them: one query for them all would sort every job in those states. The
-        reads are separate statements, so a job that moves between two of the states
-        meanwhile is counted once, and one that moved out of them is left off its page."""
+        Several states are read each newest first along its own range of the (state, seq)
+        or (state, queue, seq) index, only the seq of each, in one statement, and the page
+        is the newest of them: one query for them all would sort every job in those states.
+        The page's rows are read by a second statement, so a job that moved out of those
+        states meanwhile is left off its page."""
         states = list(dict.fromkeys(flt.states))
         wanted = page_size + 1
         with self.db.read() as conn:
             if len(states) > 1:
-                newest = heapq.nlargest(wanted, {
-                    seq for state in states for seq in conn.execute(
-                        *_listing(flt, [state], wanted, after_seq, seq_only=True)).scalars()})
+                newest = heapq.nlargest(wanted, set(conn.execute(
+                    *_newest_of_each(flt, states, wanted, after_seq)).scalars()))
                 page = newest[:page_size]
                 rows = conn.execute(prepared.JOBS_BY_SEQ, {
                     "b_seqs": page, "b_states": [s.value for s in states]}).all() \
@@ -583,21 +583,37 @@ def _listing(flt: JobFilter, states: Sequence[JobState], limit: int, after_seq: 
     """The newest `limit` jobs in these states (any state when none) that pass the rest of
     the filter, newest first (their seqs alone, or every column): the statement of the
     filter's shape (prepared.job_listing) and its parameters."""
-    params: dict[str, Any] = {"b_limit": limit}
+    params = _filter_params(flt, limit, after_seq)
     shape = prepared.ANY_STATE
     if len(states) == 1:
         shape, params["b_state"] = prepared.ONE_STATE, states[0].value
     elif states:
         shape, params["b_states"] = prepared.STATES, [s.value for s in states]
+    query = prepared.job_listing(shape, bool(flt.queue), flt.owners is not None,
+                                 len(flt.labels or {}), after_seq is not None, seq_only)
+    return query, params
+
+
+def _newest_of_each(flt: JobFilter, states: Sequence[JobState], limit: int,
+                    after_seq: int | None) -> tuple[CompoundSelect, dict[str, Any]]:
+    """The seqs of the newest `limit` jobs of each state that pass the rest of the filter
+    (prepared.newest_seqs_by_state), and the statement's parameters."""
+    params = _filter_params(flt, limit, after_seq)
+    params.update((f"b_state_{i}", state.value) for i, state in enumerate(states))
+    query = prepared.newest_seqs_by_state(len(states), bool(flt.queue), flt.owners is not None,
+                                          len(flt.labels or {}), after_seq is not None)
+    return query, params
+
+
+def _filter_params(flt: JobFilter, limit: int, after_seq: int | None) -> dict[str, Any]:
+    """A listing's parameters but its states'."""
+    params: dict[str, Any] = {"b_limit": limit}
     if flt.queue:
         params["b_queue"] = flt.queue
     if flt.owners is not None:
         params["b_owners"] = sorted(flt.owners)
-    labels = list((flt.labels or {}).items())
-    for i, (key, value) in enumerate(labels):
+    for i, (key, value) in enumerate((flt.labels or {}).items()):
         params[f"b_label_key_{i}"], params[f"b_label_value_{i}"] = key, value
     if after_seq is not None:
         params["b_after"] = after_seq
-    query = prepared.job_listing(shape, bool(flt.queue), flt.owners is not None, len(labels),
-                                 after_seq is not None, seq_only)
-    return query, params
+    return params

@@ -14,7 +14,19 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, exists, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Select,
+    Table,
+    Update,
+    and_,
+    bindparam,
+    exists,
+    select,
+    union_all,
+    update,
+)
 
 from trainyard.store.schema import job_labels, jobs, runs
 
@@ -61,15 +73,15 @@ ONE_STATE, STATES, ANY_STATE = "one", "many", "any"
 
 @lru_cache(maxsize=SHAPES)
 def job_listing(states: str, queue: bool, owners: bool, labels: int, after: bool,
-                seq_only: bool) -> Select[Any]:
-    """The newest b_limit jobs, newest first, in the state b_state (ONE_STATE), one of
-    b_states (STATES) or any, and, where asked, of the queue b_queue, of one of b_owners,
-    with each label b_label_key_<i> = b_label_value_<i> (i < labels), and before the seq
-    b_after; their seqs alone (seq_only) or every column."""
+                seq_only: bool, state_param: str = "b_state") -> Select[Any]:
+    """The newest b_limit jobs, newest first, in the state b_state (ONE_STATE; the parameter
+    `state_param`), one of b_states (STATES) or any, and, where asked, of the queue b_queue,
+    of one of b_owners, with each label b_label_key_<i> = b_label_value_<i> (i < labels),
+    and before the seq b_after; their seqs alone (seq_only) or every column."""
     query = select(jobs.c.seq if seq_only else jobs).order_by(jobs.c.seq.desc()).limit(
         bindparam("b_limit"))
     if states == ONE_STATE:
-        query = query.where(jobs.c.state == bindparam("b_state"))
+        query = query.where(jobs.c.state == bindparam(state_param))
     elif states == STATES:
         query = query.where(jobs.c.state.in_(bindparam("b_states", expanding=True)))
     if queue:
@@ -84,6 +96,17 @@ def job_listing(states: str, queue: bool, owners: bool, labels: int, after: bool
     if after:
         query = query.where(jobs.c.seq < bindparam("b_after"))
     return query
+
+
+@lru_cache(maxsize=SHAPES)
+def newest_seqs_by_state(count: int, queue: bool, owners: bool, labels: int,
+                         after: bool) -> CompoundSelect:
+    """In one statement, for each of `count` states b_state_<i>, the seqs of its newest
+    b_limit jobs that pass the rest of the filter (as job_listing): each state read along
+    its own range of the (state, seq) index, so that no state's jobs are all sorted."""
+    arms = [job_listing(ONE_STATE, queue, owners, labels, after, True, f"b_state_{i}")
+            .subquery(f"state_{i}") for i in range(count)]
+    return union_all(*(select(arm.c.seq) for arm in arms))
 
 
 # Every column of the jobs of the seqs b_seqs still in one of the states b_states, newest
