@@ -80,8 +80,12 @@ _OPEN = select(_d.job_id, _dependent.c.pending_message).distinct().join(
     _d.met.is_(False), _dependent.c.state == _WAITING)
 # Read at every tracker pass, so built once.
 _LAST_EVENT = select(func.max(job_events.c.id))
-_MOVED_BETWEEN = select(job_events.c.job_id).distinct().where(
-    job_events.c.id > bindparam("b_after"), job_events.c.id <= bindparam("b_upto"))
+# The dependents with an unmet need on a job that moved in the events after b_after up to
+# b_upto: those events by the primary key, then their rows by ix_job_dependencies_needs.
+_UNMET_MOVED = select(_d.job_id).distinct().join(
+    job_events, job_events.c.job_id == _d.needs_job_id).where(
+    job_events.c.id > bindparam("b_after"), job_events.c.id <= bindparam("b_upto"),
+    _d.met.is_(False))
 _UNMET_OF = select(_d.job_id).where(_d.needs_job_id.in_(bindparam("b_ids", expanding=True)),
                                     _d.met.is_(False))
 _STILL_WAITING = select(jobs.c.id, jobs.c.pending_message).where(
@@ -134,11 +138,11 @@ class DependencyStore:
     def dependents_moved(self, after_id: int, upto_id: int) -> dict[str, str]:
         """The waiting jobs with an unmet need that changed state in the events after
         `after_id` up to `upto_id`, each with its pending message: only those events and the
-        needed jobs' rows are read."""
+        needed jobs' rows are read, in one statement (and the dependents' rows, if any)."""
         with self.db.read() as conn:
-            moved = conn.execute(_MOVED_BETWEEN, {"b_after": after_id, "b_upto": upto_id}
+            unmet = conn.execute(_UNMET_MOVED, {"b_after": after_id, "b_upto": upto_id}
                                  ).scalars().all()
-            return self._dependents(conn, moved)
+            return self._still_waiting(conn, unmet)
 
     def dependents_of(self, job_ids: Collection[str]) -> dict[str, str]:
         """The waiting jobs with an unmet need on one of these, each with its pending
@@ -154,8 +158,14 @@ class DependencyStore:
         waiting: set[str] = set()
         for chunk in _chunks(needed):
             waiting.update(conn.execute(_UNMET_OF, {"b_ids": chunk}).scalars())
+        return DependencyStore._still_waiting(conn, waiting)
+
+    @staticmethod
+    def _still_waiting(conn: Connection, job_ids: Collection[str]) -> dict[str, str]:
+        """Those of these jobs that still wait, each with its pending message (by the
+        primary key)."""
         out: dict[str, str] = {}
-        for chunk in _chunks(waiting):
+        for chunk in _chunks(job_ids):
             out.update((r.id, r.pending_message)
                        for r in conn.execute(_STILL_WAITING, {"b_ids": chunk}))
         return out
