@@ -277,6 +277,20 @@ def test_a_log_full_to_the_byte_is_whole_and_one_byte_more_cuts_it(
     assert req.files.log.read_bytes() == b"x" * 1000 + (cut_note(1000) if cut else b"")
 
 
+@pytest.mark.parametrize(("size", "cut"), [(1000, False), (1001, True)])
+def test_a_log_is_cut_as_well_where_the_byte_past_its_cap_cannot_be_kept_in_a_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, cut: bool) -> None:
+    # A full disk, say: the copier looks for that byte as it did before it had the file.
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    monkeypatch.setattr(ex, "_past_cap_file", lambda handle: tmp_path / "missing" / "past-cap")
+    req = request(tmp_path, ex, f"head -c {size} /dev/zero | tr '\\0' x; touch done")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    until(lambda: ex._copied_file(req.handle).exists())
+    assert req.files.log.read_bytes() == b"x" * 1000 + (cut_note(1000) if cut else b"")
+    assert (req.files.workdir / "done").exists()
+
+
 def test_a_log_cut_mid_line_says_so_while_the_job_runs(tmp_path: Path) -> None:
     """Output past the cap with no line's end yet (a progress bar redrawn with CR): the note
     comes at once, not when a line ends, and the rest is discarded as it comes."""

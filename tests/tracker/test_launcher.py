@@ -100,7 +100,7 @@ def test_a_job_its_launch_made_running_asks_no_pass_of_its_own(stack: TrainyardS
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 
 
-@pytest.mark.parametrize("meanwhile", ["exited", "stop asked", "nothing"])
+@pytest.mark.parametrize("meanwhile", ["exited", "any exited", "stop asked", "nothing"])
 def test_a_launch_a_pass_read_in_flight_wakes_the_tracker_if_that_pass_left_work(
         stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch, meanwhile: str) -> None:
     launcher, wakes = counting_launcher(stack)
@@ -113,12 +113,33 @@ def test_a_launch_a_pass_read_in_flight_wakes_the_tracker_if_that_pass_left_work
     if meanwhile == "exited":  # its process ended before its launch settled
         launcher.exited(job.handle)
         launcher.exited("trainyard-another-1")  # another job's end is not this one's
+    elif meanwhile == "any exited":  # an executor that lost its events: any may have ended
+        launcher.exited("")
     elif meanwhile == "stop asked":  # a cancel or a preemption, of some job
         launcher.follow_all()
     gate.set()
     launcher.shutdown()
     assert stack.jobs.get(job.id).state is JobState.RUNNING
     assert wakes == ([] if meanwhile == "nothing" else [1])
+    stack.service.cancel(LOCAL, job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
+
+
+def test_a_stop_asked_before_a_launch_was_handed_over_is_followed_once_it_settles(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cancel between the job's LAUNCHING record and the hand-over to the launcher: no
+    # launch was in flight for follow_all to note, so the count read before the record
+    # tells it.
+    launcher, wakes = counting_launcher(stack)
+    job = launching(stack, JobSpec(name="cancelled early", command="sleep 30"))
+    gate = held_builds(launcher, monkeypatch)
+    before = launcher.stops_asked()
+    launcher.follow_all()
+    launcher.launch_beside(job, before)
+    launcher.before_follow()
+    gate.set()
+    launcher.shutdown()
+    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == [1]
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 

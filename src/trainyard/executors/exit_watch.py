@@ -8,6 +8,7 @@ has no pidfd, watch() says so and the caller waits its own way."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -22,6 +23,8 @@ class ExitWatch:
         self._lock = threading.Lock()
         self._new: dict[int, Callable[[], None]] = {}  # pidfd -> called once it ended
         self._wake_read, self._wake_write = os.pipe()
+        # A wake-up already waiting is enough: a full pipe never blocks a launch.
+        os.set_blocking(self._wake_write, False)
         self._thread: threading.Thread | None = None
 
     def watch(self, pid: int, ended: Callable[[], None]) -> bool:
@@ -32,12 +35,17 @@ class ExitWatch:
         except (AttributeError, OSError):
             return False
         with self._lock:
-            self._new[fd] = ended
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="exit-watch",
-                                                daemon=True)
-                self._thread.start()
-        os.write(self._wake_write, b"\0")  # the watching thread takes it into its poll
+                thread = threading.Thread(target=self._run, name="exit-watch", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had: the caller waits its own way
+                    os.close(fd)
+                    return False
+                self._thread = thread
+            self._new[fd] = ended
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_write, b"\0")  # the watching thread takes it into its poll
         return True
 
     def _run(self) -> None:

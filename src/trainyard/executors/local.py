@@ -60,12 +60,13 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # for no more than is left; a head that read ahead would drop the note of an output that
 # ends within its buffer past the cap, never the cap itself); one byte more, looked for by
 # one more `head` into a file ($9, so that no command substitution forks a shell and two
-# commands at every job's end), means the output was longer than the cap: the note, then
-# the rest is read and discarded while the job runs on. (The shell's own `read` would look
-# without starting a process, but it reads to a line's end and keeps it all: a progress bar
-# past the cap, redrawn with CR, would grow the copier and throttle the job, and its note
-# would wait for a newline.) Its processes inherit the ignored TERM and SIGUSR1, so a job
-# stopping on TERM still has its last words copied.
+# commands at every job's end; where that file cannot be written, as before), means the
+# output was longer than the cap: the note, then the rest is read and discarded while the
+# job runs on. (The shell's own `read` would look without starting a process, but it reads
+# to a line's end and keeps it all: a progress bar past the cap, redrawn with CR, would
+# grow the copier and throttle the job, and its note would wait for a newline.) Its
+# processes inherit the ignored TERM and SIGUSR1, so a job stopping on TERM still has its
+# last words copied.
 WRAPPER = r"""
 trap '' TERM USR1
 [ -z "$8" ] || printf '%s\n' "$$" > "$8" 2>/dev/null
@@ -76,8 +77,8 @@ trap 'true' TERM
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
-head -c 1 > "$9"
-[ ! -s "$9" ] || { printf '%s' "$6"; cat >/dev/null; }
+if head -c 1 2>/dev/null > "$9"; then [ ! -s "$9" ]; else [ "$(head -c 1 | wc -c)" -eq 0 ]; fi ||
+{ printf '%s' "$6"; cat >/dev/null; }
 : > "$7"
 }
 """

@@ -109,6 +109,7 @@ class Admission:
         # The policy admits only jobs of the kinds in its snapshot, which are the executors'.
         handle = executor_for(self.executors_by_kind, job.kind).handle_for(job.id, attempt)
         pool = pool or job.kind
+        stops_asked = self.launcher.stops_asked()  # a cancel after the next write is noted
         try:
             self.jobs.transition(
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
@@ -123,7 +124,7 @@ class Admission:
         self.launcher.launch_beside(replace(
             job, state=JobState.LAUNCHING, attempt=attempt, executor=job.kind, pool=pool,
             handle=handle, gpu_ids=gpu_ids, metrics_offset=0, notice_at=None,
-            checkpoint_at=None, checkpoints=0))
+            checkpoint_at=None, checkpoints=0), stops_asked)
         return True
 
     def _cancel_expired(self) -> None:

@@ -37,6 +37,7 @@ class Launcher:
         # In flight when something came that a pass acts on: its process ended, or a stop
         # was asked (a cancel, a preemption; which job's, the tracker is not told).
         self._to_follow: set[str] = set()
+        self._stops_asked = 0  # follow_all's calls so far (stops_asked)
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -53,8 +54,11 @@ class Launcher:
             self._read_in_flight.update(self._in_flight)
 
     def exited(self, handle: str) -> None:
-        """The process of `handle` ended (its executor says): if its launch is in flight, a
-        pass must follow it once the launch settles."""
+        """The process of `handle` ended (its executor says; "": any of its handles may
+        have): if its launch is in flight, a pass must follow it once the launch settles."""
+        if not handle:
+            self.follow_all()
+            return
         with self._changed:
             self._to_follow.update(job_id for job_id, launched in self._in_flight.items()
                                    if launched == handle)
@@ -63,14 +67,25 @@ class Launcher:
         """A stop was asked of some job (a cancel, a preemption) or a remote attempt says it
         ended: every launch in flight is followed once it settles."""
         with self._changed:
+            self._stops_asked += 1
             self._to_follow.update(self._in_flight)
 
-    def launch_beside(self, job: JobRecord) -> None:
-        """Start a LAUNCHING job on a launcher thread, unless its launch is under way."""
+    def stops_asked(self) -> int:
+        """A count that follow_all moves: read before a job is recorded LAUNCHING and given
+        to launch_beside, it tells a stop asked between the two (a cancel of the job just
+        recorded), which no launch in flight yet could note."""
+        with self._changed:
+            return self._stops_asked
+
+    def launch_beside(self, job: JobRecord, stops_asked: int | None = None) -> None:
+        """Start a LAUNCHING job on a launcher thread, unless its launch is under way;
+        `stops_asked`: as stops_asked() said before the job was recorded LAUNCHING."""
         with self._changed:
             if job.id in self._in_flight:
                 return
             self._in_flight[job.id] = job.handle
+            if stops_asked is not None and stops_asked != self._stops_asked:
+                self._to_follow.add(job.id)
         try:
             self._pool.submit(self._start_beside, job)
         except RuntimeError:  # shutting down: recovery at the next start settles the job
