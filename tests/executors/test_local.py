@@ -167,6 +167,27 @@ def test_a_cancel_right_after_launch_reaches_the_command(tmp_path: Path) -> None
             Observation(Phase.EXITED, exit_code=143)
 
 
+def test_a_cancel_that_read_no_pid_before_the_job_started_asks_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wrapper wrote its pid and its command began between the cancel's read of the pid
+    # and its poll: nothing was signalled, so the cancel is not done yet.
+    ex = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, ex, "sleep 60")
+    ex.launch(req)
+    wait_for(ex, req.handle, {Phase.RUNNING})
+    read_pid, reads = ex._read_pid, []
+
+    def not_yet_the_first_time(handle: str) -> int | None:
+        reads.append(handle)
+        return None if len(reads) == 1 else read_pid(handle)
+
+    monkeypatch.setattr(ex, "_read_pid", not_yet_the_first_time)
+    assert not ex.cancel(req.handle, 60.0)
+    until(functools.partial(ex.cancel, req.handle, 60.0), timeout=5)
+    assert wait_for(ex, req.handle, {Phase.EXITED, Phase.LOST}, timeout=5) == \
+        Observation(Phase.EXITED, exit_code=143)
+
+
 def test_a_new_executor_adopts_a_running_job_and_sees_it_end(tmp_path: Path) -> None:
     first = LocalExecutor(tmp_path / "state")
     gate = tmp_path / "go"

@@ -314,8 +314,11 @@ class LocalExecutor:
         is left to signal) and the group's id once sent."""
         pid = self._read_pid(handle)
         if pid is None:
-            # Not started yet, unless it never will be: then there is nothing to signal.
-            return self.poll(handle).phase is not Phase.STARTING, None
+            # Not started yet, unless it never will be: then there is nothing to signal. Its
+            # wrapper may write its pid (and its command start) between the read above and
+            # the poll's: a poll that finds it running says ask again, not that it is over.
+            return self.poll(handle).phase in (Phase.EXITED, Phase.LOST, Phase.NOT_FOUND), \
+                None
         if not self._is_ours(handle, pid):
             return True, None  # already gone
         if not self._started(handle):
