@@ -1,8 +1,11 @@
 """The exit watch: real processes, each reported once from one thread when it ends."""
 
+import os
 import subprocess
 import threading
 from pathlib import Path
+
+import pytest
 
 from trainyard.executors.exit_watch import ExitWatch, exit_watch
 
@@ -56,3 +59,17 @@ def test_a_failing_callback_does_not_end_the_watching() -> None:
 def test_no_process_by_that_pid_is_refused() -> None:
     beyond = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has it
     assert not ExitWatch().watch(beyond, lambda: None)
+
+
+def test_a_watch_that_gets_no_thread_leaves_the_waiting_to_its_caller(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    proc, watch = started(0), ExitWatch()
+    before = len(os.listdir("/proc/self/fd"))
+    assert not watch.watch(proc.pid, lambda: None)
+    assert len(os.listdir("/proc/self/fd")) == before  # its pidfd closed again
+    monkeypatch.undo()
+    proc.wait()

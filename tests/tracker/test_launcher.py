@@ -2,6 +2,7 @@
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -100,29 +101,48 @@ def test_a_job_its_launch_made_running_asks_no_pass_of_its_own(stack: TrainyardS
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 
 
-@pytest.mark.parametrize("meanwhile", ["exited", "any exited", "stop asked", "nothing"])
-def test_a_launch_a_pass_read_in_flight_wakes_the_tracker_if_that_pass_left_work(
-        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch, meanwhile: str) -> None:
+def wakes_of_a_held_launch(stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch,
+                           meanwhile: Callable[[Launcher, JobRecord], None],
+                           hand_over: Callable[[Launcher, JobRecord], None] =
+                           Launcher.launch_beside) -> list[int]:
+    """A job handed over by `hand_over` to a launcher that counts its wake-ups, its launch
+    held at its start while `meanwhile` happens: the wake-ups its settling asked. The job
+    ran, and is cancelled on the way out."""
     launcher, wakes = counting_launcher(stack)
-    job = launching(stack, JobSpec(name="read", command="sleep 30"))
+    job = launching(stack, JobSpec(name="held", command="sleep 30"))
     gate = held_builds(launcher, monkeypatch)
-    launcher.launch_beside(job)
-    # A pass (woken by an exit, a cancel) read the active jobs while it launched: it
-    # skipped the job, or will reach it with the state it read.
-    launcher.before_follow()
-    if meanwhile == "exited":  # its process ended before its launch settled
-        launcher.exited(job.handle)
-        launcher.exited("trainyard-another-1")  # another job's end is not this one's
-    elif meanwhile == "any exited":  # an executor that lost its events: any may have ended
-        launcher.exited("")
-    elif meanwhile == "stop asked":  # a cancel or a preemption, of some job
-        launcher.follow_all()
+    hand_over(launcher, job)
+    meanwhile(launcher, job)
     gate.set()
     launcher.shutdown()
     assert stack.jobs.get(job.id).state is JobState.RUNNING
-    assert wakes == ([] if meanwhile == "nothing" else [1])
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
+    return wakes
+
+
+def ended_and_another(launcher: Launcher, job: JobRecord) -> None:
+    launcher.exited(job.handle)  # its process ended before its launch settled
+    launcher.exited("trainyard-another-1")  # another job's end is not this one's
+
+
+@pytest.mark.parametrize("meanwhile", [
+    ended_and_another,
+    lambda launcher, job: launcher.exited(""),  # an executor lost its events: any may have
+    lambda launcher, job: launcher.follow_all(),  # a cancel or a preemption, of some job
+    None], ids=["exited", "any exited", "stop asked", "nothing"])
+def test_a_launch_a_pass_read_in_flight_wakes_the_tracker_if_that_pass_left_work(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch,
+        meanwhile: Callable[[Launcher, JobRecord], None] | None) -> None:
+    def read_in_flight(launcher: Launcher, job: JobRecord) -> None:
+        # A pass (woken by an exit, a cancel) read the active jobs while it launched: it
+        # skipped the job, or will reach it with the state it read.
+        launcher.before_follow()
+        if meanwhile is not None:
+            meanwhile(launcher, job)
+
+    wakes = wakes_of_a_held_launch(stack, monkeypatch, read_in_flight)
+    assert wakes == ([] if meanwhile is None else [1])
 
 
 def test_a_stop_asked_before_a_launch_was_handed_over_is_followed_once_it_settles(
@@ -130,34 +150,25 @@ def test_a_stop_asked_before_a_launch_was_handed_over_is_followed_once_it_settle
     # A cancel between the job's LAUNCHING record and the hand-over to the launcher: no
     # launch was in flight for follow_all to note, so the count read before the record
     # tells it.
-    launcher, wakes = counting_launcher(stack)
-    job = launching(stack, JobSpec(name="cancelled early", command="sleep 30"))
-    gate = held_builds(launcher, monkeypatch)
-    before = launcher.stops_asked()
-    launcher.follow_all()
-    launcher.launch_beside(job, before)
-    launcher.before_follow()
-    gate.set()
-    launcher.shutdown()
-    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == [1]
-    stack.service.cancel(LOCAL, job.id)
-    assert run_to_end(stack, job.id) is JobState.CANCELLED
+    def cancelled_before_the_hand_over(launcher: Launcher, job: JobRecord) -> None:
+        before = launcher.stops_asked()
+        launcher.follow_all()
+        launcher.launch_beside(job, before)
+
+    wakes = wakes_of_a_held_launch(stack, monkeypatch,
+                                   lambda launcher, job: launcher.before_follow(),
+                                   cancelled_before_the_hand_over)
+    assert wakes == [1]
 
 
 def test_an_end_or_a_stop_no_pass_read_in_flight_asks_no_pass_of_the_launch(
         stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
     # The end's own wake-up, or the cancel's, brings a pass that reads the job as settled.
-    launcher, wakes = counting_launcher(stack)
-    job = launching(stack, JobSpec(name="unread", command="sleep 30"))
-    gate = held_builds(launcher, monkeypatch)
-    launcher.launch_beside(job)
-    launcher.exited(job.handle)
-    launcher.follow_all()
-    gate.set()
-    launcher.shutdown()
-    assert stack.jobs.get(job.id).state is JobState.RUNNING and wakes == []
-    stack.service.cancel(LOCAL, job.id)
-    assert run_to_end(stack, job.id) is JobState.CANCELLED
+    def ended_and_stop_asked(launcher: Launcher, job: JobRecord) -> None:
+        launcher.exited(job.handle)
+        launcher.follow_all()
+
+    assert wakes_of_a_held_launch(stack, monkeypatch, ended_and_stop_asked) == []
 
 
 def test_a_launch_that_failed_wakes_the_tracker(stack: TrainyardServer) -> None:

@@ -89,12 +89,11 @@ def _gives_back_once(found: dict[str, bool], team: str, quotas: PoolQuotas,
     return gives
 
 
-# For the replay: the running job; what each team's running jobs hold of each pool
-# ((team, pool) -> held, as scheduler.usage.team_use adds it up); and, for each team with
-# jobs waiting, at most what the least of them asks of each resource.
 # (team, pool) -> what the team's running jobs hold of the pool, as
 # scheduler.usage.team_use adds it up in the snapshot's order.
 TeamUse = Mapping[tuple[str, str], Resources]
+# For the replay: the running job; what each team's running jobs hold of each pool; and,
+# for each team with jobs waiting, at most what the least of them asks of each resource.
 ReclaimVictim = Callable[[RunningJob, TeamUse, Mapping[str, Resources]], bool]
 
 
