@@ -22,8 +22,10 @@ from trainyard.cli.main import app
 from trainyard.client import Client
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
+from trainyard.executors.local import INHERITED_ENV
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.runs import RunStore
+from trainyard.tracker.launch_request import THREAD_VARIABLES
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "examples" / "trainer.py"
@@ -83,7 +85,11 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def unpreempted(digits: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The model of the same training run outside the service, never preempted."""
     out = tmp_path_factory.mktemp("unpreempted")
-    env = {**os.environ, **HYPERPARAMETERS, "PYTHONPATH": str(SRC),
+    # The environment a local job gets, no more: a host's OPENBLAS_CORETYPE, say, picks
+    # other kernels, whose last bits differ.
+    inherited = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+    env = {**inherited, **dict.fromkeys(THREAD_VARIABLES, "1"), **HYPERPARAMETERS,
+           "PYTHONPATH": str(SRC),
            "TRAINING_DATA_PATH": str(digits),
            "MODEL_SAVE_PATH": str(out / "model"), "CHECKPOINT_PATH": str(out / "checkpoint"),
            "METRICS_PATH": str(out / "metrics.jsonl")}
