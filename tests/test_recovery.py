@@ -12,11 +12,14 @@ from trainyard.auth.policy import LOCAL
 from trainyard.client import Client, TrainSpec
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
+from trainyard.executors.base import Phase
 from trainyard.metadata.workspace import Workspace
 from trainyard.server.assembly import ServerConfig, TrainyardServer
 from trainyard.store import faults
 from trainyard.store.db import AlreadyRunning, open_database, sqlite_url
 from trainyard.store.jobs import JobStore
+from trainyard.tracker import TrackerConfig
+from trainyard.tracker.follow import Ending
 
 
 def test_crash_mid_run_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
@@ -99,6 +102,55 @@ def test_crash_between_launching_and_launch_starts_the_job_once(tmp_path: Path,
         assert marker.read_text() == "once\n"
         assert [e.to_state for e in second.jobs.events(job_id)].count(JobState.LAUNCHING) == 1
     finally:
+        second.db.close()
+
+
+class Crash(BaseException):
+    """The service dies here (no handler of the tracker's catches it)."""
+
+
+def test_a_crash_after_the_next_launch_before_the_ended_jobs_end_loses_nothing(
+        tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = ServerConfig(data_dir=tmp_path / "data", database_url=database_url,
+                          tracker=TrackerConfig(max_concurrent=1))
+    marker = tmp_path / "ran"
+    first = TrainyardServer(config)
+    ended, _ = first.service.train(LOCAL, JobSpec(name="a", command=f"echo a >> {marker}"))
+    nxt, _ = first.service.train(LOCAL, JobSpec(name="b", command=f"echo b >> {marker}"))
+    first.tracker.run_once()
+    assert first.tracker.wait_for_launches()
+    handle = first.jobs.get(ended).handle
+    wait_until(lambda: first.executors["local"].poll(handle).phase is Phase.EXITED,
+               what="the first job's end")
+
+    def crash(_ending: Ending) -> None:
+        raise Crash
+
+    # The pass hands the ended job's slot on, then dies before writing its end.
+    monkeypatch.setattr(first.tracker.follower, "finish", crash)
+    with pytest.raises(Crash):
+        first.tracker.run_once()
+    assert first.tracker.wait_for_launches()
+    assert first.jobs.get(ended).state is JobState.RUNNING
+    assert first.jobs.get(nxt).state in (JobState.LAUNCHING, JobState.RUNNING)
+    first.tracker.launcher.shutdown()
+    first.db.close()
+
+    second = TrainyardServer(config)
+    try:
+        second.tracker.recover()  # the ended job is finished; the next one adopted
+        done = second.jobs.get(ended)
+        assert done.state is JobState.SUCCEEDED
+        assert done.message.endswith("(while the service was down)")
+        wait_until(lambda: (second.tracker.run_once() or True) and
+                   second.jobs.get(nxt).state.is_final(), what="the next job final")
+        assert second.jobs.get(nxt).state is JobState.SUCCEEDED
+        assert sorted(marker.read_text().split()) == ["a", "b"]  # each ran once
+        for job_id in (ended, nxt):
+            states = [e.to_state for e in second.jobs.events(job_id)]
+            assert states.count(JobState.LAUNCHING) == 1 and states[-1] is JobState.SUCCEEDED
+    finally:
+        second.tracker.launcher.shutdown()
         second.db.close()
 
 

@@ -9,6 +9,7 @@ import pytest
 from tests.liveserver import live_server, wait_for
 from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
+from trainyard.domain.dependencies import parse_dependency
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Phase
@@ -67,9 +68,9 @@ def test_ends_and_cancels_are_followed_without_the_periodic_passes(
         # end but cannot write it from a stale state; the launch's end must wake another.
         follow = srv.tracker.follower.track
 
-        def behind(job: Any, **how: Any) -> None:
+        def behind(job: Any, **how: Any) -> Any:
             time.sleep(0.05)
-            follow(job, **how)
+            return follow(job, **how)
 
         def soon(job_id: str, **how: Any) -> None:
             # Once its process has ended and the pass its exit woke has read the jobs.
@@ -90,3 +91,48 @@ def test_ends_and_cancels_are_followed_without_the_periodic_passes(
         wait_for(srv, long, {JobState.RUNNING}, timeout=20)
         srv.service.cancel(LOCAL, long)
         wait_for(srv, long, {JobState.CANCELLED}, timeout=20)
+
+
+def exited(srv: TrainyardServer, job_id: str) -> None:
+    """Wait until the job's process has ended (its executor says), its end not yet read."""
+    handle, deadline = srv.jobs.get(job_id).handle, time.monotonic() + 15
+    while srv.executors["local"].poll(handle).phase is not Phase.EXITED:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def first_event(srv: TrainyardServer, job_id: str, state: JobState) -> int:
+    return next(e.id for e in srv.jobs.events(job_id) if e.to_state is state)
+
+
+def test_an_ended_jobs_slot_goes_to_the_next_job_before_its_end_is_written(
+        stack: TrainyardServer) -> None:
+    first, _ = stack.service.train(LOCAL, JobSpec(name="first", command="true"))
+    second, _ = stack.service.train(LOCAL, JobSpec(name="second", command="true"))
+    step(stack)
+    exited(stack, first)
+    step(stack)  # one pass: the second starts, then the first is finished
+    assert stack.jobs.get(first).state is JobState.SUCCEEDED
+    assert stack.jobs.get(second).state in (JobState.RUNNING, JobState.SUCCEEDED)
+    assert first_event(stack, second, JobState.LAUNCHING) < \
+        first_event(stack, first, JobState.SUCCEEDED)
+    # Written after, yet timed when it was seen to end: the records show one job at a time.
+    times = {(e.job_id, e.to_state): e.time for job_id in (first, second)
+             for e in stack.jobs.events(job_id)}
+    assert times[first, JobState.SUCCEEDED] <= times[second, JobState.LAUNCHING]
+    assert run_to_end(stack, second) is JobState.SUCCEEDED
+
+
+def test_a_job_released_by_an_end_starts_in_the_pass_that_wrote_the_end(
+        stack: TrainyardServer) -> None:
+    # With one slot: the end is written after admission, so the dependent it releases needs
+    # the second admission of the same pass.
+    first, _ = stack.service.train(LOCAL, JobSpec(name="first", command="true"))
+    second, _ = stack.service.train(LOCAL, JobSpec(name="second", command="true"),
+                                    after=[parse_dependency(first)])
+    step(stack)
+    exited(stack, first)
+    step(stack)
+    assert stack.jobs.get(first).state is JobState.SUCCEEDED
+    assert stack.jobs.get(second).state in (JobState.RUNNING, JobState.SUCCEEDED)
+    assert run_to_end(stack, second) is JobState.SUCCEEDED

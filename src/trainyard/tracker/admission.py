@@ -52,12 +52,13 @@ class Admission:
         self.budget_usage = BudgetUsageStore(jobs.db)  # read at each pass, for the budgets
         self.sweep_gate = SweepGate(jobs, clock)  # paused sweeps and budgets
 
-    def run(self) -> int:
-        """Ask the policy what to start, start it, record why the rest waits. Returns the
-        number of active jobs afterwards."""
+    def run(self, leaving: frozenset[str] = frozenset()) -> int:
+        """Ask the policy what to start, start it, record why the rest waits. `leaving`: ids
+        of active jobs whose attempts are over, their ends not yet written; their room is
+        free. Returns the number of active jobs afterwards, less those."""
         began = time.perf_counter()
         self._cancel_expired()
-        running = self.jobs.in_states(ACTIVE_STATES)
+        running = [job for job in self.jobs.in_states(ACTIVE_STATES) if job.id not in leaving]
         snapshot = self._scheduler_input(running, self.clock())
         if snapshot is None:
             self._reasons.clear()

@@ -4,8 +4,8 @@ and writing what settle() makes of what their executors see."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from trainyard.domain.early_stopping import STOPPED_EARLY
 from trainyard.domain.errors import StaleState, TrainyardError
@@ -40,6 +40,23 @@ REPORT_GRACE_S = 10.0
 PREEMPTED_WHY = "preempted to return borrowed quota"  # when the job's message says nothing
 REQUEUED = "requeued after preemption; resumes from its checkpoint"
 REQUEUED_PENDING = "preempted; it resumes from its checkpoint when admitted again"
+
+
+@dataclass(frozen=True)
+class Ending:
+    """An active job whose attempt is over, its end not yet written (Follower.finish): a pass
+    hands its slot on first, since writing the end (the last metrics, the model's files, the
+    final commit) takes milliseconds, and more for a large model."""
+
+    job: JobRecord
+    outcome: Settlement
+    seen_at: float  # the tracker's clock when the end was seen: the time its records carry
+    recovering: bool = False  # seen at start-up: it ended while the service was down
+
+    @property
+    def requeues(self) -> bool:
+        """Whether the job goes back to the queue (preempted, lost, or failed to retry)."""
+        return self.outcome.retry or self.outcome.target is JobState.PREEMPTED
 
 
 def requeue(jobs: JobStore, job_id: str, *, now: float, preempted: str = "",
@@ -78,27 +95,36 @@ class Follower:
         self._succeeded_at: dict[str, float] = {}  # job id -> when its engine said success
         self.early_stop = EarlyStopper(jobs, clock)  # its sweep's rule, judged as metrics come in
 
-    def guarded(self, job: JobRecord, step: Callable[[JobRecord], None]) -> None:
+    def guarded(self, job: JobRecord, step: Callable[[JobRecord], Ending | None]
+                ) -> Ending | None:
         """One job's trouble must not stall the others: log it, and fail the job if it
-        keeps happening."""
+        keeps happening. Returns what `step` returns (None if it failed)."""
         try:
-            step(job)
+            ending = step(job)
         except StaleState:
-            return  # someone else moved it; the next pass sees the new state
+            return None  # someone else moved it; the next pass sees the new state
         except Exception as exc:
             failures = self._failures.get(job.id, 0) + 1
             self._failures[job.id] = failures
             log.exception("tracking job %s failed (%d in a row)", job.id, failures)
             if failures >= MAX_TRACKING_FAILURES:
                 self._give_up(job, f"tracking failed {failures} times: {exc}")
-        else:
+            return None
+        if ending is None:  # an ending's count is cleared only once it is finished
             self._failures.pop(job.id, None)
+        return ending
 
-    def track(self, job: JobRecord, *, ingest: bool = True) -> None:
+    def finish_all(self, endings: Iterable[Ending]) -> None:
+        """Write each ending, guarded as a pass's steps are."""
+        for ending in endings:
+            self.guarded(ending.job, lambda _job, ending=ending: self.finish(ending))
+
+    def track(self, job: JobRecord, *, ingest: bool = True) -> Ending | None:
         """Follow one active job: deliver a stop, ingest metrics (if `ingest`), notice its
-        end (whose metrics are ingested then, whatever `ingest` says)."""
+        end (whose metrics are ingested then, whatever `ingest` says), which is returned
+        for finish() rather than written."""
         if self.launcher.in_flight(job.id):
-            return  # its launch settles it; asking the executor now would find nothing yet
+            return None  # its launch settles it; asking the executor now finds nothing yet
         executor = executor_for(self.executors_by_kind, job.kind)
         running = job.state is JobState.RUNNING
         if running:
@@ -120,7 +146,7 @@ class Follower:
         observation = self._reported(executor, job) or self._await_reports(
             executor, job, self._with_reported_code(executor, job, executor.poll(job.handle)))
         self._note(job, observation)
-        self.apply(job, observation)
+        return self.apply(job, observation)
 
     def _note(self, job: JobRecord, observation: Observation) -> None:
         """What the engine says of a job that is not over yet (held by the cluster's own
@@ -180,9 +206,10 @@ class Follower:
         return Observation(Phase.EXITED, exit_code=code)
 
     def apply(self, job: JobRecord, observation: Observation, *,
-              recovering: bool = False) -> None:
-        """Write what the observation makes of the job (recovering: at start-up, of what
-        happened while the service was down)."""
+              recovering: bool = False) -> Ending | None:
+        """Write what the observation makes of the job, but for an end, which is returned
+        for finish() (recovering: at start-up, of what happened while the service was
+        down)."""
         outcome = settle(job.state, observation, job.cancel_requested, job.preempt_requested,
                          attempt=job.attempt, retry=self.retries.state(job),
                          time_limit_s=self.retries.over_time(job, self.clock()))
@@ -199,13 +226,19 @@ class Follower:
                 self._noted.discard(job.id)
                 self.jobs.update_fields(job.id, JobState.RUNNING, message="")
         elif outcome.target is not None:
-            self._finish(job, outcome, recovering)
+            return Ending(job, outcome, self.clock(), recovering)
+        return None
 
-    def _finish(self, job: JobRecord, outcome: Settlement, recovering: bool) -> None:
+    def finish(self, ending: Ending) -> None:
+        """Write an attempt's end: its last metrics, its model, its final state (or its way
+        back to the queue), then release what its executor holds for it."""
+        job, outcome, recovering = ending.job, ending.outcome, ending.recovering
+        # When it was seen to end, not now: the next job in its slot may have started since.
+        now = ending.seen_at
         assert outcome.target is not None
         state = job.state
         if outcome.ran:  # record that it ran before how it ended
-            self.jobs.mark_running(job.id, now=self.clock(),
+            self.jobs.mark_running(job.id, now=now,
                                    reason="process had started" if recovering else "started")
             state = JobState.RUNNING
         if state is JobState.RUNNING:
@@ -215,14 +248,13 @@ class Follower:
             # resumed curve is judged from where it was left.
             self.early_stop.forget(job.id)
         if outcome.retry:
-            self.retries.retry(job, outcome, now=self.clock())
+            self.retries.retry(job, outcome, now=now)
             self.waiting.invalidate()  # an old submit order, back in the queue
             self._reconcile_soon()
         elif outcome.target is JobState.PREEMPTED:
             why = f"{job.message or PREEMPTED_WHY} ({outcome.message})"
             if state is JobState.RUNNING:
                 job = self.notices.observe(job)  # a checkpoint said just before it ended
-            now = self.clock()
             lost = work_lost(started_at=job.started_at, checkpoint_at=job.checkpoint_at,
                              stopped_at=now) if state is JobState.RUNNING else 0.0
             requeue(self.jobs, job.id, now=now, preempted=why, work_lost_s=lost)
@@ -239,7 +271,7 @@ class Follower:
             if recovering and outcome.exited:
                 message += " (while the service was down)"
             self.jobs.transition(job.id, state, outcome.target, reason=message,
-                                 now=self.clock(), message=message,
+                                 now=now, message=message,
                                  exit_code=outcome.exit_code, pending_code="",
                                  pending_message="")
         self._signalled.discard(job.handle)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from trainyard.domain.errors import TrainyardError
@@ -91,10 +91,18 @@ class Launcher:
         except RuntimeError:  # shutting down: recovery at the next start settles the job
             self._settled(job.id)
 
-    def wait(self, timeout: float = 30.0) -> bool:
-        """Block until no launch is in flight; False if some still are after timeout."""
+    def in_flight_ids(self) -> frozenset[str]:
         with self._changed:
-            return self._changed.wait_for(lambda: not self._in_flight, timeout)
+            return frozenset(self._in_flight)
+
+    def wait(self, timeout: float = 30.0, job_ids: Collection[str] | None = None) -> bool:
+        """Block until no launch is in flight (of `job_ids`, if given); False if some still
+        are after timeout."""
+        with self._changed:
+            if job_ids is None:
+                return self._changed.wait_for(lambda: not self._in_flight, timeout)
+            return self._changed.wait_for(
+                lambda: self._in_flight.keys().isdisjoint(job_ids), timeout)
 
     def shutdown(self) -> None:
         """Launches in flight finish (each is bounded by its executor); one cut short stays

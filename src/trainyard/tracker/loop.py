@@ -44,6 +44,9 @@ from trainyard.tracker.waiting import WaitingJobs
 log = logging.getLogger(__name__)
 
 REST_FACTOR = 4.0
+# How long writing an ended job's end waits for the launches its slot went to; a slower one
+# (a container's, a cluster's) goes on beside it.
+LAUNCH_BEFORE_END_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -235,11 +238,27 @@ class Tracker:
         try:
             track = functools.partial(self.follower.track, ingest=ingest)
             self.launcher.before_follow()
-            for job in self.jobs.in_states(ACTIVE_STATES):
-                self.follower.guarded(job, track)
-            # After the ends just written, before admission: a job they release may start now.
-            self.dependencies.resolve()
-            return self.admission.run() > 0
+            endings = [ending for job in self.jobs.in_states(ACTIVE_STATES)
+                       if (ending := self.follower.guarded(job, track)) is not None]
+            # A job going back to the queue (preempted, lost, retried) is put there first,
+            # to compete for the room, as a replay has it. Any other ended job's slot is
+            # handed on before its end is written: its process is gone, and what it left
+            # running is killed as its end is written, as the next job's wrapper starts. The
+            # writing waits a moment for the launches it made room for (a local one takes
+            # milliseconds): beside them, both would take turns for the interpreter, and the
+            # launch would be the slower.
+            self.follower.finish_all(e for e in endings if e.requeues)
+            ended = [e for e in endings if not e.requeues]
+            in_flight = self.launcher.in_flight_ids()
+            active = self.admission.run(leaving=frozenset(e.job.id for e in ended))
+            if ended:
+                self.launcher.wait(LAUNCH_BEFORE_END_S,
+                                   self.launcher.in_flight_ids() - in_flight)
+                self.follower.finish_all(ended)
+            # After the ends just written: a job they release may start now.
+            if self.dependencies.resolve():
+                active = self.admission.run()
+            return active > 0
         finally:
             self.telemetry.tracker_pass(time.perf_counter() - began)
 

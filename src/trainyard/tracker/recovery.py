@@ -69,4 +69,6 @@ class Recovery:
     def _adopt(self, job: JobRecord) -> None:
         observation = executor_for(self.executors_by_kind, job.kind).adopt(job.handle)
         log.info("recovered %s (%s): %s", job.id, job.state, observation.phase)
-        self.follower.apply(job, observation, recovering=True)
+        ending = self.follower.apply(job, observation, recovering=True)
+        if ending is not None:
+            self.follower.finish(ending)
