@@ -50,11 +50,12 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # wrapper outlives a TERM sent to its group (the group's handler, unlike an ignore, is not
 # inherited by the job), so a job that stops on TERM still has its status recorded; one
 # that needs the KILL after the grace period takes the wrapper with it and leaves no exit
-# file: the tracker knows it asked. Between its fork and its exec the child still has the
-# group's handler, and a TERM then would be lost; so the child, once a fresh shell, writes
-# the start file before it runs the command, and a cancel waits for that file. It execs a
-# shell of the command's own rather than eval it: a shell that runs a lone command in its
-# place (bash does) must leave no shell between the group's TERM and a job that handles it.
+# file: the tracker knows it asked. The child is a subshell, forked without an exec of its
+# own: it takes TERM's default back first (as a subshell does anyway for a caught signal),
+# and a TERM between its fork and then would be lost; so it writes the start file only
+# after, and a cancel waits for that file. It execs a shell of the command's own rather
+# than eval it: a shell that runs a lone command in its place (bash does) must leave no
+# shell between the group's TERM and a job that handles it.
 # The copier is the log cap's rule in shell and coreutils, so that no interpreter starts
 # for a job: `head -c` copies the first $5 bytes and reads no further (coreutils' reads ask
 # for no more than is left; a head that read ahead would drop the note of an output that
@@ -73,7 +74,7 @@ trap '' TERM USR1
 printf '%s\n' "$$" > "$3"
 {
 trap 'true' TERM
-/bin/sh -c 'printf "%s\n" "$$" > "$1"; exec /bin/sh -c "$2"' trainyard-start "$4" "$1" </dev/null
+( trap - TERM; : > "$4"; exec /bin/sh -c "$1" ) </dev/null
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
