@@ -31,6 +31,7 @@ from benchlib import commit, num, write_json
 from peers import figures as fig
 from peers import limits, procs, ray_jobs, report, slurm, trainyard_sys
 from peers import workloads as wl
+from trainyard.executors.local import INHERITED_ENV
 
 BENCH = Path(__file__).resolve().parent.parent
 REPO = BENCH.parent
@@ -71,15 +72,18 @@ class Trainer:
 
     def standalone(self, key: str) -> str:
         """The same run for a system without the contract: the variables by hand, as a
-        Slurm or Ray user would write them (Trainyard sets the same thread limits)."""
-        env = {"TRAINING_DATA_PATH": str(self.data),
+        Slurm or Ray user would write them (Trainyard sets the same thread limits), in the
+        environment a Trainyard job gets and nothing more: a host's OPENBLAS_CORETYPE, say,
+        would pick other kernels, another speed."""
+        env = {name: os.environ[name] for name in INHERITED_ENV if name in os.environ}
+        env |= {"TRAINING_DATA_PATH": str(self.data),
                "MODEL_SAVE_PATH": str(self.scratch / key / "model"),
                "METRICS_PATH": str(self.scratch / key / "metrics.jsonl"),
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "PYTHONUNBUFFERED": "1", **self.hyperparameters}
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         return f"mkdir -p {shlex.quote(str(self.scratch / key))} && " \
-               f"env {assignments} {self.argv} > /dev/null"
+               f"env -i {assignments} {self.argv} > /dev/null"
 
 
 def workloads(system: wl.System, stamps: wl.Stamps, args: argparse.Namespace,
