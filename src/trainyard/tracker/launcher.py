@@ -92,6 +92,7 @@ class Launcher:
             self._settled(job.id)
 
     def in_flight_ids(self) -> frozenset[str]:
+        """The jobs whose launches are under way now."""
         with self._changed:
             return frozenset(self._in_flight)
 
