@@ -136,3 +136,18 @@ def test_a_job_released_by_an_end_starts_in_the_pass_that_wrote_the_end(
     assert stack.jobs.get(first).state is JobState.SUCCEEDED
     assert stack.jobs.get(second).state in (JobState.RUNNING, JobState.SUCCEEDED)
     assert run_to_end(stack, second) is JobState.SUCCEEDED
+
+
+def test_an_admission_that_fails_does_not_keep_an_ended_job_from_its_end(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_id, _ = stack.service.train(LOCAL, JobSpec(name="ends", command="true"))
+    step(stack)
+    exited(stack, job_id)
+
+    def broken(**_how: Any) -> int:
+        raise RuntimeError("a policy that fails")
+
+    monkeypatch.setattr(stack.tracker.admission, "run", broken)
+    with pytest.raises(RuntimeError, match="a policy that fails"):
+        stack.tracker.run_once()
+    assert stack.jobs.get(job_id).state is JobState.SUCCEEDED

@@ -250,10 +250,12 @@ class Tracker:
             self.follower.finish_all(e for e in endings if e.requeues)
             ended = [e for e in endings if not e.requeues]
             in_flight = self.launcher.in_flight_ids()
-            active = self.admission.run(leaving=frozenset(e.job.id for e in ended))
-            if ended:
-                self.launcher.wait(LAUNCH_BEFORE_END_S,
-                                   self.launcher.in_flight_ids() - in_flight)
+            try:
+                active = self.admission.run(leaving=frozenset(e.job.id for e in ended))
+                if ended:
+                    self.launcher.wait(LAUNCH_BEFORE_END_S,
+                                       self.launcher.in_flight_ids() - in_flight)
+            finally:  # an admission that fails must not keep the ends from being written
                 self.follower.finish_all(ended)
             # After the ends just written: a job they release may start now.
             if self.dependencies.resolve():
