@@ -151,3 +151,19 @@ def test_an_admission_that_fails_does_not_keep_an_ended_job_from_its_end(
     with pytest.raises(RuntimeError, match="a policy that fails"):
         stack.tracker.run_once()
     assert stack.jobs.get(job_id).state is JobState.SUCCEEDED
+
+
+def test_a_dependent_takes_the_slot_its_need_frees_before_a_later_job(
+        stack: TrainyardServer) -> None:
+    # One slot, FIFO: the dependent was submitted before the other job, so the slot its
+    # need frees is its own, though the need's end is written in that same pass.
+    first, _ = stack.service.train(LOCAL, JobSpec(name="first", command="true"))
+    dependent, _ = stack.service.train(LOCAL, JobSpec(name="dependent", command="true"),
+                                       after=[parse_dependency(first)])
+    later, _ = stack.service.train(LOCAL, JobSpec(name="later", command="true"))
+    step(stack)
+    exited(stack, first)
+    step(stack)
+    assert stack.jobs.get(first).state is JobState.SUCCEEDED
+    assert stack.jobs.get(dependent).state in (JobState.RUNNING, JobState.SUCCEEDED)
+    assert stack.jobs.get(later).state is JobState.WAITING

@@ -233,8 +233,9 @@ class Follower:
         """Write an attempt's end: its last metrics, its model, its final state (or its way
         back to the queue), then release what its executor holds for it."""
         job, outcome, recovering = ending.job, ending.outcome, ending.recovering
-        # When it was seen to end, not now: the next job in its slot may have started since.
-        now = ending.seen_at
+        # An end written after the next job in its slot started is timed when it was seen;
+        # one written first (back to the queue) now, after what a notice observed of it.
+        now = self.clock() if ending.requeues else ending.seen_at
         assert outcome.target is not None
         state = job.state
         if outcome.ran:  # record that it ran before how it ended
@@ -255,6 +256,7 @@ class Follower:
             why = f"{job.message or PREEMPTED_WHY} ({outcome.message})"
             if state is JobState.RUNNING:
                 job = self.notices.observe(job)  # a checkpoint said just before it ended
+            now = self.clock()  # after what the notice observed: it is written before admission
             lost = work_lost(started_at=job.started_at, checkpoint_at=job.checkpoint_at,
                              stopped_at=now) if state is JobState.RUNNING else 0.0
             requeue(self.jobs, job.id, now=now, preempted=why, work_lost_s=lost)

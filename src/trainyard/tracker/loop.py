@@ -241,14 +241,19 @@ class Tracker:
             endings = [ending for job in self.jobs.in_states(ACTIVE_STATES)
                        if (ending := self.follower.guarded(job, track)) is not None]
             # A job going back to the queue (preempted, lost, retried) is put there first,
-            # to compete for the room, as a replay has it. Any other ended job's slot is
-            # handed on before its end is written: its process is gone, and what it left
-            # running is killed as its end is written, as the next job's wrapper starts. The
-            # writing waits a moment for the launches it made room for (a local one takes
-            # milliseconds): beside them, both would take turns for the interpreter, and the
-            # launch would be the slower.
-            self.follower.finish_all(e for e in endings if e.requeues)
-            ended = [e for e in endings if not e.requeues]
+            # to compete for the room, as a replay has it; so is the end of a job others
+            # wait for, whose dependents then compete for it too. Any other ended job's
+            # slot is handed on before its end is written: its process is gone, and what it
+            # left running is killed as its end is written, as the next job's wrapper
+            # starts. The writing waits a moment for the launches it made room for (a local
+            # one takes milliseconds): beside them, both would take turns for the
+            # interpreter, and the launch would be the slower.
+            awaited = self.dependencies.awaited(
+                [e.job.id for e in endings if not e.requeues])
+            self.follower.finish_all(e for e in endings if e.requeues or e.job.id in awaited)
+            if awaited:
+                self.dependencies.resolve()
+            ended = [e for e in endings if not e.requeues and e.job.id not in awaited]
             in_flight = self.launcher.in_flight_ids()
             try:
                 active = self.admission.run(leaving=frozenset(e.job.id for e in ended))
@@ -260,7 +265,8 @@ class Tracker:
             # After the ends just written: a job they release may start now.
             if self.dependencies.resolve():
                 active = self.admission.run()
-            return active > 0
+            # An end that could not be written keeps the passes at the active period.
+            return active > 0 or bool(endings)
         finally:
             self.telemetry.tracker_pass(time.perf_counter() - began)
 
