@@ -59,6 +59,17 @@ def test_the_needed_jobs_events_find_their_waiting_dependents(db: Database) -> N
     assert deps.dependents_of([other]) == {}
 
 
+def test_the_jobs_a_waiting_job_still_needs_are_told_apart(db: Database) -> None:
+    store, deps = JobStore(db), DependencyStore(db)
+    needed, left, alone = (store.create(SPEC)[0] for _ in range(3))
+    store.create(SPEC, needs=needs((needed, JobState.WAITING)))
+    gone, _ = store.create(SPEC, needs=needs((left, JobState.WAITING)))
+    store.transition(gone, JobState.WAITING, JobState.CANCELLED, reason="x")
+    # The dependent of `left` waits no more; `alone` has none.
+    assert deps.awaited([needed, left, alone]) == {needed}
+    assert deps.awaited([]) == set()
+
+
 def test_needs_met_for_good_release_the_job_and_clear_its_reason(db: Database) -> None:
     store, deps = JobStore(db), DependencyStore(db)
     a, _ = store.create(SPEC)

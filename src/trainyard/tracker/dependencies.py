@@ -62,8 +62,8 @@ class Dependencies:
         return self._settle(todo)
 
     def awaited(self, job_ids: Collection[str]) -> set[str]:
-        """Of these jobs, those that a waiting job still needs (one indexed read each)."""
-        return {job_id for job_id in job_ids if self.store.dependents_of([job_id])}
+        """Of these jobs, those that a waiting job still needs (none read for none)."""
+        return self.store.awaited(job_ids) if job_ids else set()
 
     def _settle(self, todo: Mapping[str, str]) -> int:
         settled = 0
