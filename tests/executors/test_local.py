@@ -1,6 +1,7 @@
 """The local-process executor against real processes."""
 
 import functools
+import hashlib
 import os
 import signal
 import sys
@@ -30,7 +31,10 @@ def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1,
     work.mkdir(exist_ok=True)
     files = JobFiles(data=tmp_path, model=tmp_path / "model", metrics=tmp_path / "metrics",
                      checkpoint=tmp_path / "ckpt", workdir=work, log=tmp_path / f"log-{attempt}")
-    return LaunchRequest(job_id="job1", attempt=attempt, handle=ex.handle_for("job1", attempt),
+    # A job id of the test's own: a handle names a process cap, and caps are shared by
+    # every test running at once.
+    job_id = "job-" + hashlib.sha1(str(tmp_path).encode()).hexdigest()[:12]
+    return LaunchRequest(job_id=job_id, attempt=attempt, handle=ex.handle_for(job_id, attempt),
                          command=command, image="", env={"GREETING": "hi"},
                          hyperparameters={"LR": "0.5"}, resources=Resources(gpus=len(gpu_ids)),
                          gpu_ids=gpu_ids, files=files)
@@ -95,7 +99,7 @@ def test_the_contract_and_exactly_the_allocated_gpus(tmp_path: Path, ex: LocalEx
                   gpu_ids=gpu_ids)
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
-    assert req.files.log.read_text().strip() == f"{visible}|0.5|{req.files.model}|job1"
+    assert req.files.log.read_text().strip() == f"{visible}|0.5|{req.files.model}|{req.job_id}"
 
 
 def test_the_command_runs_as_sh_c_runs_it(tmp_path: Path) -> None:
@@ -113,6 +117,17 @@ def test_the_command_runs_as_sh_c_runs_it(tmp_path: Path) -> None:
             assert req.files.log.read_text().strip() == out
         else:
             assert "[" not in req.files.log.read_text()
+
+
+def test_a_launch_tells_when_its_command_has_begun(tmp_path: Path, ex: LocalExecutor) -> None:
+    req = request(tmp_path, ex, "sleep 30")
+    ex.launch(req)
+    assert ex.wait_command_started(req.handle, 10)
+    assert ex._start_file(req.handle).exists()  # the wrapper's last step before the command
+    assert not ex.wait_command_started(ex.handle_for("never", 1), 0.05)
+    ex.cancel(req.handle, grace_seconds=30)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
+    ex.release(req.handle)
 
 
 def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:

@@ -145,6 +145,28 @@ def test_each_launch_takes_a_standby_and_new_ones_are_made(tmp_path: Path) -> No
     assert not any((ex._pids.base / name).exists() for name in after)  # close removes them
 
 
+def test_the_next_standby_is_made_once_the_job_that_took_one_runs_its_command(
+        tmp_path: Path) -> None:
+    # Not beside the wrapper's start-up: its fork and shell would compete with it for the CPU.
+    ex = ready_executor(tmp_path)
+    req = request(tmp_path, ex, "sleep 30")
+    started_at_refill: list[bool] = []
+    refill = ex._standbys.refill
+
+    def watched() -> None:
+        started_at_refill.append(ex._start_file(req.handle).exists())
+        refill()
+
+    ex._standbys.refill = watched  # type: ignore[method-assign]
+    ex.launch(req)
+    until(lambda: ex._standbys.ready() == 1)
+    assert started_at_refill == [True]
+    ex.cancel(req.handle, grace_seconds=30)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
+    ex.release(req.handle)
+    ex.close()
+
+
 def test_an_executor_dropped_without_close_ends_its_standbys(tmp_path: Path) -> None:
     ex = ready_executor(tmp_path)
     (standby,) = ex._standbys._waiting

@@ -11,6 +11,7 @@ from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchRequest
+from trainyard.executors.local import LocalExecutor
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.records import JobRecord
 from trainyard.tracker.launcher import Launcher
@@ -77,6 +78,18 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
     assert run_to_end(stack, job.id) is JobState.CANCELLED
     assert marker.read_text() == "x\n"
 
+
+
+def test_a_local_launch_is_over_once_its_command_has_begun(stack: TrainyardServer) -> None:
+    # The pass that made room for it waits for that before it writes the ended job's end.
+    job = launching(stack, JobSpec(name="begun", command="sleep 30"))
+    launcher = stack.tracker.launcher
+    launcher.launch_beside(job)
+    assert launcher.wait(timeout=30, job_ids={job.id})
+    local = stack.executors["local"]
+    assert isinstance(local, LocalExecutor) and local._start_file(job.handle).exists()
+    stack.service.cancel(LOCAL, job.id)
+    assert run_to_end(stack, job.id) is JobState.CANCELLED
 
 
 def counting_launcher(stack: TrainyardServer) -> tuple[Launcher, list[int]]:

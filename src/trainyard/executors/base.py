@@ -246,6 +246,17 @@ class Signaller(Protocol):
         ...
 
 
+@runtime_checkable
+class StartTeller(Protocol):
+    """An executor that can tell when a launched job's own command has begun, past the
+    start-up of what it wraps the command in."""
+
+    def wait_command_started(self, handle: str, timeout: float) -> bool:
+        """Block until the job's command has begun, at most `timeout` seconds; whether it
+        has."""
+        ...
+
+
 def describe_exit(code: int) -> str:
     """A sentence for an exit status as a POSIX shell reports it (128+N for signal N)."""
     if code == 0:

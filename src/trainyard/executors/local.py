@@ -88,6 +88,10 @@ if head -c 1 2>/dev/null > "$9"; then [ ! -s "$9" ]; else [ "$(head -c 1 | wc -c
 LOG_DRAIN_WAIT = 2.0
 RELEASE_REAP_S = 2.0  # after a release's KILL, before its process cap's cgroup is removed
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
+START_POLL_S = 0.0005  # how often a launch looks for its command's start
+# The most a standby's refill waits for the command of the launch that took one to start
+# (a wrapper that joins its cap itself can take longer: it is then not waited for).
+STARTING_QUIET_S = 0.05
 # Every process of a job inherits this, so leftovers are told apart from strangers.
 HANDLE_ENV = "TRAINYARD_HANDLE"
 # What a job's process inherits from the service; everything else is the contract's.
@@ -204,10 +208,23 @@ class LocalExecutor:
             except OSError as exc:
                 raise LaunchError(f"could not start the process: {exc}") from exc
         if self._standbys.wanted:
-            # Once the job's process is started, not beside its start: the next standby's
-            # (a fork of this process, then a shell) would compete with it for the CPU.
-            self._refill_standbys()
+            # Once the job's command runs, not beside its wrapper's start-up: the next
+            # standby's (a fork of this process, then a shell) would compete with it for
+            # the CPU.
+            self._refill_standbys(after=request.handle)
         self._watch(request.handle, functools.partial(_wait_child, proc), child=proc.pid)
+
+    def wait_command_started(self, handle: str, timeout: float) -> bool:
+        """Block until the wrapper has started the job's command (its start file), at
+        most `timeout` seconds. A local stat every half millisecond: the start-up it waits
+        for takes a few."""
+        deadline = time.monotonic() + timeout
+        start = self._start_file(handle)
+        while not start.exists():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(START_POLL_S)
+        return True
 
     def _wrapper(self, request: LaunchRequest, cap: str) -> list[str]:
         """The wrapper's command line; `cap`: the cgroup.procs it joins ("" for none)."""
@@ -245,10 +262,16 @@ class LocalExecutor:
             return None
         return standby.proc if standbys.hand_over(standby, handle, script) else None
 
-    def _refill_standbys(self) -> None:
+    def _refill_standbys(self, after: str | None = None) -> None:
+        """On the cap's worker; `after`: once that handle's command has started."""
+        def refill() -> None:
+            if after is not None:
+                self.wait_command_started(after, STARTING_QUIET_S)
+            self._standbys.refill()
+
         # RuntimeError: the interpreter is shutting down, and no more are needed.
         with contextlib.suppress(RuntimeError):
-            self._pids_worker.submit(self._standbys.refill)
+            self._pids_worker.submit(refill)
 
     def poll(self, handle: str) -> Observation:
         code = self._read_exit(handle)

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from trainyard.domain.errors import TrainyardError
 from trainyard.domain.states import JobState
-from trainyard.executors.base import EngineAway, Executor, LaunchError
+from trainyard.executors.base import EngineAway, Executor, LaunchError, StartTeller
 from trainyard.executors.registry import executor_for
 from trainyard.store.jobs import JobStore
 from trainyard.store.records import JobRecord
@@ -18,6 +18,10 @@ from trainyard.tracker.launch_request import LaunchRequests
 from trainyard.tracker.telemetry import NO_TELEMETRY, TrackerTelemetry
 
 log = logging.getLogger(__name__)
+
+# The most a launch waits for its job's command to begin once its process is started (a
+# local wrapper's shells take a few milliseconds).
+COMMAND_START_WAIT_S = 0.02
 
 
 class Launcher:
@@ -140,6 +144,12 @@ class Launcher:
         try:
             running = self.start(job) and \
                 executor_for(self.executors_by_kind, job.kind).started_by_launch
+            executor = executor_for(self.executors_by_kind, job.kind) if running else None
+            if isinstance(executor, StartTeller):
+                # The launch is over once the job's command runs: the pass that made room
+                # for it writes the ended job's end after that, not beside the start-up
+                # of the shells around the command, which would wait for the CPU.
+                executor.wait_command_started(job.handle, COMMAND_START_WAIT_S)
         except Exception:  # the job stays LAUNCHING; the next passes settle it
             log.exception("launching job %s failed", job.id)
         finally:
