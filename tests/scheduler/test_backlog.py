@@ -36,6 +36,13 @@ def test_adding_a_job_again_replaces_it() -> None:
     assert backlog.get("j1") == PendingJob("j1", "b", 5, 1)
 
 
+def test_the_heads_take_each_queue_in_turn_in_its_own_order() -> None:
+    backlog = Backlog.of([job(1), job(2, "b"), job(3, priority=2), job(4), job(5, "b")])
+    assert backlog.heads(3) == ["j3", "j2", "j1"]
+    assert backlog.heads(10) == ["j3", "j2", "j1", "j5", "j4"]
+    assert backlog.heads(0) == [] and Backlog().heads(2) == []
+
+
 def test_two_jobs_of_one_id_are_refused() -> None:
     with pytest.raises(ValueError, match="share the id 'j1'"):
         Backlog.of([job(1), job(1, "b")])

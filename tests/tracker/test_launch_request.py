@@ -1,6 +1,7 @@
 """What a launch asks of its executor: the contract's files and environment, and the dataset
 version, which must still be there."""
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from trainyard.domain.spec import AlgorithmRef, DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchError
 from trainyard.metadata.hashing import store_tree
+from trainyard.metadata.workspace import AttemptPaths
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
@@ -72,6 +74,56 @@ def test_a_vanished_dataset_fails_the_launch_with_a_message(stack: TrainyardServ
         conn.execute(delete(dataset_versions))
     assert run_to_end(stack, job_id) is JobState.FAILED
     assert "launch failed: dataset gone:" in stack.jobs.get(job_id).message
+
+
+def test_a_dataset_version_launched_once_is_not_read_again(
+        stack: TrainyardServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A version a job names is never deleted, so its path cannot change under the launches.
+    data = tmp_path / "kept"
+    data.mkdir()
+    (data / "a").write_text("a")
+    record, _ = stack.datasets.register(LOCAL, "kept", str(data))
+    requests = LaunchRequests(stack.workspace, stack.tracker.launcher.requests.datasets)
+    reads: list[tuple[str, str]] = []
+    get = requests.datasets.get
+
+    def counted(name: str, version: str) -> object:
+        reads.append((name, version))
+        return get(name, version)
+
+    monkeypatch.setattr(requests.datasets, "get", counted)
+    spec = JobSpec(name="d", command="true", dataset=DatasetRef("kept", record.version))
+    first, second = (requests.build(launching(stack, spec)) for _ in range(2))
+    assert first.files.data == second.files.data == Path(record.path)
+    assert reads == [("kept", record.version)]
+
+
+def test_a_launch_of_a_prepared_attempt_makes_no_directory_again(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = LaunchRequests(stack.workspace, stack.tracker.launcher.requests.datasets)
+    made: list[Path] = []
+    create = AttemptPaths.create
+
+    def counted(paths: AttemptPaths) -> None:
+        made.append(paths.root)
+        create(paths)
+
+    monkeypatch.setattr(AttemptPaths, "create", counted)
+    job_id, _ = stack.jobs.create(JobSpec(name="p", command="true"))
+    requests.prepare(stack.jobs.get(job_id))
+    requests.prepare(stack.jobs.get(job_id))  # once is enough
+    paths = stack.workspace.attempt(job_id, 1)
+    assert made == [paths.root] and paths.workdir.is_dir() and paths.log_path.exists()
+    stack.jobs.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                          attempt=1, executor="local", handle=f"trainyard-{job_id}-1")
+    request = requests.build(stack.jobs.get(job_id))
+    assert made == [paths.root] and request.files.workdir == paths.workdir
+    # Prepared, then removed before its launch (by hand): the launch makes them after all.
+    other = launching(stack, JobSpec(name="q", command="true"))
+    requests.prepare(replace(other, attempt=0))
+    shutil.rmtree(stack.workspace.attempt(other.id, 1).root)
+    assert requests.build(other).files.workdir.is_dir()
+    assert len(made) == 3
 
 
 def launching(stack: TrainyardServer, spec: JobSpec) -> JobRecord:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.tracker.passes import run_to_end
+from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
@@ -90,6 +90,27 @@ def test_a_local_launch_is_over_once_its_command_has_begun(stack: TrainyardServe
     assert isinstance(local, LocalExecutor) and local._start_file(job.handle).exists()
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
+
+
+def test_the_jobs_first_in_line_have_their_directories_made_while_they_wait(
+        stack: TrainyardServer) -> None:
+    first, second, third = (stack.service.train(LOCAL, JobSpec(name=n, command="sleep 30"))[0]
+                            for n in ("a", "b", "c"))
+    step(stack)  # the one slot is the first's
+    assert stack.jobs.get(first).state is JobState.RUNNING
+    deadline = time.monotonic() + 10
+    while not all(stack.workspace.attempt(j, 1).workdir.is_dir() for j in (second, third)):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert {stack.jobs.get(j).state for j in (second, third)} == {JobState.WAITING}
+    stack.service.cancel(LOCAL, first)
+    assert run_to_end(stack, first) is JobState.CANCELLED
+    while stack.jobs.get(second).state is not JobState.RUNNING:
+        assert time.monotonic() < deadline
+        step(stack)
+    for job_id in (second, third):
+        stack.service.cancel(LOCAL, job_id)
+        assert run_to_end(stack, job_id) is JobState.CANCELLED
 
 
 def counting_launcher(stack: TrainyardServer) -> tuple[Launcher, list[int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,10 +17,22 @@ class AttemptPaths:
     checkpoint_dir: Path
 
     def create(self) -> None:
-        for d in (self.workdir, self.model_dir, self.checkpoint_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        """Make the attempt's directories and empty files. Each directory is made after its
+        parent, so that no mkdir fails first for want of one (a launch waits for these)."""
+        for d in (self.root.parent, self.root, self.workdir, self.model_dir,
+                  self.checkpoint_dir):
+            _make_dir(d)
         self.metrics_path.touch()
         self.log_path.touch()
+
+
+def _make_dir(path: Path) -> None:
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:  # its parents too (the runs directory of a new data dir)
+        path.mkdir(parents=True, exist_ok=True)
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,20 @@ class Backlog:
                     found.add(at, job, queue_order(job))
         return self._index.get(queue) or ShapeIndex()
 
+    def heads(self, count: int) -> list[str]:
+        """The ids of up to `count` jobs from the fronts of the queues: each queue's first,
+        then each one's second, and so on (the queues in the order they were first seen)."""
+        out: list[str] = []
+        for rank in range(count):
+            for listed in self._queues.values():
+                if len(out) == count:
+                    return out
+                if rank < len(listed):
+                    out.append(listed[rank].job_id)
+            if all(rank + 1 >= len(listed) for listed in self._queues.values()):
+                break
+        return out
+
     def get(self, job_id: str) -> PendingJob | None:
         return self._jobs.get(job_id)
 

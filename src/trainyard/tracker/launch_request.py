@@ -17,6 +17,8 @@ from trainyard.store.job_tokens import JobTokenStore
 from trainyard.store.records import JobRecord
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+DATA_PATHS_KEPT = 1024  # dataset versions whose paths launches remember
+PREPARED_KEPT = 64  # waiting jobs whose next attempts' directories are made ahead
 
 
 class LaunchRequests:
@@ -27,13 +29,19 @@ class LaunchRequests:
         self.datasets = datasets
         self.tokens = tokens if tokens is not None else JobTokenStore(datasets.db)
         self.clock = clock
+        # Where each dataset version a launch read lies. A version a job names is never
+        # deleted (DatasetStore.delete_unreferenced), nor its row changed, so the next
+        # launch of the same version needs no read of the store.
+        self._data_paths: dict[tuple[str, str], str] = {}
+        self._prepared: dict[str, int] = {}  # job id -> its next attempt, directories made
 
     def build(self, job: JobRecord, *, remote: bool = False) -> LaunchRequest:
         """The request for a LAUNCHING job's attempt, its directories made; for a remote
         executor with a fresh job token, already stored. Raises LaunchError when its
         dataset version is gone."""
         paths = self.workspace.attempt(job.id, job.attempt)
-        paths.create()
+        if self._prepared.pop(job.id, None) != job.attempt or not paths.workdir.is_dir():
+            paths.create()
         # Keep numeric libraries within the CPUs the job asked for.
         threads = str(max(1, math.ceil(job.spec.resources.cpus)))
         env = {var: threads for var in THREAD_VARIABLES}
@@ -48,6 +56,21 @@ class LaunchRequests:
                              workers=job.spec.workers, framework=job.spec.framework,
                              job_token=self.mint(job) if remote else "", pool=job.pool,
                              team=job.team, time_limit_s=engine_time_limit(job))
+
+    def prepare(self, job: JobRecord) -> None:
+        """Make the directories of a waiting job's next attempt ahead of its launch, which
+        then need not wait for them (on a busy host, milliseconds). A job that never runs
+        keeps them empty, as nothing reads them before a launch."""
+        attempt = job.attempt + 1
+        if self._prepared.get(job.id) == attempt:
+            return
+        self.workspace.attempt(job.id, attempt).create()
+        if len(self._prepared) >= PREPARED_KEPT:
+            self._prepared.clear()  # a bound: those launches make their directories again
+        self._prepared[job.id] = attempt
+
+    def is_prepared(self, job_id: str) -> bool:
+        return job_id in self._prepared
 
     def mint(self, job: JobRecord) -> str:
         """A new token for the job's current attempt, replacing one minted for it before."""
@@ -74,9 +97,15 @@ class LaunchRequests:
                 empty.mkdir(parents=True, exist_ok=True)
                 empty.chmod(0o555)
             return str(empty)
+        key = (ref.name, ref.version)
+        if (known := self._data_paths.get(key)) is not None:
+            return known
         record = self.datasets.get(ref.name, ref.version)
         if record is None:
             raise LaunchError(f"dataset {ref.name}:{ref.version} is no longer registered")
+        if len(self._data_paths) >= DATA_PATHS_KEPT:
+            self._data_paths.clear()  # a bound, not a policy: the next reads fill it again
+        self._data_paths[key] = record.path
         return record.path
 
 

@@ -3,9 +3,10 @@ container: ~0.2 s) delays neither the next launch nor the reaping of ended jobs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from trainyard.domain.errors import TrainyardError
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 # The most a launch waits for its job's command to begin once its process is started (a
 # local wrapper's shells take a few milliseconds).
 COMMAND_START_WAIT_S = 0.02
+# The most the directories of jobs likely to launch next wait for the launches under way.
+PREPARE_AFTER_LAUNCHES_S = 0.1
 
 
 class Launcher:
@@ -94,6 +97,26 @@ class Launcher:
             self._pool.submit(self._start_beside, job)
         except RuntimeError:  # shutting down: recovery at the next start settles the job
             self._settled(job.id)
+
+    def prepare(self, job_ids: Sequence[str]) -> None:
+        """Make the next attempts' directories of waiting jobs likely to launch soon, on a
+        launcher thread once the launches under way have begun their jobs' commands."""
+        todo = [job_id for job_id in job_ids if not self.requests.is_prepared(job_id)]
+        if not todo:
+            return
+        with contextlib.suppress(RuntimeError):  # shutting down: nothing to prepare for
+            self._pool.submit(self._prepare, todo)
+
+    def _prepare(self, job_ids: Sequence[str]) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._in_flight, PREPARE_AFTER_LAUNCHES_S)
+        for job_id in job_ids:
+            try:
+                job = self.jobs.get(job_id)
+                if job.state is JobState.WAITING:
+                    self.requests.prepare(job)
+            except Exception:  # only a head start: its launch makes them as ever
+                log.debug("preparing job %s's directories failed", job_id, exc_info=True)
 
     def in_flight_ids(self) -> frozenset[str]:
         """The jobs whose launches are under way now."""
