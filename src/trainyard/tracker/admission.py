@@ -30,8 +30,6 @@ from trainyard.tracker.waiting import WaitingJobs
 
 log = logging.getLogger(__name__)
 
-PREPARED_AHEAD = 4  # waiting jobs whose next attempts' directories are made ahead
-
 
 class Admission:
     def __init__(self, *, jobs: JobStore, waiting: WaitingJobs, policy: Callable[[], Policy],
@@ -89,8 +87,6 @@ class Admission:
             launched += self.launch(self.jobs.get(job_id), decisions.gpu_ids.get(job_id, ()),
                                     decisions.pools.get(job_id, ""))
         self._write_reasons(decisions.pending)
-        # Those first in line launch as room frees: their directories are made meanwhile.
-        self.launcher.prepare(self.waiting.current().heads(PREPARED_AHEAD))
         return len(running) + launched
 
     def explain_new_jobs(self) -> bool:

@@ -23,8 +23,6 @@ log = logging.getLogger(__name__)
 # The most a launch waits for its job's command to begin once its process is started (a
 # local wrapper's shells take a few milliseconds).
 COMMAND_START_WAIT_S = 0.02
-# The most the directories of jobs likely to launch next wait for the launches under way.
-PREPARE_AFTER_LAUNCHES_S = 0.1
 
 
 class Launcher:
@@ -45,6 +43,7 @@ class Launcher:
         # was asked (a cancel, a preemption; which job's, the tracker is not told).
         self._to_follow: set[str] = set()
         self._stops_asked = 0  # follow_all's calls so far (stops_asked)
+        self._to_prepare: list[str] = []  # prepare()'s, for the last launch under way
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -99,17 +98,20 @@ class Launcher:
             self._settled(job.id)
 
     def prepare(self, job_ids: Sequence[str]) -> None:
-        """Make the next attempts' directories of waiting jobs likely to launch soon, on a
-        launcher thread once the launches under way have begun their jobs' commands."""
+        """Make the next attempts' directories of waiting jobs likely to launch soon: by the
+        last launch under way once its job's command has begun, else on a launcher thread
+        (not on the caller's, the tracker's)."""
         todo = [job_id for job_id in job_ids if not self.requests.is_prepared(job_id)]
         if not todo:
             return
+        with self._changed:
+            if self._in_flight:
+                self._to_prepare = todo
+                return
         with contextlib.suppress(RuntimeError):  # shutting down: nothing to prepare for
             self._pool.submit(self._prepare, todo)
 
     def _prepare(self, job_ids: Sequence[str]) -> None:
-        with self._changed:
-            self._changed.wait_for(lambda: not self._in_flight, PREPARE_AFTER_LAUNCHES_S)
         for job_id in job_ids:
             try:
                 job = self.jobs.get(job_id)
@@ -183,6 +185,16 @@ class Launcher:
             # LAUNCHING still; started by its engine later) is followed at once.
             if self._settled(job.id) or not running:
                 self._on_settled()
+            if todo := self._take_preparing():
+                self._prepare(todo)
+
+    def _take_preparing(self) -> list[str]:
+        """What prepare() left for the launches under way, once the last has settled."""
+        with self._changed:
+            if self._in_flight:
+                return []
+            todo, self._to_prepare = self._to_prepare, []
+            return todo
 
     def _settled(self, job_id: str) -> bool:
         """The launch is over; whether a pass read the active jobs meanwhile and left

@@ -47,6 +47,7 @@ REST_FACTOR = 4.0
 # How long writing an ended job's end waits for the launches its slot went to; a slower one
 # (a container's, a cluster's) goes on beside it.
 LAUNCH_BEFORE_END_S = 0.05
+PREPARED_AHEAD = 4  # waiting jobs whose next attempts' directories are made ahead
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,11 @@ class Tracker:
             # After the ends just written: a job they release may start now.
             if self.dependencies.resolve():
                 active = self.admission.run()
+            if ingest:
+                # Those first in line launch as room frees: their directories are made
+                # meanwhile, on a pass of the period, away from the moments a slot turns
+                # over (whose launches they would compete with for the CPU).
+                self.launcher.prepare(self.waiting.current().heads(PREPARED_AHEAD))
             # An end that could not be written keeps the passes at the active period.
             return active > 0 or bool(endings)
         finally:
