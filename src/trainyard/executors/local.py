@@ -88,7 +88,7 @@ if head -c 1 2>/dev/null > "$9"; then [ ! -s "$9" ]; else [ "$(head -c 1 | wc -c
 LOG_DRAIN_WAIT = 2.0
 RELEASE_REAP_S = 2.0  # after a release's KILL, before its process cap's cgroup is removed
 STARTING_TIMEOUT = 10.0  # a launched wrapper that wrote no pid by then never started
-START_POLL_S = 0.0005  # how often a launch looks for its command's start
+START_POLL_S = 0.002  # how often a launch looks for its command's start
 # The most a standby's refill waits for the command of the launch that took one to start
 # (a wrapper that joins its cap itself can take longer: it is then not waited for).
 STARTING_QUIET_S = 0.05
@@ -216,8 +216,8 @@ class LocalExecutor:
 
     def wait_command_started(self, handle: str, timeout: float) -> bool:
         """Block until the wrapper has started the job's command (its start file), at
-        most `timeout` seconds. A local stat every half millisecond: the start-up it waits
-        for takes a few."""
+        most `timeout` seconds. A local stat every START_POLL_S: finer, the waking
+        thread would take CPU from the start-up it waits for."""
         deadline = time.monotonic() + timeout
         start = self._start_file(handle)
         while not start.exists():
