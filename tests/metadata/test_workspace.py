@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from trainyard.metadata.workspace import Workspace
 
 
@@ -29,3 +31,11 @@ def test_a_later_attempt_keeps_the_checkpoints_and_the_earlier_attempt(tmp_path:
     assert second.workdir.is_dir() and second.log_path.read_text() == ""
     second.create()  # made again (a relaunch): nothing fails, nothing is emptied
     assert (second.checkpoint_dir / "step-3").exists()
+
+
+def test_a_file_where_a_directory_belongs_is_refused(tmp_path: Path) -> None:
+    paths = Workspace(tmp_path).attempt("j1", 1)
+    paths.root.mkdir(parents=True)
+    paths.workdir.write_text("not a directory")
+    with pytest.raises(FileExistsError):
+        paths.create()

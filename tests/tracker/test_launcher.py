@@ -80,14 +80,26 @@ def test_a_launch_beside_the_loop_runs_once_and_is_waited_for(
 
 
 
-def test_a_local_launch_is_over_once_its_command_has_begun(stack: TrainyardServer) -> None:
+def test_a_local_launch_is_over_once_its_command_has_begun(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
     # The pass that made room for it waits for that before it writes the ended job's end.
     job = launching(stack, JobSpec(name="begun", command="sleep 30"))
     launcher = stack.tracker.launcher
+    local = stack.executors["local"]
+    assert isinstance(local, LocalExecutor)
+    asked: list[tuple[str, bool]] = []
+    wait = local.wait_command_started
+
+    def watched(handle: str, timeout: float) -> bool:
+        if threading.current_thread().name.startswith("launch"):  # not the standby refill's
+            asked.append((handle, launcher.in_flight(job.id)))  # still in flight meanwhile
+        return wait(handle, timeout)
+
+    monkeypatch.setattr(local, "wait_command_started", watched)
     launcher.launch_beside(job)
     assert launcher.wait(timeout=30, job_ids={job.id})
-    local = stack.executors["local"]
-    assert isinstance(local, LocalExecutor) and local._start_file(job.handle).exists()
+    assert asked == [(job.handle, True)]
+    assert stack.jobs.get(job.id).state is JobState.RUNNING
     stack.service.cancel(LOCAL, job.id)
     assert run_to_end(stack, job.id) is JobState.CANCELLED
 

@@ -127,3 +127,16 @@ def test_an_invalidate_during_the_periods_check_is_not_undone(db: Database) -> N
     store.waiting_since = read_then_cancelled  # type: ignore[method-assign]
     clock.now = 10
     assert [j.job_id for j in waiting.current()] == []
+
+
+def test_the_first_in_line_are_those_last_read_without_a_read(db: Database) -> None:
+    # A submit-only pass still finds the jobs submitted since, and says why they wait.
+    store = JobStore(db)
+    waiting = WaitingJobs(store, full_read_every=10, clock=Clock())
+    a = store.create(JobSpec(name="a", command="true"))[0]
+    b = store.create(JobSpec(name="b", command="true"))[0]
+    assert waiting.first_in_line(4) == []  # nothing read yet
+    waiting.current()
+    c = store.create(JobSpec(name="c", command="true"))[0]
+    assert waiting.first_in_line(4) == [a, b]
+    assert [j.job_id for j in waiting.read_new() or []] == [c]

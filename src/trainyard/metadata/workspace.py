@@ -30,7 +30,8 @@ def _make_dir(path: Path) -> None:
     try:
         os.mkdir(path)
     except FileExistsError:
-        pass
+        if not path.is_dir():  # a file (or a dangling link) in its place: say so
+            raise
     except FileNotFoundError:  # its parents too (the runs directory of a new data dir)
         path.mkdir(parents=True, exist_ok=True)
 

@@ -270,7 +270,7 @@ class Tracker:
                 # Those first in line launch as room frees: their directories are made
                 # meanwhile, on a pass of the period, away from the moments a slot turns
                 # over (whose launches they would compete with for the CPU).
-                self.launcher.prepare(self.waiting.current().heads(PREPARED_AHEAD))
+                self.launcher.prepare(self.waiting.first_in_line(PREPARED_AHEAD))
             # An end that could not be written keeps the passes at the active period.
             return active > 0 or bool(endings)
         finally:

@@ -74,6 +74,11 @@ class WaitingJobs:
         """The sweeps (and pipelines) that waiting jobs belong to."""
         return set(self._sweeps)
 
+    def first_in_line(self, count: int) -> list[str]:
+        """The ids of up to `count` jobs at the fronts of the queues as last read (no read of
+        the store: jobs submitted since are left to the next pass that reads them)."""
+        return self._backlog.heads(count)
+
     def current(self) -> Backlog:
         """The waiting jobs, as the scheduler takes them. The tracker's own: callers read it
         and change it only through remove()."""
