@@ -125,6 +125,17 @@ def test_the_jobs_first_in_line_have_their_directories_made_while_they_wait(
         assert run_to_end(stack, job_id) is JobState.CANCELLED
 
 
+def test_preparing_skips_jobs_gone_or_no_longer_waiting(stack: TrainyardServer) -> None:
+    running = launching(stack, JobSpec(name="running", command="sleep 30"))
+    waiting, _ = stack.service.train(LOCAL, JobSpec(name="waiting", command="true"))
+    launcher = stack.tracker.launcher
+    launcher._prepare(["no-such-job", running.id, waiting])  # the launcher thread's part
+    assert stack.workspace.attempt(waiting, 1).workdir.is_dir()
+    assert not stack.workspace.attempt(running.id, 2).root.exists()
+    assert launcher.requests.is_prepared(waiting)
+    assert not launcher.requests.is_prepared(running.id)
+
+
 def counting_launcher(stack: TrainyardServer) -> tuple[Launcher, list[int]]:
     """A launcher over the stack's store and executors that counts the wake-ups it asks;
     counted once shutdown() has joined its launches (a wake-up follows their settling)."""

@@ -153,14 +153,11 @@ class Backlog:
         then each one's second, and so on (the queues in the order they were first seen)."""
         out: list[str] = []
         for rank in range(count):
-            for listed in self._queues.values():
-                if len(out) == count:
-                    return out
-                if rank < len(listed):
-                    out.append(listed[rank].job_id)
-            if all(rank + 1 >= len(listed) for listed in self._queues.values()):
+            row = [listed[rank].job_id for listed in self._queues.values() if rank < len(listed)]
+            if not row:
                 break
-        return out
+            out += row
+        return out[:count]
 
     def get(self, job_id: str) -> PendingJob | None:
         return self._jobs.get(job_id)

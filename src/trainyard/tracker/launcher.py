@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 # The most a launch waits for its job's command to begin once its process is started (a
 # local wrapper's shells take a few milliseconds).
 COMMAND_START_WAIT_S = 0.02
+# The most making the directories of jobs likely to launch next waits for the launches
+# under way (a launch that takes longer, a container's, goes on beside it).
+PREPARE_AFTER_LAUNCHES_S = 0.1
 
 
 class Launcher:
@@ -43,7 +46,6 @@ class Launcher:
         # was asked (a cancel, a preemption; which job's, the tracker is not told).
         self._to_follow: set[str] = set()
         self._stops_asked = 0  # follow_all's calls so far (stops_asked)
-        self._to_prepare: list[str] = []  # prepare()'s, for the last launch under way
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
@@ -98,20 +100,16 @@ class Launcher:
             self._settled(job.id)
 
     def prepare(self, job_ids: Sequence[str]) -> None:
-        """Make the next attempts' directories of waiting jobs likely to launch soon: by the
-        last launch under way once its job's command has begun, else on a launcher thread
-        (not on the caller's, the tracker's)."""
+        """Make the next attempts' directories of waiting jobs likely to launch soon, on a
+        launcher thread (not the caller's, the tracker's) once the launches under way have
+        begun their jobs' commands."""
         todo = [job_id for job_id in job_ids if not self.requests.is_prepared(job_id)]
-        if not todo:
-            return
-        with self._changed:
-            if self._in_flight:
-                self._to_prepare = todo
-                return
-        with contextlib.suppress(RuntimeError):  # shutting down: nothing to prepare for
-            self._pool.submit(self._prepare, todo)
+        if todo:
+            with contextlib.suppress(RuntimeError):  # shutting down: nothing to prepare for
+                self._pool.submit(self._prepare, todo)
 
     def _prepare(self, job_ids: Sequence[str]) -> None:
+        self.wait(PREPARE_AFTER_LAUNCHES_S)
         for job_id in job_ids:
             try:
                 job = self.jobs.get(job_id)
@@ -167,10 +165,10 @@ class Launcher:
     def _start_beside(self, job: JobRecord) -> None:
         running = False
         try:
-            running = self.start(job) and \
-                executor_for(self.executors_by_kind, job.kind).started_by_launch
-            executor = executor_for(self.executors_by_kind, job.kind) if running else None
-            if isinstance(executor, StartTeller):
+            executor = executor_for(self.executors_by_kind, job.kind) if self.start(job) \
+                else None
+            running = executor is not None and executor.started_by_launch
+            if running and isinstance(executor, StartTeller):
                 # The launch is over once the job's command runs: the pass that made room
                 # for it writes the ended job's end after that, not beside the start-up
                 # of the shells around the command, which would wait for the CPU.
@@ -185,16 +183,6 @@ class Launcher:
             # LAUNCHING still; started by its engine later) is followed at once.
             if self._settled(job.id) or not running:
                 self._on_settled()
-            if todo := self._take_preparing():
-                self._prepare(todo)
-
-    def _take_preparing(self) -> list[str]:
-        """What prepare() left for the launches under way, once the last has settled."""
-        with self._changed:
-            if self._in_flight:
-                return []
-            todo, self._to_prepare = self._to_prepare, []
-            return todo
 
     def _settled(self, job_id: str) -> bool:
         """The launch is over; whether a pass read the active jobs meanwhile and left
