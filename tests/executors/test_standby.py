@@ -38,7 +38,7 @@ def test_a_script_gives_the_job_exactly_its_environment_directory_and_log(
     log = tmp_path / "log"
     log.write_text("before\n")
     script = tmp_path / "script"
-    script.write_text(job_script(tmp_path, log, env, ["/usr/bin/env", "-0"]))
+    script.write_text(job_script(tmp_path, log, env, 'exec /usr/bin/env -0 "$@"', []))
     subprocess.run(["/bin/sh", "-c", '. "$1"', "sh", str(script)], env={}, cwd="/",
                    check=False, timeout=10)
     head, _, body = log.read_bytes().partition(b"\n")
@@ -117,7 +117,7 @@ def test_a_standby_whose_service_is_gone_before_the_hand_over_runs_nothing(
     standby = ex._standbys.take()
     assert standby is not None and ex._pids.take_over(standby.group, handle)
     script = ex._dir(handle) / "launch"
-    script.write_text(job_script(req.files.workdir, req.files.log, {}, ["/bin/touch", "ran"]))
+    script.write_text(job_script(req.files.workdir, req.files.log, {}, "touch ran", []))
     assert standby.proc.stdin is not None
     standby.proc.stdin.close()  # as the service's end of the pipe closes when it dies
     assert standby.proc.wait(timeout=10) == 0
@@ -165,6 +165,45 @@ def test_the_next_standby_is_made_once_the_job_that_took_one_runs_its_command(
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
     ex.release(req.handle)
     ex.close()
+
+
+def test_a_standby_runs_its_jobs_wrapper_in_its_own_shell_and_is_told_by_its_cap(
+        tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    (standby,) = ex._standbys._waiting
+    req = request(tmp_path, ex, "sleep 30")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.RUNNING}).phase is Phase.RUNNING
+    pid = ex._read_pid(req.handle)
+    assert pid == standby.proc.pid  # no process of its own: the standby is the wrapper
+    # Its command line is the standby's (no shell was exec'd), naming no handle...
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert str(ex._exit_file(req.handle)).encode() not in cmdline
+    # ...so it is the job's by its cap: another handle's, or a process outside the cap, is not.
+    assert ex._is_ours(req.handle, pid)
+    assert not ex._is_ours(ex.handle_for("someone-else", 1), pid)
+    assert not ex._is_ours(req.handle, os.getpid())
+    # A service started again tells it the same way.
+    again = LocalExecutor(tmp_path / "state", standbys=0)
+    assert again.adopt(req.handle) == Observation(Phase.RUNNING)
+    ex.cancel(req.handle, grace_seconds=30)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
+    assert standby.proc.wait(timeout=10) == 0  # the copier's status, as a wrapper's
+    ex.release(req.handle)
+    assert not ex._is_ours(req.handle, pid)
+    again.close()
+    ex.close()
+
+
+def test_a_script_runs_its_shell_text_with_its_arguments_and_exits_with_its_status(
+        tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    script = tmp_path / "script"
+    script.write_text(job_script(tmp_path, log, {}, 'echo "$#:$1:$2"; false', ["a b", "$HOME"]))
+    done = subprocess.run(["/bin/sh", "-c", '. "$1"; echo never', "sh", str(script)], env={},
+                          cwd="/", check=False, timeout=10)
+    assert done.returncode == 1  # the text's status; nothing after the script runs
+    assert log.read_text() == "2:a b:$HOME\n"
 
 
 def test_an_executor_dropped_without_close_ends_its_standbys(tmp_path: Path) -> None:

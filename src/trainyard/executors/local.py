@@ -32,6 +32,7 @@ from trainyard.executors.base import (
 )
 from trainyard.executors.exit_watch import exit_watch
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
+from trainyard.executors.standby import ARGV0 as STANDBY_ARGV0
 from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, job_script
 
 # $1 command, $2 exit file, $3 pid file, $4 start file, $5 the log's cap in bytes, $6 the
@@ -228,9 +229,11 @@ class LocalExecutor:
 
     def _wrapper(self, request: LaunchRequest, cap: str) -> list[str]:
         """The wrapper's command line; `cap`: the cgroup.procs it joins ("" for none)."""
+        return ["/bin/sh", "-c", WRAPPER, "trainyard-job", *self._wrapper_args(request, cap)]
+
+    def _wrapper_args(self, request: LaunchRequest, cap: str) -> list[str]:
         handle = request.handle
-        return ["/bin/sh", "-c", WRAPPER, "trainyard-job", _command(request),
-                str(self._exit_file(handle)), str(self._pid_file(handle)),
+        return [_command(request), str(self._exit_file(handle)), str(self._pid_file(handle)),
                 str(self._start_file(handle)), str(self.max_log_bytes),
                 cut_note(self.max_log_bytes).decode(), str(self._copied_file(handle)), cap,
                 str(self._past_cap_file(handle))]
@@ -255,8 +258,9 @@ class LocalExecutor:
             return None
         script = self._dir(handle) / "launch"
         try:
-            script.write_text(job_script(cwd, request.files.log, env,
-                                         self._wrapper(request, "")))
+            # The standby's shell becomes the job's wrapper: it is already in the cap.
+            script.write_text(job_script(cwd, request.files.log, env, WRAPPER,
+                                         self._wrapper_args(request, "")))
         except (OSError, UnicodeError):  # a full disk, say: the direct start says what
             standbys.discard(standby)
             return None
@@ -403,9 +407,12 @@ class LocalExecutor:
         except (ProcessLookupError, PermissionError):
             return  # the group is empty
         marker = f"{HANDLE_ENV}={handle}\0".encode()
+        # A wrapper a standby runs, and the shells it forks, have the standby's (empty)
+        # environment: they are told by the job's cap.
+        capped = self._pids.members(handle)
         for pid in _group_members(pgid):
             try:
-                if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                if pid in capped or marker in Path(f"/proc/{pid}/environ").read_bytes():
                     os.kill(pid, signal.SIGKILL)
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
@@ -459,7 +466,12 @@ class LocalExecutor:
             return False
         if stat.rsplit(")", 1)[-1].split()[0] == "Z":
             return False  # a zombie has exited; its parent has not reaped it yet
-        return str(self._exit_file(handle)).encode() in cmdline
+        if str(self._exit_file(handle)).encode() in cmdline:
+            return True  # a wrapper started directly
+        # A standby runs its job's wrapper in its own shell, whose command line names no
+        # handle; it is this handle's if it is in the handle's cap, which only the standby
+        # handed this job was renamed to.
+        return f"\0{STANDBY_ARGV0}\0".encode() in cmdline and pid in self._pids.members(handle)
 
 
 def _command(request: LaunchRequest) -> str:

@@ -97,6 +97,16 @@ class PidsLimit:
             return False
         return True
 
+    def members(self, handle: str) -> frozenset[int]:
+        """The processes in the cap of `handle` (none where it has no cap)."""
+        if self.base is None:
+            return frozenset()
+        try:
+            return frozenset(int(pid) for pid in
+                             (self.base / handle / "cgroup.procs").read_text().split())
+        except OSError:
+            return frozenset()  # no such cap (any more)
+
     def remove_group(self, name: str) -> None:
         if self.base is not None:
             # OSError: gone already, or its process not yet reaped (swept at a later start).

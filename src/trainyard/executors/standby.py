@@ -7,9 +7,11 @@ time and waits on a pipe for the path of its job's script; a launch renames that
 the job's handle (a rename is cheap) and hands the script over, and the shell runs it in its
 own place, so that its pid is the job's wrapper's and the service's child.
 
-The script moves into the job's working directory, points its streams at the job's log and
-execs the wrapper with the job's environment and nothing else (the standby starts with an
-empty one; the shell adds PWD, as it does for a wrapper started directly). A job whose
+The script moves into the job's working directory, points its streams at the job's log,
+exports the job's environment and nothing else (the standby starts with an empty one; the
+shell adds PWD, as it does for a wrapper started directly), and runs the wrapper in the
+standby's own shell rather than exec a new one. That shell's command line names no job, so
+the job's wrapper is told by its cap instead (LocalExecutor._is_ours). A job whose
 environment the shell could not export as it is (a name that is not a plain one, or one the
 shell keeps for itself) is launched directly instead, and so is every job where no cgroup
 can be renamed (cgroup v2 allows no rename): then each wrapper joins its cap itself.
@@ -49,6 +51,7 @@ IFS= read -r job || exit 0
 exit 127
 """
 READY = b"ready\n"
+ARGV0 = "trainyard-standby"  # a standby's $0: in its command line, also once it runs a job
 DEFAULT_STANDBYS = 2  # kept ready at once: launches that come together beyond it start directly
 _NAMES = itertools.count(1)  # one count for the process: its executors share the pids base
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -67,13 +70,16 @@ def exportable(env: Mapping[str, str]) -> bool:
                not name.startswith("BASH") and "\0" not in value for name, value in env.items())
 
 
-def job_script(cwd: Path, log_file: Path, env: Mapping[str, str], argv: Sequence[str]) -> str:
-    """The script a standby runs in place: into `cwd`, output appended to `log_file`, then
-    `argv` exec'd with `env`."""
+def job_script(cwd: Path, log_file: Path, env: Mapping[str, str], script: str,
+               args: Sequence[str]) -> str:
+    """The script a standby runs in place: into `cwd`, output appended to `log_file`, `env`
+    exported, then `script` run by the standby's own shell with `args` as its positional
+    parameters; the standby then exits with its status. No shell of the job's own is
+    exec'd: on a busy host, a millisecond of a launch."""
     lines = [f"cd -- {shlex.quote(str(cwd))} || exit 126", "unset OLDPWD",
              f"exec </dev/null >>{shlex.quote(str(log_file))} 2>&1"]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
-    lines.append("exec " + shlex.join(argv))
+    lines += ["set -- " + shlex.join(args), script, "exit"]
     return "\n".join(lines) + "\n"
 
 
@@ -183,7 +189,7 @@ class Standbys:
                 return
             try:
                 proc = subprocess.Popen(
-                    ["/bin/sh", "-c", SCRIPT, "trainyard-standby", procs],
+                    ["/bin/sh", "-c", SCRIPT, ARGV0, procs],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                     cwd="/", env={}, start_new_session=True, close_fds=True)
             except OSError as exc:
