@@ -23,6 +23,7 @@ from trainyard.executors.base import (
     describe_exit,
 )
 from trainyard.executors.local import LocalExecutor
+from trainyard.executors.standby import Standby
 
 
 def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1,
@@ -40,6 +41,21 @@ def request(tmp_path: Path, ex: LocalExecutor, command: str, attempt: int = 1,
                          gpu_ids=gpu_ids, files=files)
 
 
+def handed_over(ex: LocalExecutor) -> list[str]:
+    """The handles the executor's standbys are given from now on."""
+    handles: list[str] = []
+    hand_over = ex._standbys.hand_over
+
+    def recorded(standby: Standby, handle: str, script: bytes) -> bool:
+        given = hand_over(standby, handle, script)
+        if given:
+            handles.append(handle)
+        return given
+
+    ex._standbys.hand_over = recorded  # type: ignore[method-assign]
+    return handles
+
+
 @pytest.fixture(params=["direct", "standby"])
 def ex(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalExecutor]:
     """An executor whose next launch starts its wrapper directly, or hands it to a standby
@@ -55,10 +71,11 @@ def ex(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalExecutor
     if executor._pids.base is None:
         pytest.skip("no pids cgroup this user may create here: no standbys")
     until(lambda: executor._standbys.ready() == 1)
+    handed = handed_over(executor)
     yield executor
     executor.close()
-    launched = [d for d in state.iterdir() if d.is_dir()]
-    assert launched and all((d / "launch").exists() for d in launched)
+    launched = {d.name for d in state.iterdir() if d.is_dir()}
+    assert launched and launched <= set(handed)
 
 
 def wait_for(ex: LocalExecutor, handle: str, phases: set[Phase],
@@ -358,6 +375,7 @@ def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path,
     if ex._pids.base is None:
         pytest.skip("no pids cgroup this user may create here")
     until(lambda: ex._standbys.ready() == standbys)  # its cap made ahead, or at the launch
+    handed = handed_over(ex)
     # Forks until a fork fails (or 200 children); each child waits for the parent's end.
     req = request(tmp_path, ex, "n=0; while [ $n -lt 200 ] && (sleep 30 &) 2>/dev/null; "
                                 "do n=$((n+1)); done; echo $n > forked; exit 0")
@@ -373,7 +391,7 @@ def test_a_job_that_forks_without_end_meets_its_process_cap(tmp_path: Path,
     finally:
         ex.release(req.handle)
     until(lambda: not (ex._pids.base / req.handle).exists())  # removed once empty
-    assert (ex._dir(req.handle) / "launch").exists() == bool(standbys)
+    assert handed == ([req.handle] if standbys else [])
     ex.close()
 
 

@@ -14,7 +14,7 @@ from trainyard.executors.pids_limit import PidsLimit
 from trainyard.executors.standby import Standbys, exportable, job_script
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_local import request, until, wait_for  # noqa: E402
+from test_local import handed_over, request, until, wait_for  # noqa: E402
 
 
 def ready_executor(tmp_path: Path, count: int = 1) -> LocalExecutor:
@@ -59,10 +59,11 @@ def test_a_job_whose_environment_a_script_cannot_give_is_launched_directly(
         tmp_path: Path) -> None:
     ex = ready_executor(tmp_path)
     req = replace(request(tmp_path, ex, 'echo "ran with $LR"'), env={"my-var": "x"})
+    handed = handed_over(ex)
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
     assert req.files.log.read_text() == "ran with 0.5\n"
-    assert not (ex._dir(req.handle) / "launch").exists()
+    assert handed == []
     assert ex._standbys.ready() == 1  # still waiting for the next job
     ex.close()
 
@@ -90,7 +91,7 @@ def test_a_standby_lost_between_the_rename_and_its_script_leaves_the_cap_to_a_di
     (standby,) = standbys._waiting
     original = standbys.hand_over
 
-    def die_first(standby_: object, handle: str, script: Path) -> bool:
+    def die_first(standby_: object, handle: str, script: bytes) -> bool:
         standby.proc.send_signal(signal.SIGKILL)
         standby.proc.wait()
         return original(standby, handle, script)
@@ -108,16 +109,14 @@ def test_a_standby_lost_between_the_rename_and_its_script_leaves_the_cap_to_a_di
 
 def test_a_standby_whose_service_is_gone_before_the_hand_over_runs_nothing(
         tmp_path: Path) -> None:
-    """What a crash between a launch's writes leaves: the handle's directory and its script,
-    a cap renamed to it, and a standby that reads the end of its input."""
+    """What a crash between a launch's writes leaves: the handle's directory, a cap renamed
+    to it, and a standby that reads the end of its input."""
     ex = ready_executor(tmp_path)
     req = request(tmp_path, ex, "touch ran")
     handle = req.handle
     ex._dir(handle).mkdir(parents=True)
     standby = ex._standbys.take()
     assert standby is not None and ex._pids.take_over(standby.group, handle)
-    script = ex._dir(handle) / "launch"
-    script.write_text(job_script(req.files.workdir, req.files.log, {}, "touch ran", []))
     assert standby.proc.stdin is not None
     standby.proc.stdin.close()  # as the service's end of the pipe closes when it dies
     assert standby.proc.wait(timeout=10) == 0
@@ -127,15 +126,32 @@ def test_a_standby_whose_service_is_gone_before_the_hand_over_runs_nothing(
     ex.close()
 
 
+def test_a_script_cut_short_by_its_service_s_end_runs_none_of_itself(tmp_path: Path) -> None:
+    ex = ready_executor(tmp_path)
+    req = request(tmp_path, ex, "touch ran")
+    standby = ex._standbys.take()
+    assert standby is not None and standby.proc.stdin is not None
+    script = job_script(req.files.workdir, req.files.log, {}, "touch ran", []).encode()
+    assert script.index(b"touch ran") < len(script) - 4  # cut after the command, before "}"
+    standby.proc.stdin.write(script[:-3])
+    standby.proc.stdin.close()
+    standby.proc.wait(timeout=10)  # ended by the shell's syntax error
+    assert not (req.files.workdir / "ran").exists()
+    assert not req.files.log.exists()  # not even its first lines: the log's redirection
+    ex._standbys.discard(standby)
+    ex.close()
+
+
 def test_each_launch_takes_a_standby_and_new_ones_are_made(tmp_path: Path) -> None:
     ex = ready_executor(tmp_path, count=2)
     before = caps_of(ex)
     assert len(before) == 2
+    handed = handed_over(ex)
     for attempt in (1, 2):
         req = request(tmp_path, ex, "true", attempt=attempt)
         ex.launch(req)
         assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
-        assert (ex._dir(req.handle) / "launch").exists()
+        assert handed[-1] == req.handle
         ex.release(req.handle)
     until(lambda: ex._standbys.ready() == 2)
     after = caps_of(ex)
@@ -227,17 +243,18 @@ def test_where_a_cap_cannot_be_renamed_no_standby_is_made(tmp_path: Path) -> Non
     assert list(pids.base.iterdir()) == []
 
 
-def test_a_script_that_cannot_be_written_ends_its_standby_and_the_job_starts_directly(
+def test_a_job_no_script_can_carry_starts_directly_and_keeps_the_standby_for_the_next(
         tmp_path: Path) -> None:
     ex = ready_executor(tmp_path)
     (standby,) = ex._standbys._waiting
     # Not UTF-8: the script cannot hold it, while a direct start passes it on as bytes.
     req = replace(request(tmp_path, ex, 'echo "ran"'), env={"ODD": "\udc80"})
+    handed = handed_over(ex)
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
     assert req.files.log.read_text() == "ran\n"
-    assert standby.proc.returncode is not None  # ended, not left waiting on its pipe
-    assert ex._pids.base is not None and not (ex._pids.base / standby.group).exists()
+    assert handed == [] and ex._standbys._waiting == [standby]
+    assert standby.proc.poll() is None  # still waiting on its pipe, for the next job
     ex.release(req.handle)
     ex.close()
 
@@ -260,9 +277,10 @@ def test_a_standby_whose_pipes_are_past_select_s_reach_still_serves(tmp_path: Pa
             os.close(fd)
     until(lambda: ex._standbys.ready() == 1)
     req = request(tmp_path, ex, "echo ran")
+    handed = handed_over(ex)
     ex.launch(req)
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
-    assert (ex._dir(req.handle) / "launch").exists()
+    assert handed == [req.handle]
     ex.release(req.handle)
     ex.close()
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

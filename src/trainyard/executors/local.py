@@ -248,23 +248,20 @@ class LocalExecutor:
             return None
         if not standbys.usable or not exportable(env) or not cwd.is_dir():
             return None  # (the first launch's refill looks whether they can be used)
-        handle = request.handle
         try:
             request.files.log.open("ab").close()  # as a direct start would, before anything
         except OSError as exc:
             raise LaunchError(f"could not start the process: {exc}") from exc
+        try:
+            # The standby's shell becomes the job's wrapper: it is already in the cap.
+            script = job_script(cwd, request.files.log, env, WRAPPER,
+                                self._wrapper_args(request, "")).encode()
+        except UnicodeError:  # a value no script can carry: the direct start passes it
+            return None
         standby = standbys.take()
         if standby is None:
             return None
-        script = self._dir(handle) / "launch"
-        try:
-            # The standby's shell becomes the job's wrapper: it is already in the cap.
-            script.write_text(job_script(cwd, request.files.log, env, WRAPPER,
-                                         self._wrapper_args(request, "")))
-        except (OSError, UnicodeError):  # a full disk, say: the direct start says what
-            standbys.discard(standby)
-            return None
-        return standby.proc if standbys.hand_over(standby, handle, script) else None
+        return standby.proc if standbys.hand_over(standby, request.handle, script) else None
 
     def _refill_standbys(self, after: str | None = None) -> None:
         """On the cap's worker; `after`: once that handle's command has started."""

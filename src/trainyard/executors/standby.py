@@ -3,8 +3,8 @@
 A process joins a pids cgroup v1 through the kernel's threadgroup lock, taken for writing,
 which waits for every CPU to pass a quiescent state: 10-20 ms on a busy host, more than the
 rest of a local launch. A standby is a shell that has joined a cgroup of its own ahead of
-time and waits on a pipe for the path of its job's script; a launch renames that cgroup to
-the job's handle (a rename is cheap) and hands the script over, and the shell runs it in its
+time and waits on a pipe for its job's script; a launch renames that cgroup to the job's
+handle (a rename is cheap) and writes the script into the pipe, and the shell runs it in its
 own place, so that its pid is the job's wrapper's and the service's child.
 
 The script moves into the job's working directory, points its streams at the job's log,
@@ -41,14 +41,15 @@ from trainyard.executors.pids_limit import PidsLimit
 log = logging.getLogger(__name__)
 
 # $1 the cgroup.procs of its cap. It joins the cap, says so on its standard output, then
-# waits for one line on its standard input: the path of its job's script, which it runs in
-# place. The end of that input (the service closed it, or is gone) ends it.
+# reads its job's script from its standard input and runs it in place: no file is written
+# for it. The script is one brace group, which the shell reads whole before it runs any of
+# it, so a service gone midway leaves an unfinished group that runs nothing; the end of an
+# input with none (the service closed it, or is gone) ends the standby as well.
 SCRIPT = r"""
 printf '%s\n' "$$" > "$1" || exit 0
 echo ready
-IFS= read -r job || exit 0
-. "$job"
-exit 127
+. /dev/stdin
+exit 0
 """
 READY = b"ready\n"
 ARGV0 = "trainyard-standby"  # a standby's $0: in its command line, also once it runs a job
@@ -75,12 +76,13 @@ def job_script(cwd: Path, log_file: Path, env: Mapping[str, str], script: str,
     """The script a standby runs in place: into `cwd`, output appended to `log_file`, `env`
     exported, then `script` run by the standby's own shell with `args` as its positional
     parameters; the standby then exits with its status. No shell of the job's own is
-    exec'd: on a busy host, a millisecond of a launch."""
+    exec'd: on a busy host, a millisecond of a launch. One brace group, which the shell
+    reads whole before it runs any of it."""
     lines = [f"cd -- {shlex.quote(str(cwd))} || exit 126", "unset OLDPWD",
              f"exec </dev/null >>{shlex.quote(str(log_file))} 2>&1"]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     lines += ["set -- " + shlex.join(args), script, "exit"]
-    return "\n".join(lines) + "\n"
+    return "{\n" + "\n".join(lines) + "\n}\n"
 
 
 @dataclass
@@ -153,17 +155,17 @@ class Standbys:
                 self.discard(standby)
         return None
 
-    def hand_over(self, standby: Standby, handle: str, script: Path) -> bool:
+    def hand_over(self, standby: Standby, handle: str, script: bytes) -> bool:
         """Give the standby the job of `handle`: its cap becomes the handle's, and it runs
-        `script`. False if it could not be given: the standby is then gone, and a cap
-        already renamed stays the handle's, empty, for a direct launch to use."""
+        `script` (job_script's). False if it could not be given: the standby is then gone,
+        and a cap already renamed stays the handle's, empty, for a direct launch to use."""
         if not self.pids.take_over(standby.group, handle):
             self.discard(standby)
             return False
         stdin = standby.proc.stdin
         assert stdin is not None
         try:
-            stdin.write(f"{script}\n".encode())
+            stdin.write(script)
             stdin.close()
         except OSError:  # it is gone: its cap is the handle's now, and empty
             _close(stdin)
