@@ -112,15 +112,13 @@ def test_a_standby_whose_service_is_gone_before_the_hand_over_runs_nothing(
     """What a crash between a launch's writes leaves: the handle's directory, a cap renamed
     to it, and a standby that reads the end of its input."""
     ex = ready_executor(tmp_path)
-    req = request(tmp_path, ex, "touch ran")
-    handle = req.handle
+    handle = request(tmp_path, ex, "true").handle
     ex._dir(handle).mkdir(parents=True)
     standby = ex._standbys.take()
     assert standby is not None and ex._pids.take_over(standby.group, handle)
     assert standby.proc.stdin is not None
     standby.proc.stdin.close()  # as the service's end of the pipe closes when it dies
     assert standby.proc.wait(timeout=10) == 0
-    assert not (req.files.workdir / "ran").exists()
     assert ex.poll(handle) == Observation(Phase.STARTING)  # LOST once STARTING_TIMEOUT passed
     assert ex._pids.remove(handle)  # its cap is empty
     ex.close()
@@ -199,14 +197,15 @@ def test_a_standby_runs_its_jobs_wrapper_in_its_own_shell_and_is_told_by_its_cap
     assert ex._is_ours(req.handle, pid)
     assert not ex._is_ours(ex.handle_for("someone-else", 1), pid)
     assert not ex._is_ours(req.handle, os.getpid())
-    # A service started again tells it the same way.
-    again = LocalExecutor(tmp_path / "state", standbys=0)
+    # A service started again tells it the same way, even one that finds no caps to use...
+    again = LocalExecutor(tmp_path / "state", standbys=0, pids_limit=0)
+    assert again._pids.base is None
     assert again.adopt(req.handle) == Observation(Phase.RUNNING)
-    ex.cancel(req.handle, grace_seconds=30)
-    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
-    assert standby.proc.wait(timeout=10) == 0  # the copier's status, as a wrapper's
-    ex.release(req.handle)
+    # ...and its KILL takes the wrapper and the shells it forked along with the command.
+    again._kill_group(req.handle, pid)
+    assert standby.proc.wait(timeout=10) == -signal.SIGKILL
     assert not ex._is_ours(req.handle, pid)
+    ex.release(req.handle)
     again.close()
     ex.close()
 

@@ -31,7 +31,7 @@ from trainyard.executors.base import (
     notice_env,
 )
 from trainyard.executors.exit_watch import exit_watch
-from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit
+from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit, in_cap_of
 from trainyard.executors.standby import ARGV0 as STANDBY_ARGV0
 from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, job_script
 
@@ -93,7 +93,9 @@ START_POLL_S = 0.002  # how often a launch looks for its command's start
 # The most a standby's refill waits for the command of the launch that took one to start
 # (a wrapper that joins its cap itself can take longer: it is then not waited for).
 STARTING_QUIET_S = 0.05
-# Every process of a job inherits this, so leftovers are told apart from strangers.
+# Every process a job's command starts inherits this, so leftovers are told apart from
+# strangers (a wrapper a standby runs, and the shells it forks, keep the standby's empty
+# environment: they are told by the job's cap).
 HANDLE_ENV = "TRAINYARD_HANDLE"
 # What a job's process inherits from the service; everything else is the contract's.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
@@ -398,18 +400,17 @@ class LocalExecutor:
 
     def _kill_group(self, handle: str, pgid: int) -> None:
         """SIGKILL every process of the job's group. A group id is only reused once its group
-        is empty, but each process is also checked for the job's handle before it dies."""
+        is empty, but each process is also checked for the job's handle (in its environment,
+        or its cap's name) before it dies."""
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
             return  # the group is empty
         marker = f"{HANDLE_ENV}={handle}\0".encode()
-        # A wrapper a standby runs, and the shells it forks, have the standby's (empty)
-        # environment: they are told by the job's cap.
-        capped = self._pids.members(handle)
         for pid in _group_members(pgid):
             try:
-                if pid in capped or marker in Path(f"/proc/{pid}/environ").read_bytes():
+                if marker in Path(f"/proc/{pid}/environ").read_bytes() or \
+                        in_cap_of(pid, handle):
                     os.kill(pid, signal.SIGKILL)
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
@@ -468,7 +469,7 @@ class LocalExecutor:
         # A standby runs its job's wrapper in its own shell, whose command line names no
         # handle; it is this handle's if it is in the handle's cap, which only the standby
         # handed this job was renamed to.
-        return f"\0{STANDBY_ARGV0}\0".encode() in cmdline and pid in self._pids.members(handle)
+        return f"\0{STANDBY_ARGV0}\0".encode() in cmdline and in_cap_of(pid, handle)
 
 
 def _command(request: LaunchRequest) -> str:

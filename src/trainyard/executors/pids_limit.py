@@ -97,16 +97,6 @@ class PidsLimit:
             return False
         return True
 
-    def members(self, handle: str) -> frozenset[int]:
-        """The processes in the cap of `handle` (none where it has no cap)."""
-        if self.base is None:
-            return frozenset()
-        try:
-            return frozenset(int(pid) for pid in
-                             (self.base / handle / "cgroup.procs").read_text().split())
-        except OSError:
-            return frozenset()  # no such cap (any more)
-
     def remove_group(self, name: str) -> None:
         if self.base is not None:
             # OSError: gone already, or its process not yet reaped (swept at a later start).
@@ -144,6 +134,16 @@ class PidsLimit:
         except OSError:
             return False
         return True
+
+
+def in_cap_of(pid: int, handle: str) -> bool:
+    """Whether process `pid` is in a cap named for `handle`, wherever its hierarchy lies: a
+    service started again in another cgroup, or without caps, still tells it."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:  # gone
+        return False
+    return any(line.rsplit("/", 1)[-1] == handle for line in lines)
 
 
 def _can_rename(base: Path) -> bool:

@@ -178,7 +178,8 @@ class Standbys:
         """Start standbys until `count` wait (each joins its cap on its own, without
         waiting here)."""
         if self._usable is None:
-            self._usable = self.pids.renames
+            # A standby reads its script through /dev/stdin (SCRIPT).
+            self._usable = self.pids.renames and Path("/dev/stdin").exists()
         if not self._usable:
             return
         while True:
