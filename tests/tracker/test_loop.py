@@ -11,9 +11,10 @@ from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.dependencies import parse_dependency
 from trainyard.domain.spec import JobSpec
-from trainyard.domain.states import JobState
+from trainyard.domain.states import ACTIVE_STATES, JobState
 from trainyard.executors.base import Phase
 from trainyard.server.assembly import TrainyardServer
+from trainyard.store.jobs import JobStore
 
 
 def test_a_started_tracker_runs_a_submitted_job_to_its_end(tmp_path: Path,
@@ -121,6 +122,55 @@ def test_an_ended_jobs_slot_goes_to_the_next_job_before_its_end_is_written(
              for e in stack.jobs.events(job_id)}
     assert times[first, JobState.SUCCEEDED] <= times[second, JobState.LAUNCHING]
     assert run_to_end(stack, second) is JobState.SUCCEEDED
+
+
+def reads_of_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many active jobs each read of them found, from now on."""
+    reads: list[int] = []
+    in_states = JobStore.in_states
+
+    def counted(store: JobStore, states: Any) -> Any:
+        found = in_states(store, states)
+        if set(states) == set(ACTIVE_STATES):
+            reads.append(len(found))
+        return found
+
+    # On the class: the tracker reads through a store of its own (fenced by its lease).
+    monkeypatch.setattr(JobStore, "in_states", counted)
+    return reads
+
+
+def test_a_pass_reads_the_active_jobs_once_for_following_and_admitting_them(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = stack.service.train(LOCAL, JobSpec(name="first", command="true"))
+    second, _ = stack.service.train(LOCAL, JobSpec(name="second", command="sleep 30"))
+    step(stack)
+    exited(stack, first)
+    reads = reads_of_the_active_jobs(monkeypatch)
+    step(stack)  # the first's end read, the second admitted to its slot
+    assert reads == [1]
+    assert stack.jobs.get(second).state is JobState.RUNNING
+    stack.service.cancel(LOCAL, second)
+    assert run_to_end(stack, second) is JobState.CANCELLED
+
+
+def test_a_pass_whose_step_failed_reads_the_active_jobs_again_to_admit(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A step that failed may have moved its job (given it up, say): admission reads anew.
+    running, _ = stack.service.train(LOCAL, JobSpec(name="running", command="sleep 30"))
+    step(stack)
+    track = stack.tracker.follower.track
+
+    def failing(job: Any, **how: Any) -> Any:
+        raise RuntimeError("a poll that fails")
+
+    monkeypatch.setattr(stack.tracker.follower, "track", failing)
+    reads = reads_of_the_active_jobs(monkeypatch)
+    stack.tracker.run_once()
+    assert reads == [1, 1]
+    monkeypatch.setattr(stack.tracker.follower, "track", track)
+    stack.service.cancel(LOCAL, running)
+    assert run_to_end(stack, running) is JobState.CANCELLED
 
 
 def test_a_job_released_by_an_end_starts_in_the_pass_that_wrote_the_end(

@@ -52,13 +52,17 @@ class Admission:
         self.budget_usage = BudgetUsageStore(jobs.db)  # read at each pass, for the budgets
         self.sweep_gate = SweepGate(jobs, clock)  # paused sweeps and budgets
 
-    def run(self, leaving: frozenset[str] = frozenset()) -> int:
+    def run(self, leaving: frozenset[str] = frozenset(),
+            active: Sequence[JobRecord] | None = None) -> int:
         """Ask the policy what to start, start it, record why the rest waits. `leaving`: ids
         of active jobs whose attempts are over, their ends not yet written; their room is
-        free. Returns the number of active jobs afterwards, less those."""
+        free. `active`: the active jobs as the caller just read them (None: read them now).
+        Returns the number of active jobs afterwards, less those leaving."""
         began = time.perf_counter()
         self._cancel_expired()
-        running = [job for job in self.jobs.in_states(ACTIVE_STATES) if job.id not in leaving]
+        if active is None:
+            active = self.jobs.in_states(ACTIVE_STATES)
+        running = [job for job in active if job.id not in leaving]
         snapshot = self._scheduler_input(running, self.clock())
         if snapshot is None:
             self._reasons.clear()

@@ -91,6 +91,9 @@ class Follower:
         self._reconcile_soon = reconcile_soon  # the next pass follows the active jobs
         self._signalled: set[str] = set()  # handles already asked to stop
         self._failures: dict[str, int] = {}  # job id -> tracking errors in a row
+        # Steps that failed or found their job moved by someone else, ever: a pass that
+        # sees this count move cannot tell which of its jobs are still active.
+        self.troubles = 0
         self._noted: set[str] = set()  # job ids whose message is what their engine said
         self._succeeded_at: dict[str, float] = {}  # job id -> when its engine said success
         self.early_stop = EarlyStopper(jobs, clock)  # its sweep's rule, judged as metrics come in
@@ -102,8 +105,10 @@ class Follower:
         try:
             ending = step(job)
         except StaleState:
+            self.troubles += 1
             return None  # someone else moved it; the next pass sees the new state
         except Exception as exc:
+            self.troubles += 1
             failures = self._failures.get(job.id, 0) + 1
             self._failures[job.id] = failures
             log.exception("tracking job %s failed (%d in a row)", job.id, failures)

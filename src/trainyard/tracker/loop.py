@@ -239,7 +239,9 @@ class Tracker:
         try:
             track = functools.partial(self.follower.track, ingest=ingest)
             self.launcher.before_follow()
-            endings = [ending for job in self.jobs.in_states(ACTIVE_STATES)
+            troubles = self.follower.troubles
+            followed = self.jobs.in_states(ACTIVE_STATES)
+            endings = [ending for job in followed
                        if (ending := self.follower.guarded(job, track)) is not None]
             # A job going back to the queue (preempted, lost, retried) is put there first,
             # to compete for the room, as a replay has it; so is the end of a job others
@@ -256,8 +258,17 @@ class Tracker:
                 self.dependencies.resolve()
             ended = [e for e in endings if not e.requeues and e.job.id not in awaited]
             in_flight = self.launcher.in_flight_ids()
+            # The active jobs as this pass read them serve admission too, less those whose
+            # ends it wrote: no job becomes active but by admission, on this thread, so
+            # the list errs only by jobs since ended elsewhere (a launch that failed,
+            # which wakes the tracker), whose room waits for the next pass. A step that
+            # failed or found its job moved leaves admission to read them again.
+            written = {e.job.id for e in endings if e.requeues or e.job.id in awaited}
+            still = None if self.follower.troubles != troubles else \
+                [job for job in followed if job.id not in written]
             try:
-                active = self.admission.run(leaving=frozenset(e.job.id for e in ended))
+                active = self.admission.run(leaving=frozenset(e.job.id for e in ended),
+                                            active=still)
                 if ended:
                     self.launcher.wait(LAUNCH_BEFORE_END_S,
                                        self.launcher.in_flight_ids() - in_flight)
