@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from trainyard.executors import standby as standby_module
 from trainyard.executors.base import Observation, Phase
 from trainyard.executors.local import LocalExecutor
 from trainyard.executors.pids_limit import PidsLimit
@@ -238,6 +239,19 @@ def test_where_a_cap_cannot_be_renamed_no_standby_is_made(tmp_path: Path) -> Non
     pids._renames = False  # as cgroup v2 answers
     standbys = Standbys(pids, 2)
     standbys.refill()
+    assert standbys.ready() == 0 and not standbys.usable
+    assert list(pids.base.iterdir()) == []
+
+
+def test_where_no_input_can_be_read_by_name_no_standby_is_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = PidsLimit(64, root=tmp_path, self_cgroup=tmp_path / "none")
+    pids.base = tmp_path / "base"
+    pids.base.mkdir()
+    pids._renames = True  # caps could become jobs' here...
+    monkeypatch.setattr(standby_module, "STDIN", str(tmp_path / "no-such-device"))
+    standbys = Standbys(pids, 2)
+    standbys.refill()  # ...but a standby could not read its script
     assert standbys.ready() == 0 and not standbys.usable
     assert list(pids.base.iterdir()) == []
 

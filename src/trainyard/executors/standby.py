@@ -45,10 +45,11 @@ log = logging.getLogger(__name__)
 # for it. The script is one brace group, which the shell reads whole before it runs any of
 # it, so a service gone midway leaves an unfinished group that runs nothing; the end of an
 # input with none (the service closed it, or is gone) ends the standby as well.
-SCRIPT = r"""
+STDIN = "/dev/stdin"  # the standby's own input, by a name `.` can read
+SCRIPT = rf"""
 printf '%s\n' "$$" > "$1" || exit 0
 echo ready
-. /dev/stdin
+. {STDIN}
 exit 0
 """
 READY = b"ready\n"
@@ -178,8 +179,9 @@ class Standbys:
         """Start standbys until `count` wait (each joins its cap on its own, without
         waiting here)."""
         if self._usable is None:
-            # A standby reads its script through /dev/stdin (SCRIPT).
-            self._usable = self.pids.renames and Path("/dev/stdin").exists()
+            # A standby reads its script through STDIN (SCRIPT): without it each one
+            # would end at its first job, which would then start directly.
+            self._usable = self.pids.renames and Path(STDIN).exists()
         if not self._usable:
             return
         while True:
