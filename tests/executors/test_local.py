@@ -344,6 +344,41 @@ def test_a_log_is_cut_as_well_where_the_byte_past_its_cap_cannot_be_kept_in_a_fi
     assert (req.files.workdir / "done").exists()
 
 
+@pytest.mark.parametrize(("size", "heads"), [(999, 1), (1000, 2), (1001, 2)])
+def test_only_an_output_that_may_have_reached_the_cap_has_it_looked_past_at_its_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ex: LocalExecutor, size: int,
+        heads: int) -> None:
+    """The log's size says the output ended under the cap: no second `head` starts for the
+    byte past it, which every job's end would wait for."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    started = tmp_path / "heads"
+    real = next(Path(d) / "head" for d in os.environ["PATH"].split(":")
+                if (Path(d) / "head").is_file())
+    (shims / "head").write_text(f'#!/bin/sh\necho "$*" >> {started}\nexec {real} "$@"\n')
+    (shims / "head").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    ex.max_log_bytes = 1000
+    req = request(tmp_path, ex, f"{real} -c {size} /dev/zero | tr '\\0' x")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    until(lambda: ex._copied_file(req.handle).exists())
+    assert req.files.log.read_bytes() == b"x" * min(size, 1000) + \
+        (cut_note(1000) if size > 1000 else b"")
+    assert started.read_text().splitlines() == ["-c 1000", "-c 1"][:heads]
+
+
+def test_a_log_that_held_output_before_is_cut_at_its_cap_all_the_same(tmp_path: Path) -> None:
+    """A relaunched attempt's log is appended to: its size is no measure of this output."""
+    ex = LocalExecutor(tmp_path / "state", max_log_bytes=1000)
+    req = request(tmp_path, ex, "head -c 1001 /dev/zero | tr '\\0' x")
+    req.files.log.write_bytes(b"y" * 500)
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    until(lambda: ex._copied_file(req.handle).exists())
+    assert req.files.log.read_bytes() == b"y" * 500 + b"x" * 1000 + cut_note(1000)
+
+
 def test_a_log_cut_mid_line_says_so_while_the_job_runs(tmp_path: Path) -> None:
     """Output past the cap with no line's end yet (a progress bar redrawn with CR): the note
     comes at once, not when a line ends, and the rest is discarded as it comes."""

@@ -66,9 +66,13 @@ from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, 
 # output was longer than the cap: the note, then the rest is read and discarded while the
 # job runs on. (The shell's own `read` would look without starting a process, but it reads
 # to a line's end and keeps it all: a progress bar past the cap, redrawn with CR, would
-# grow the copier and throttle the job, and its note would wait for a newline.) Its
-# processes inherit the ignored TERM and SIGUSR1, so a job stopping on TERM still has its
-# last words copied.
+# grow the copier and throttle the job, and its note would wait for a newline.) That
+# `head` is only started where the first may have stopped at the cap: the log's offset (its
+# size, as it is appended to), read by `read` from /proc/self/fdinfo/1, a line of its own,
+# below the cap means the output ended first, and the job's end then waits for no process
+# (a millisecond on a busy host); where that file cannot be read, or the log held something
+# before, the `head` looks as ever. Its processes inherit the ignored TERM and SIGUSR1, so
+# a job stopping on TERM still has its last words copied.
 WRAPPER = r"""
 trap '' TERM USR1
 [ -z "$8" ] || printf '%s\n' "$$" > "$8" 2>/dev/null
@@ -79,6 +83,7 @@ trap 'true' TERM
 printf '%s\n' "$?" > "$2"
 } 2>&1 | {
 head -c "$5"
+{ read -r k n && [ "$k" = pos: ] && [ "$n" -lt "$5" ]; } 2>/dev/null </proc/self/fdinfo/1 ||
 if head -c 1 2>/dev/null > "$9"; then [ ! -s "$9" ]; else [ "$(head -c 1 | wc -c)" -eq 0 ]; fi ||
 { printf '%s' "$6"; cat >/dev/null; }
 : > "$7"

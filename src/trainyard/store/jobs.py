@@ -8,7 +8,7 @@ import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     CompoundSelect,
@@ -112,15 +112,18 @@ class JobFilter:
 
 
 def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, reason: str,
-          now: float, fields: Mapping[str, Any], *, unless_cancelled: bool = False) -> JobMove:
+          now: float, fields: Mapping[str, Any], *, unless_cancelled: bool = False,
+          known: JobRecord | None = None) -> JobMove:
     """One edge inside the caller's transaction: check it, compare-and-set, append the
     event, keep the run in step. Returns the move for the telemetry, to hear once committed.
-    `unless_cancelled`: refused (StaleState) once a cancel was asked of the job."""
+    `unless_cancelled`: refused (StaleState) once a cancel was asked of the job. `known`:
+    the job as the caller read it in `expected`, whose queue and times the move reports."""
     check_transition(expected, target)
     # Read before the update: a waiting row's updated_at is when it began to wait (moves
     # set it; while it waits, only update_fields sets it too, for a cancel asked of it,
     # which tracker/waiting.py's check then sees as a change).
-    before = conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
+    before: Any = _Times(known.spec.queue, known.submitted_at, known.updated_at) \
+        if known is not None else conn.execute(_SELECT_TIMES, {"b_id": job_id}).first()
     if prepared.is_plain(fields):
         matched = driver_writes.execute(conn, prepared.job_move(tuple(fields), unless_cancelled), {
             "b_id": job_id, "b_expected": expected.value, "b_target": target.value,
@@ -142,6 +145,14 @@ def _move(conn: Connection, job_id: str, expected: JobState, target: JobState, r
         delete_for_job(conn, job_id)  # the attempt ended, and its job token with it
     assert before is not None  # the update found the row
     return JobMove(before.queue, expected, target, now, before.submitted_at, before.updated_at)
+
+
+class _Times(NamedTuple):
+    """_SELECT_TIMES's row, from a record the caller holds."""
+
+    queue: str
+    submitted_at: float
+    updated_at: float
 
 
 def pending_deadline(submitted_at: float, timeout_s: float, attempt: int) -> float | None:
@@ -257,17 +268,19 @@ class JobStore:
 
     def transition(
         self, job_id: str, expected: JobState, target: JobState, *, reason: str,
-        now: float | None = None, synced: bool = True, **fields: Any,
+        now: float | None = None, synced: bool = True, known: JobRecord | None = None,
+        **fields: Any,
     ) -> None:
         """A job changes state here (or, for a requeue's two moves, in requeue): check the
-        edge, compare-and-set, append an event.
+        edge, compare-and-set, append an event. `known`: the job as the caller just read it
+        (in `expected`), which spares reading its queue and times again.
 
         Raises InvalidTransition for an edge the machine lacks, and StaleState when the row
         is no longer in `expected` (someone else moved it first).
         """
         now = time.time() if now is None else now
         with self.db.write(synced=synced) as conn:
-            move = _move(conn, job_id, expected, target, reason, now, fields)
+            move = _move(conn, job_id, expected, target, reason, now, fields, known=known)
         faults.job_written(job_id)
         self.db.feed.notify()
         self.db.telemetry.job_moved(move)
@@ -292,12 +305,14 @@ class JobStore:
             self.db.feed.notify()
         return [job_id for job_id, _ in moves]
 
-    def mark_running(self, job_id: str, *, reason: str, now: float) -> None:
+    def mark_running(self, job_id: str, *, reason: str, now: float,
+                     known: JobRecord | None = None) -> None:
         """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now. Not
         synced to disk (Database.write): after a power cut that undid it, the job is
-        LAUNCHING again and recovery's poll of its handle sees it run."""
+        LAUNCHING again and recovery's poll of its handle sees it run. `known`: as in
+        transition."""
         self.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason=reason, now=now,
-                        synced=False, started_at=now)
+                        synced=False, known=known, started_at=now)
 
     def requeue(
         self, job_id: str, *, preempted: str, requeued: str, pending: tuple[str, str],

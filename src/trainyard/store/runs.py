@@ -55,8 +55,9 @@ _f = run_final_metrics.c
 
 
 # What a move writes on its job's current run, built once (store/prepared.py).
-_NEW_RUN_OF = select(jobs.c.attempt, jobs.c.executor, jobs.c.pool, jobs.c.handle,
-                     jobs.c.gpu_ids).where(jobs.c.id == bindparam("b_id"))
+_NEW_RUN_FIELDS = ("attempt", "executor", "pool", "handle", "gpu_ids")
+_NEW_RUN_OF = select(*(jobs.c[name] for name in _NEW_RUN_FIELDS)).where(
+    jobs.c.id == bindparam("b_id"))
 _INSERT_RUN = insert(runs)
 _CURRENT_ATTEMPT = select(jobs.c.attempt).where(jobs.c.id == bindparam("b_id")) \
     .scalar_subquery()
@@ -73,12 +74,14 @@ def record_run(conn: Connection, job_id: str, expected: JobState, target: JobSta
     """Keep the job's current run in step with a transition, in the transition's own
     transaction: LAUNCHING starts a run; each later move of the attempt updates it."""
     if target is JobState.LAUNCHING:
-        job = conn.execute(_NEW_RUN_OF, {"b_id": job_id}).one()
+        # The move just wrote them; read back only where it did not write them all.
+        launched = {name: fields[name] for name in _NEW_RUN_FIELDS if name in fields}
+        if len(launched) < len(_NEW_RUN_FIELDS) or not prepared.is_plain(launched):
+            launched = conn.execute(_NEW_RUN_OF, {"b_id": job_id}).one()._asdict()
         driver_writes.execute(conn, _INSERT_RUN, {
-            "job_id": job_id, "attempt": job.attempt, "state": target.value,
-            "executor": job.executor, "pool": job.pool, "handle": job.handle,
-            "gpu_ids": job.gpu_ids, "image_id": "", "exit_code": None, "message": "",
-            "launched_at": now, "started_at": None, "ended_at": None})
+            "job_id": job_id, "state": target.value, **launched, "image_id": "",
+            "exit_code": None, "message": "", "launched_at": now, "started_at": None,
+            "ended_at": None})
         return
     if expected not in ACTIVE_STATES:
         return  # a waiting or preempted job's move: its last run ended already

@@ -115,10 +115,11 @@ class Admission:
         handle = executor_for(self.executors_by_kind, job.kind).handle_for(job.id, attempt)
         pool = pool or job.kind
         stops_asked = self.launcher.stops_asked()  # a cancel after the next write is noted
+        now = self.clock()
         try:
             self.jobs.transition(
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
-                now=self.clock(), attempt=attempt, executor=job.kind, pool=pool, handle=handle,
+                now=now, known=job, attempt=attempt, executor=job.kind, pool=pool, handle=handle,
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
                 metrics_offset=0, message="", exit_code=None, retry_after=None,
                 started_at=None,  # a new attempt has not run yet; RUNNING sets it
@@ -127,9 +128,9 @@ class Admission:
         except StaleState:
             return False  # cancelled meanwhile
         self.launcher.launch_beside(replace(
-            job, state=JobState.LAUNCHING, attempt=attempt, executor=job.kind, pool=pool,
-            handle=handle, gpu_ids=gpu_ids, metrics_offset=0, notice_at=None,
-            checkpoint_at=None, checkpoints=0), stops_asked)
+            job, state=JobState.LAUNCHING, updated_at=now, attempt=attempt,
+            executor=job.kind, pool=pool, handle=handle, gpu_ids=gpu_ids, metrics_offset=0,
+            notice_at=None, checkpoint_at=None, checkpoints=0), stops_asked)
         return True
 
     def _cancel_expired(self) -> None:

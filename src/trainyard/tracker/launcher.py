@@ -159,7 +159,8 @@ class Launcher:
         if image_id:  # the run records what ran: the image's id, not its movable tag
             self.jobs.set_image_id(job.id, job.attempt, image_id)
         if executor.started_by_launch:  # else its engine's start is seen by a poll
-            self.jobs.mark_running(job.id, reason="process started", now=self.clock())
+            self.jobs.mark_running(job.id, reason="process started", now=self.clock(),
+                                   known=job)
         return True
 
     def _start_beside(self, job: JobRecord) -> None:
