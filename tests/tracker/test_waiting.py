@@ -140,3 +140,47 @@ def test_the_first_in_line_are_those_last_read_without_a_read(db: Database) -> N
     c = store.create(JobSpec(name="c", command="true"))[0]
     assert waiting.first_in_line(4) == [a, b]
     assert [j.job_id for j in waiting.read_new() or []] == [c]
+
+
+def test_with_a_period_new_rows_are_read_only_where_a_job_may_have_been_submitted(
+        db: Database) -> None:
+    """A pass woken by an exit reads no new rows where no job was stored here nor a submit
+    heard of: those are read at once, and a row no one told of on the period."""
+    store = JobStore(db)
+    clock = Clock()
+    waiting = WaitingJobs(store, full_read_every=100, new_read_every=5, clock=clock)
+    reads: list[int] = []
+    queued = store.queued
+
+    def counted(after_seq: int = 0) -> list:  # type: ignore[type-arg]
+        reads.append(after_seq)
+        return queued(after_seq)
+
+    store.queued = counted  # type: ignore[method-assign]
+    a = store.create(JobSpec(name="a", command="true"))[0]
+    assert [j.job_id for j in waiting.current()] == [a]
+    assert len(reads) == 1
+    waiting.current()
+    assert len(reads) == 1  # nothing stored since: no read
+    b = store.create(JobSpec(name="b", command="true"))[0]  # stored by this process
+    assert [j.job_id for j in waiting.current()] == [a, b]
+    assert len(reads) == 2
+    # Stored by another process (another server on the same database): unseen here...
+    other = JobStore(db)
+    c = other.create(JobSpec(name="c", command="true"))[0]
+    db.feed._created -= 1  # as if the count were another process's
+    assert [j.job_id for j in waiting.current()] == [a, b]
+    # ...until its server's word is heard (store/notices.py)...
+    waiting.submitted()
+    assert [j.job_id for j in waiting.current()] == [a, b, c]
+    # ...or the period comes round.
+    d = other.create(JobSpec(name="d", command="true"))[0]
+    db.feed._created -= 1
+    clock.now = 4
+    assert [j.job_id for j in waiting.current()] == [a, b, c]
+    clock.now = 5
+    assert [j.job_id for j in waiting.current()] == [a, b, c, d]
+    # A submit-only pass (read_new) reads whatever it was woken for.
+    e = other.create(JobSpec(name="e", command="true"))[0]
+    db.feed._created -= 1
+    assert [j.job_id for j in waiting.read_new() or []] == [e]

@@ -249,7 +249,7 @@ class JobStore:
             return self._same_request(found, spec), True
         log.debug("job %s: submitted (%s)", job_id, spec.name)
         faults.job_written(job_id)
-        self.db.feed.notify()
+        self.db.feed.notify(created=True)
         return job_id, False
 
     def _by_request_id(self, request_id: str) -> JobRecord | None:

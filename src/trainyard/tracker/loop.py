@@ -90,8 +90,11 @@ class Tracker:
         self._submitted = False  # a submit arrived since the loop last looked
         # Without a policy object that says, FIFO under the tracker's own limit.
         self._scheduling = scheduling or (lambda: Scheduling(None, config.max_concurrent))
+        # Rows submitted since the last pass are read where a job was stored or a submit
+        # heard of since: a pass woken by an exit does not look for them in the store (a
+        # row no one told of is read on the period).
         self.waiting = WaitingJobs(jobs, full_read_every=config.idle_interval,
-                                   wall_clock=self.now)
+                                   new_read_every=config.active_interval, wall_clock=self.now)
         self.launcher = Launcher(
             jobs=jobs, executors_by_kind=executors_by_kind,
             requests=LaunchRequests(workspace, datasets, JobTokenStore(jobs.db), self.now),
@@ -159,6 +162,7 @@ class Tracker:
 
     def wake(self) -> None:
         """New work to admit."""
+        self.waiting.submitted()
         self._submitted = True
         self._wake.set()
 

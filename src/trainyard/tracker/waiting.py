@@ -29,11 +29,18 @@ from trainyard.store.records import QueuedJob
 
 
 class WaitingJobs:
-    def __init__(self, jobs: JobStore, *, full_read_every: float,
+    def __init__(self, jobs: JobStore, *, full_read_every: float, new_read_every: float = 0.0,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         self._jobs = jobs
         self._full_read_every = full_read_every
+        # With a period: the rows submitted since are read when this process stored a job
+        # or heard of a submit (submitted(): another server's) since the last read, or once
+        # the period is over (a row nobody told of); without one, at every pass.
+        self._new_read_every = new_read_every
+        self._heard = True  # a submit heard of since the last read of new rows
+        self._created = -1  # the store's count of jobs created at that read
+        self._new_read_at = float("-inf")
         self._clock = clock
         self._wall_clock = wall_clock  # the store's times: retry_after, deadlines
         self._backlog = Backlog()
@@ -53,6 +60,11 @@ class WaitingJobs:
         if on != self._by_service:
             self._by_service = on
             self._stale = True
+
+    def submitted(self) -> None:
+        """A job was submitted, here or on another server (committed before this is
+        called): the next pass reads it."""
+        self._heard = True
 
     def invalidate(self) -> None:
         """Something other than the tracker took a job out of the queue (a cancel)."""
@@ -83,7 +95,7 @@ class WaitingJobs:
         """The waiting jobs, as the scheduler takes them. The tracker's own: callers read it
         and change it only through remove()."""
         if not self._full_read_due():
-            self._add(self._jobs.queued(after_seq=self._max_seq))
+            self._read_new()
         else:
             self._stale = False
             self._read_at = self._clock()
@@ -92,6 +104,7 @@ class WaitingJobs:
             self._held, self._retry_after, self._deadlines = {}, {}, {}
             self._since = {}
             self._max_seq = 0
+            self._mark_new_read()
             self._add(self._jobs.queued())
         self._release_due()
         return self._backlog
@@ -123,7 +136,21 @@ class WaitingJobs:
         """Only the jobs submitted since the last read; None when a full read is due."""
         if self._full_read_due():
             return None
+        return self._read_new(always=True)  # asked for after a submit
+
+    def _read_new(self, always: bool = False) -> list[PendingJob]:
+        """The rows submitted since the last read (unless `always`: where one may have
+        been)."""
+        if not (always or self._heard or self._jobs.db.feed.created != self._created) and \
+                self._clock() - self._new_read_at < self._new_read_every:
+            return []
+        self._mark_new_read()
         return self._add(self._jobs.queued(after_seq=self._max_seq))
+
+    def _mark_new_read(self) -> None:
+        """Before a read of new rows: a submit committed during it is read by the next."""
+        self._heard, self._created = False, self._jobs.db.feed.created
+        self._new_read_at = self._clock()
 
     def _full_read_due(self) -> bool:
         """Whether the whole list must be read again: after an invalidate(), or when the
