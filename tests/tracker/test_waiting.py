@@ -16,6 +16,19 @@ class Clock:
         return self.now
 
 
+def counted_reads(store: JobStore) -> list[int]:
+    """The `after_seq` of each read of the waiting rows from now on."""
+    reads: list[int] = []
+    queued = store.queued
+
+    def counted(after_seq: int = 0) -> list:  # type: ignore[type-arg]
+        reads.append(after_seq)
+        return queued(after_seq)
+
+    store.queued = counted  # type: ignore[method-assign]
+    return reads
+
+
 def test_reads_new_rows_incrementally_and_everything_when_told(db: Database) -> None:
     store = JobStore(db)
     clock = Clock()
@@ -59,14 +72,7 @@ def test_the_periods_check_reads_everything_again_only_when_out_of_step(db: Data
     store = JobStore(db)
     clock = Clock()
     waiting = WaitingJobs(store, full_read_every=10, clock=clock)
-    reads: list[int] = []
-    queued = store.queued
-
-    def counted(after_seq: int = 0) -> list:  # type: ignore[type-arg]
-        reads.append(after_seq)
-        return queued(after_seq)
-
-    store.queued = counted  # type: ignore[method-assign]
+    reads = counted_reads(store)
     a = store.create(JobSpec(name="a", command="true"))[0]
     b = store.create(JobSpec(name="b", command="true"))[0]
     assert [j.job_id for j in waiting.current()] == [a, b]
@@ -149,14 +155,7 @@ def test_with_a_period_new_rows_are_read_only_where_a_job_may_have_been_submitte
     store = JobStore(db)
     clock = Clock()
     waiting = WaitingJobs(store, full_read_every=100, new_read_every=5, clock=clock)
-    reads: list[int] = []
-    queued = store.queued
-
-    def counted(after_seq: int = 0) -> list:  # type: ignore[type-arg]
-        reads.append(after_seq)
-        return queued(after_seq)
-
-    store.queued = counted  # type: ignore[method-assign]
+    reads = counted_reads(store)
     a = store.create(JobSpec(name="a", command="true"))[0]
     assert [j.job_id for j in waiting.current()] == [a]
     assert len(reads) == 1
