@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import JSON, Column, MetaData, Table, bindparam, func, insert, select
+from sqlalchemy import JSON, Column, MetaData, Table, bindparam, event, func, insert, select
 
 from trainyard.domain.errors import InvalidArgument, NotFound, StaleState
 from trainyard.domain.spec import JobSpec
@@ -22,7 +22,9 @@ from trainyard.store.db import MIGRATIONS_DIR, Database, make_engine, migrate
 from trainyard.store.jobs import JobFilter, JobStore
 from trainyard.store.metrics import MetricStore
 from trainyard.store.records import MetricPoint
+from trainyard.store.runs import RunStore
 from trainyard.store.schema import job_events, jobs
+from trainyard.store.telemetry import JobMove
 
 SPEC = JobSpec(name="job", command="true", labels={"team": "a"})
 
@@ -304,6 +306,56 @@ def test_mark_running_starts_the_attempt(db: Database) -> None:
     assert store.events(job_id)[-1].reason == "process started"
     with pytest.raises(StaleState):
         store.mark_running(job_id, reason="again", now=11.0)
+
+
+class Moves:
+    """The store's telemetry of job moves, and the statements run meanwhile."""
+
+    def __init__(self, db: Database) -> None:
+        self.moves: list[JobMove] = []
+        self.statements: list[str] = []
+        db.telemetry = self  # type: ignore[assignment]
+        event.listen(db.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        self.statements.append(statement.lstrip().split()[0].upper())
+
+    def committed(self, seconds: float) -> None:
+        pass
+
+    def job_moved(self, move: JobMove) -> None:
+        self.moves.append(move)
+
+
+def test_a_launch_given_the_record_read_reads_nothing_back_and_reports_the_same(
+        db: Database) -> None:
+    """The tracker's launch and start moves pass the job as it read it: the run is written
+    from the move's own fields, and the queue and times reported are the record's."""
+    store = JobStore(db)
+    told, known = store.create(SPEC)[0], store.create(SPEC)[0]
+    seen = Moves(db)
+    for job_id in (told, known):
+        record = store.get(job_id)
+        seen.statements.clear()
+        store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="admitted",
+                         now=record.updated_at + 5, known=record if job_id == known else None,
+                         attempt=1, executor="local", pool="local", handle=f"h-{job_id}",
+                         gpu_ids="0,1")
+        reads = seen.statements.count("SELECT")
+        assert reads == (0 if job_id == known else 1)
+        launched = replace(record, state=JobState.LAUNCHING, updated_at=record.updated_at + 5)
+        store.mark_running(job_id, reason="process started", now=record.updated_at + 7,
+                           known=launched if job_id == known else None)
+    for job_id in (told, known):
+        run = RunStore(db).get(job_id, 1)
+        assert (run.attempt, run.executor, run.pool, run.handle, run.gpu_ids) == \
+            (1, "local", "local", f"h-{job_id}", ("0", "1"))
+    by_job = {told: seen.moves[:2], known: seen.moves[2:]}
+    for job_id, (launch, start) in by_job.items():
+        record = store.get(job_id)
+        assert (launch.queue, launch.submitted_at) == (SPEC.queue, record.submitted_at)
+        assert launch.at - launch.entered_at == 5.0  # the wait, from the row or the record
+        assert start.at - start.entered_at == 2.0
 
 
 def test_requeue_moves_running_to_waiting_in_one_step_with_both_events(db: Database) -> None:
