@@ -228,3 +228,41 @@ def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
         srv.service.cancel(LOCAL, a)
         assert resolver.resolve() == 20
         assert {srv.jobs.get(d).state for d in dependents} == {JobState.CANCELLED}
+
+
+def test_an_end_reads_which_jobs_wait_for_it_only_where_some_job_may_wait(
+        tmp_path: Path, database_url: str) -> None:
+    with stepped_server(tmp_path, database_url) as srv:
+        a = submit(srv, "true", name="a")
+        clock = [0.0]
+        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
+                                full_every=60.0, monotonic=lambda: clock[0])
+        statements = Statements(srv)
+        assert resolver.awaited([a]) == set()
+        assert statements.count == 1  # whether any job waits at all: none
+        assert resolver.awaited([a]) == set()
+        assert statements.count == 1  # as read, with no submit heard of since
+        b = submit(srv, "true", a, name="b")
+        statements.count = 0
+        assert resolver.awaited([a]) == set()  # this resolver heard of no submit
+        assert statements.count == 0
+        resolver.submitted()
+        assert resolver.awaited([a]) == {a}
+        assert statements.count == 2  # some job waits; which of these
+        assert resolver.awaited([a]) == {a}
+        assert statements.count == 3  # one waits still, as read: which of these alone
+        srv.service.cancel(LOCAL, b)
+        clock[0] = 61.0  # the period passed: whether any waits is read again
+        statements.count = 0
+        assert resolver.awaited([a]) == set()
+        assert statements.count == 1
+
+
+def test_a_submit_the_tracker_hears_of_has_an_end_ask_again_who_waits_for_it(
+        tmp_path: Path, database_url: str) -> None:
+    with stepped_server(tmp_path, database_url) as srv:
+        a = submit(srv, "true", name="a")
+        assert srv.tracker.dependencies.awaited([a]) == set()
+        submit(srv, "true", a, name="b")
+        srv.tracker.wake()  # as the leader's tracker hears of a submit, any server's
+        assert srv.tracker.dependencies.awaited([a]) == {a}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import random
@@ -73,8 +74,6 @@ _PLACE_BY_PRIORITY = select(func.count(), _HIGHER).select_from(jobs).where(
         and_(jobs.c.priority == bindparam("b_priority"), jobs.c.seq < bindparam("b_seq"))),
     ~dependencies.held_back(),
 )
-_IN_STATES = select(jobs).where(jobs.c.state.in_(bindparam("b_states", expanding=True))) \
-    .order_by(jobs.c.seq)
 _QUEUED = select(
     jobs.c.id, jobs.c.queue, jobs.c.priority, jobs.c.seq, jobs.c.cpus, jobs.c.memory_mb,
     jobs.c.gpus, jobs.c.workers, jobs.c.kind, jobs.c.owner, jobs.c.team, jobs.c.submitted_at,
@@ -92,6 +91,16 @@ _SET_PENDING_REASON = (
     .where(jobs.c.id == bindparam("b_id"), jobs.c.state == JobState.WAITING.value)
     .values(pending_code=bindparam("b_code"), pending_message=bindparam("b_message"))
 )
+
+
+@functools.lru_cache(maxsize=8)
+def _in_states(count: int) -> Select[Any]:
+    """The jobs in any of `count` states, each bound on its own: the tracker reads the
+    active jobs at every pass, and an expanding parameter would have each execution render
+    its SQL anew."""
+    return select(jobs).where(
+        jobs.c.state.in_([bindparam(f"b_state_{i}") for i in range(count)])
+    ).order_by(jobs.c.seq)
 
 
 # Ids need uniqueness, not secrecy; Random() is seeded from os.urandom at start-up.
@@ -507,8 +516,12 @@ class JobStore:
 
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""
+        values = tuple(dict.fromkeys(s.value for s in states))
+        if not values:
+            return []
         with self.db.read() as conn:
-            rows = conn.execute(_IN_STATES, {"b_states": [s.value for s in states]}).all()
+            rows = conn.execute(_in_states(len(values)),
+                                {f"b_state_{i}": v for i, v in enumerate(values)}).all()
         return [JobRecord.from_row(r) for r in rows]
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:

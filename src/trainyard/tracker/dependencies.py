@@ -41,6 +41,10 @@ class Dependencies:
         self._monotonic = monotonic
         self._cursor: int | None = None  # the last event looked at; None: look at all
         self._full_at = float("-inf")
+        self._submits = 0  # submits heard of: one may have stored a job that waits
+        # Whether a waiting job waited for another when last read: (answer, submits heard
+        # of by then, when); None: not read yet.
+        self._held: tuple[bool, int, float] | None = None
 
     def resolve(self) -> int:
         """Settle the waiting dependents whose needs moved. Returns how many joined the
@@ -61,9 +65,30 @@ class Dependencies:
         self._cursor = upto
         return self._settle(todo)
 
+    def submitted(self) -> None:
+        """A submit was heard of: the job it stored may wait for others."""
+        self._submits += 1
+
     def awaited(self, job_ids: Collection[str]) -> set[str]:
-        """Of these jobs, those that a waiting job still needs (none read for none)."""
-        return self.store.awaited(job_ids) if job_ids else set()
+        """Of these jobs, those that a waiting job still needs (none read for none). Where no
+        waiting job waits for any, as read since the last submit heard of and within the
+        period, nothing is read: most ends then hand their slot on a query sooner. A job
+        that waits and was missed (a submit not heard of) only competes for the room a
+        pass later: resolve() still releases it once the ends are written."""
+        if not job_ids or not self._any_held():
+            return set()
+        return self.store.awaited(job_ids)
+
+    def _any_held(self) -> bool:
+        now = self._monotonic()
+        known = self._held
+        if known is not None and now - known[2] < self._full_every and (
+                known[0] or known[1] == self._submits):
+            return known[0]  # none held stays true only until the next submit
+        submits = self._submits  # before the read: a submit during it is read next time
+        held = self.store.any_held()
+        self._held = (held, submits, now)
+        return held
 
     def _settle(self, todo: Mapping[str, str]) -> int:
         settled = 0

@@ -163,6 +163,7 @@ class Tracker:
     def wake(self) -> None:
         """New work to admit."""
         self.waiting.submitted()
+        self.dependencies.submitted()
         self._submitted = True
         self._wake.set()
 
