@@ -224,7 +224,13 @@ def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
         srv.service.cancel(LOCAL, other)  # a job nobody waits for
         statements.count = 0
         assert resolver.resolve() == 0
-        assert statements.count == 2  # and the unmet rows on the new events' jobs: none
+        # whether any job waits (some do), then the unmet rows on the new events' jobs: none
+        assert statements.count == 3
+        late = submit(srv, "true", name="late")
+        srv.service.cancel(LOCAL, late)
+        statements.count = 0
+        assert resolver.resolve() == 0
+        assert statements.count == 2  # that some wait is known for the period
         srv.service.cancel(LOCAL, a)
         assert resolver.resolve() == 20
         assert {srv.jobs.get(d).state for d in dependents} == {JobState.CANCELLED}
@@ -266,3 +272,30 @@ def test_a_submit_the_tracker_hears_of_has_an_end_ask_again_who_waits_for_it(
         submit(srv, "true", a, name="b")
         srv.tracker.wake()  # as the leader's tracker hears of a submit, any server's
         assert srv.tracker.dependencies.awaited([a]) == {a}
+
+
+def test_new_events_are_not_read_for_dependents_where_no_job_waits_for_any(
+        tmp_path: Path, database_url: str) -> None:
+    with stepped_server(tmp_path, database_url) as srv:
+        a = submit(srv, "true", name="a")
+        clock = [0.0]
+        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
+                                full_every=60.0, monotonic=lambda: clock[0])
+        assert resolver.resolve() == 0
+        b = submit(srv, "true", name="b")
+        srv.service.cancel(LOCAL, b)
+        statements = Statements(srv)
+        assert resolver.resolve() == 0
+        assert statements.count == 2  # the newest event's id, whether any job waits: none
+        srv.service.cancel(LOCAL, submit(srv, "true", name="c"))
+        statements.count = 0
+        assert resolver.resolve() == 0
+        assert statements.count == 1  # the newest event's id alone
+        # A dependent whose need ends before this resolver hears of its submit is settled
+        # by the period's read of the dependents whose need has ended.
+        dependent = submit(srv, "true", a, name="d")
+        srv.service.cancel(LOCAL, a)
+        assert resolver.resolve() == 0
+        clock[0] = 61.0
+        assert resolver.resolve() == 1
+        assert srv.jobs.get(dependent).state is JobState.CANCELLED

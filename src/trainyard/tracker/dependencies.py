@@ -6,7 +6,8 @@ to succeed").
 
 What to look at comes from the needed jobs' events since the last pass (one read of the new
 events, joined through the index on needs_job_id), so a pass where no needed job moved
-costs one read of the newest event's id. The first pass after a start looks at every
+costs one read of the newest event's id, and so does one where no job waits for any (as
+read since the last submit heard of, within the period). The first pass after a start looks at every
 waiting dependent (what happened while the service was down); every `full_every` seconds
 a pass also reads the dependents whose need has ended (an event another server committed
 out of order, a need that ended while its dependent was being submitted). Its writes are
@@ -56,7 +57,10 @@ class Dependencies:
             todo = self.store.waiting()  # after a start: every one, its sentence too
             self._full_at = now
         else:
-            if upto != self._cursor:
+            # Where no job waits for any (as read since the last submit heard of), the new
+            # events concern no one: the period's read below catches a need that ended
+            # while its dependent was being submitted, as it does for a submit from afar.
+            if upto != self._cursor and self._any_held():
                 todo = self.store.dependents_moved(self._cursor, upto)
             if now - self._full_at >= self._full_every:
                 # Only those an ended need settles: sentences follow the events.
