@@ -197,6 +197,12 @@ def test_a_restart_resolves_what_ended_while_no_tracker_ran(tmp_path: Path,
         assert srv.jobs.get(c).attempt == 1
 
 
+def resolver_of(srv: TrainyardServer, clock: list[float]) -> Dependencies:
+    """A resolver of the test's own on the server's store: its period 60 s of `clock`."""
+    return Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
+                        full_every=60.0, monotonic=lambda: clock[0])
+
+
 class Statements:
     """Counts the SQL statements run on an engine (SQLAlchemy's own event hook)."""
 
@@ -215,8 +221,7 @@ def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
         other = submit(srv, "true", name="other")
         dependents = [submit(srv, "true", a, name=f"d{i}") for i in range(20)]
         clock = [0.0]
-        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
-                                full_every=60.0, monotonic=lambda: clock[0])
+        resolver = resolver_of(srv, clock)
         assert resolver.resolve() == 0  # the first looks at all: nothing to settle yet
         statements = Statements(srv)
         assert resolver.resolve() == 0
@@ -241,8 +246,7 @@ def test_an_end_reads_which_jobs_wait_for_it_only_where_some_job_may_wait(
     with stepped_server(tmp_path, database_url) as srv:
         a = submit(srv, "true", name="a")
         clock = [0.0]
-        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
-                                full_every=60.0, monotonic=lambda: clock[0])
+        resolver = resolver_of(srv, clock)
         statements = Statements(srv)
         assert resolver.awaited([a]) == set()
         assert statements.count == 1  # whether any job waits at all: none
@@ -279,8 +283,7 @@ def test_new_events_are_not_read_for_dependents_where_no_job_waits_for_any(
     with stepped_server(tmp_path, database_url) as srv:
         a = submit(srv, "true", name="a")
         clock = [0.0]
-        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
-                                full_every=60.0, monotonic=lambda: clock[0])
+        resolver = resolver_of(srv, clock)
         assert resolver.resolve() == 0
         b = submit(srv, "true", name="b")
         srv.service.cancel(LOCAL, b)
