@@ -176,7 +176,9 @@ def chart(results: dict[str, Any], path: Path) -> None:
     ax.boxplot(data, showfliers=False)
     ax.set_xticks(range(1, len(names) + 1), labels)
     ax.set_yscale("log")
-    ax.axhline(50, color="black", linestyle=":", label="goal: 50 ms")
+    goal = results["goals"].get("idle_gap", {}).get("target")  # the goal the run judged
+    if goal is not None:
+        ax.axhline(goal, color="black", linestyle=":", label=f"goal: {goal:g} ms")
     ax.set_ylabel("ms (log)")
     ax.set_title("Idle slot between consecutive training jobs")
     ax.legend()
