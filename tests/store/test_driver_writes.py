@@ -221,3 +221,20 @@ def test_a_value_its_column_cannot_take_is_refused_as_a_statement_error(db: Data
         conn.execute(insert(table), {"k": 2, "v": object()})
     with db.read() as conn:
         assert conn.execute(select(table.c.k)).all() == []
+
+
+def test_many_rows_written_on_the_driver_fail_as_sqlalchemys(db: Database) -> None:
+    """execute_many: rows of one set of keys go to the driver's cursor in order, and a
+    duplicate key there is SQLAlchemy's IntegrityError, the driver's own as its cause."""
+    table = Table("driver_many", MetaData(), Column("k", Integer, primary_key=True),
+                  Column("v", Integer, nullable=True))
+    table.create(db.engine)
+    with db.write() as conn:
+        driver_writes.execute_many(conn, insert(table), [{"k": 1, "v": 10}, {"k": 2, "v": None}])
+        driver_writes.execute_many(conn, insert(table), [])
+    with pytest.raises(IntegrityError) as raised, db.write() as conn:
+        driver_writes.execute_many(conn, insert(table), [{"k": 5, "v": 0}, {"k": 1, "v": 0}])
+    assert type(raised.value.orig).__module__ in ("sqlite3", "psycopg.errors")
+    with db.read() as conn:
+        stored = conn.execute(select(table.c.k, table.c.v).order_by(table.c.k)).all()
+    assert [tuple(r) for r in stored] == [(1, 10), (2, None)]

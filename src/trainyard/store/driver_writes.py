@@ -12,16 +12,17 @@ expanding or late-rendered parameter; every row of a batch has the same keys. Th
 through `Connection.execute` as before (`run_many` answers False: the caller does it).
 
 `run_one` (and `execute`, which falls back to SQLAlchemy itself) runs one row the same way:
-a job's moves, whose compare-and-set reads the rows it matched from the driver's cursor. Its
-driver errors are raised as SQLAlchemy's; `run_many`'s are the driver's own, for the group
-commit, which retries each writer alone through SQLAlchemy. Statements on this path fire no
+a job's moves, whose compare-and-set reads the rows it matched from the driver's cursor;
+`execute_many` runs many rows so (a metrics ingest's points). Their driver errors are raised
+as SQLAlchemy's; `run_many`'s are the driver's own, for the group commit, which retries each
+writer alone through SQLAlchemy. Statements on this path fire no
 SQLAlchemy execute events and are not echoed."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,20 +132,26 @@ def run_one(conn: Connection, statement: Executable, row: dict[str, Any]) -> int
     plan = _plan_of(statement, conn.dialect, tuple(row))
     if plan is None:
         return None
+    with _as_sqlalchemy_errors(conn, plan.sql, row) as cursor:
+        cursor.execute(plan.sql, plan.parameters(row))
+        return int(cursor.rowcount)
+
+
+@contextlib.contextmanager
+def _as_sqlalchemy_errors(conn: Connection, sql: str, rows: Any) -> Iterator[Any]:
+    """A driver cursor whose errors reach the caller as SQLAlchemy's execute raises them."""
     driver_error = conn.dialect.loaded_dbapi.Error
     cursor = None
     try:
-        parameters = plan.parameters(row)
         cursor = _cursor(conn)
-        cursor.execute(plan.sql, parameters)
-        return int(cursor.rowcount)
+        yield cursor
     except driver_error as exc:
-        raise _as_sqlalchemys(conn, exc, plan.sql, parameters, cursor) from exc
+        raise _as_sqlalchemys(conn, exc, sql, rows, cursor) from exc
     except Exception as exc:
         # A value its column's type cannot take, found by our conversion or by the
         # driver's own (psycopg serializes JSON as it executes): StatementError, as
         # SQLAlchemy raises where it converts the value itself, on both dialects.
-        raise StatementError(f"({type(exc).__name__}) {exc}", plan.sql, row, exc) from exc
+        raise StatementError(f"({type(exc).__name__}) {exc}", sql, rows, exc) from exc
     finally:
         if cursor is not None:
             with contextlib.suppress(driver_error):  # its connection may be closed now
@@ -166,6 +173,21 @@ def _as_sqlalchemys(conn: Connection, exc: Exception, sql: str, parameters: Any,
                                   hide_parameters=conn.engine.hide_parameters,
                                   connection_invalidated=lost, dialect=dialect)
     return wrapped if isinstance(wrapped, BaseException) else exc
+
+
+def execute_many(conn: Connection, statement: Executable,
+                 rows: Sequence[dict[str, Any]]) -> None:
+    """Run a write for each row on the driver's cursor where it may (rows of one set of
+    keys, a statement that needs none of SQLAlchemy's run-time work), else through
+    SQLAlchemy; its errors either way are SQLAlchemy's."""
+    if not rows:
+        return
+    plan = _plan_of_rows(conn, statement, rows)
+    if plan is None:
+        conn.execute(statement, list(rows))
+        return
+    with _as_sqlalchemy_errors(conn, plan.sql, rows) as cursor:
+        cursor.executemany(plan.sql, [plan.parameters(row) for row in rows])
 
 
 def execute(conn: Connection, statement: Executable, row: dict[str, Any]) -> int:
@@ -190,10 +212,7 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, A
     """Run the statement for each row on the driver's cursor, in the connection's
     transaction. False, having run nothing, where it must go through SQLAlchemy (the rows'
     keys differ, or the statement needs its run-time work)."""
-    first = rows[0].keys()
-    if any(row.keys() != first for row in rows):
-        return False
-    plan = _plan_of(statement, conn.dialect, tuple(first))
+    plan = _plan_of_rows(conn, statement, rows)
     if plan is None:
         return False
     cursor = _cursor(conn)
@@ -202,3 +221,13 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, A
     finally:
         cursor.close()
     return True
+
+
+def _plan_of_rows(conn: Connection, statement: Executable,
+                  rows: Sequence[dict[str, Any]]) -> _Plan | None:
+    """The plan for these rows (not empty), or None where their keys differ or the statement
+    must go through SQLAlchemy."""
+    first = rows[0].keys()
+    if any(row.keys() != first for row in rows):
+        return None
+    return _plan_of(statement, conn.dialect, tuple(first))

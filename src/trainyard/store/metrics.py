@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
+from trainyard.store import driver_writes
 from trainyard.store.db import Database
 from trainyard.store.records import MetricPoint
 from trainyard.store.schema import jobs, metrics, run_final_metrics, runs
@@ -25,7 +26,8 @@ _UPDATE_FINAL = update(run_final_metrics).where(
     _f.job_id == bindparam("b_job"), _f.attempt == bindparam("b_attempt"),
     _f.key == bindparam("b_key")).values(value=bindparam("b_value"), step=bindparam("b_step"))
 
-# What an ingest runs, built once (store/prepared.py says why).
+# What an ingest runs, built once (store/prepared.py says why); its writes go to the
+# driver's cursor (store/driver_writes.py).
 _FINAL_KEYS = select(_f.key).where(_f.job_id == bindparam("b_job"),
                                    _f.attempt == bindparam("b_attempt"),
                                    _f.key.in_(bindparam("b_keys", expanding=True)))
@@ -50,14 +52,12 @@ def _keep_finals(conn: Connection, job_id: str, attempt: int,
     last = {str(row["key"]): row for row in rows}
     found = set(conn.execute(_FINAL_KEYS, {"b_job": job_id, "b_attempt": attempt,
                                            "b_keys": sorted(last)}).scalars())
-    if found:
-        conn.execute(_UPDATE_FINAL, [
-            {"b_job": job_id, "b_attempt": attempt, "b_key": key, "b_value": row["value"],
-             "b_step": row["step"]} for key, row in last.items() if key in found])
-    new = [{"job_id": job_id, "attempt": attempt, "key": key, "value": row["value"],
-            "step": row["step"]} for key, row in last.items() if key not in found]
-    if new:
-        conn.execute(_INSERT_FINAL, new)
+    driver_writes.execute_many(conn, _UPDATE_FINAL, [
+        {"b_job": job_id, "b_attempt": attempt, "b_key": key, "b_value": row["value"],
+         "b_step": row["step"]} for key, row in last.items() if key in found])
+    driver_writes.execute_many(conn, _INSERT_FINAL, [
+        {"job_id": job_id, "attempt": attempt, "key": key, "value": row["value"],
+         "step": row["step"]} for key, row in last.items() if key not in found])
 
 
 class MetricStore:
@@ -79,9 +79,9 @@ class MetricStore:
         """
         now = time.time()
         with self.db.write(synced=synced) as conn:
-            result = conn.execute(_ADVANCE, {"b_job": job_id, "b_from": from_offset,
-                                             "b_to": to_offset, "b_malformed": malformed})
-            if result.rowcount != 1:
+            if driver_writes.execute(conn, _ADVANCE, {
+                    "b_job": job_id, "b_from": from_offset, "b_to": to_offset,
+                    "b_malformed": malformed}) != 1:
                 return False
             rows = [
                 {"job_id": job_id, "attempt": attempt, "step": p.step, "key": k, "value": v,
@@ -91,7 +91,7 @@ class MetricStore:
             ]
             rows = self._within_cap(conn, job_id, attempt, rows)
             if rows:
-                conn.execute(_INSERT_POINTS, rows)
+                driver_writes.execute_many(conn, _INSERT_POINTS, rows)
                 _keep_finals(conn, job_id, attempt, rows)
         return True
 
@@ -103,8 +103,8 @@ class MetricStore:
         if kept is None or not rows:
             return rows  # no run row (a job never launched): nothing to count on
         room = max(0, self.max_points - int(kept))
-        conn.execute(_COUNT, {**run, "b_kept": min(room, len(rows)),
-                              "b_dropped": max(0, len(rows) - room)})
+        driver_writes.execute(conn, _COUNT, {**run, "b_kept": min(room, len(rows)),
+                                             "b_dropped": max(0, len(rows) - room)})
         return rows[:room]
 
     def latest(self, job_id: str,
