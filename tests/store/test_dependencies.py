@@ -70,19 +70,6 @@ def test_the_jobs_a_waiting_job_still_needs_are_told_apart(db: Database) -> None
     assert deps.awaited([]) == set()
 
 
-def test_whether_any_waiting_job_waits_for_another_is_told(db: Database) -> None:
-    store, deps = JobStore(db), DependencyStore(db)
-    needed, _ = store.create(SPEC)
-    assert not deps.any_held()
-    dependent, _ = store.create(SPEC, needs=needs((needed, JobState.WAITING)))
-    assert deps.any_held()
-    deps.mark_met([Met(dependent, [needed], ("", ""))])
-    assert not deps.any_held()  # met: it waits in the queue, for no job
-    other, _ = store.create(SPEC, needs=needs((needed, JobState.WAITING)))
-    store.transition(other, JobState.WAITING, JobState.CANCELLED, reason="x")
-    assert not deps.any_held()  # its row is unmet, but it waits no more
-
-
 def test_needs_met_for_good_release_the_job_and_clear_its_reason(db: Database) -> None:
     store, deps = JobStore(db), DependencyStore(db)
     a, _ = store.create(SPEC)

@@ -197,12 +197,6 @@ def test_a_restart_resolves_what_ended_while_no_tracker_ran(tmp_path: Path,
         assert srv.jobs.get(c).attempt == 1
 
 
-def resolver_of(srv: TrainyardServer, clock: list[float]) -> Dependencies:
-    """A resolver of the test's own on the server's store: its period 60 s of `clock`."""
-    return Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
-                        full_every=60.0, monotonic=lambda: clock[0])
-
-
 class Statements:
     """Counts the SQL statements run on an engine (SQLAlchemy's own event hook)."""
 
@@ -221,7 +215,8 @@ def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
         other = submit(srv, "true", name="other")
         dependents = [submit(srv, "true", a, name=f"d{i}") for i in range(20)]
         clock = [0.0]
-        resolver = resolver_of(srv, clock)
+        resolver = Dependencies(jobs=srv.jobs, waiting=srv.tracker.waiting, clock=srv.tracker.now,
+                                full_every=60.0, monotonic=lambda: clock[0])
         assert resolver.resolve() == 0  # the first looks at all: nothing to settle yet
         statements = Statements(srv)
         assert resolver.resolve() == 0
@@ -229,76 +224,7 @@ def test_a_pass_reads_only_the_new_events_and_settles_what_they_concern(
         srv.service.cancel(LOCAL, other)  # a job nobody waits for
         statements.count = 0
         assert resolver.resolve() == 0
-        # whether any job waits (some do), then the unmet rows on the new events' jobs: none
-        assert statements.count == 3
-        late = submit(srv, "true", name="late")
-        srv.service.cancel(LOCAL, late)
-        statements.count = 0
-        assert resolver.resolve() == 0
-        assert statements.count == 2  # that some wait is known for the period
+        assert statements.count == 2  # and the unmet rows on the new events' jobs: none
         srv.service.cancel(LOCAL, a)
         assert resolver.resolve() == 20
         assert {srv.jobs.get(d).state for d in dependents} == {JobState.CANCELLED}
-
-
-def test_an_end_reads_which_jobs_wait_for_it_only_where_some_job_may_wait(
-        tmp_path: Path, database_url: str) -> None:
-    with stepped_server(tmp_path, database_url) as srv:
-        a = submit(srv, "true", name="a")
-        clock = [0.0]
-        resolver = resolver_of(srv, clock)
-        statements = Statements(srv)
-        assert resolver.awaited([a]) == set()
-        assert statements.count == 1  # whether any job waits at all: none
-        assert resolver.awaited([a]) == set()
-        assert statements.count == 1  # as read, with no submit heard of since
-        b = submit(srv, "true", a, name="b")
-        statements.count = 0
-        assert resolver.awaited([a]) == set()  # this resolver heard of no submit
-        assert statements.count == 0
-        resolver.submitted()
-        assert resolver.awaited([a]) == {a}
-        assert statements.count == 2  # some job waits; which of these
-        assert resolver.awaited([a]) == {a}
-        assert statements.count == 3  # one waits still, as read: which of these alone
-        srv.service.cancel(LOCAL, b)
-        clock[0] = 61.0  # the period passed: whether any waits is read again
-        statements.count = 0
-        assert resolver.awaited([a]) == set()
-        assert statements.count == 1
-
-
-def test_a_submit_the_tracker_hears_of_has_an_end_ask_again_who_waits_for_it(
-        tmp_path: Path, database_url: str) -> None:
-    with stepped_server(tmp_path, database_url) as srv:
-        a = submit(srv, "true", name="a")
-        assert srv.tracker.dependencies.awaited([a]) == set()
-        submit(srv, "true", a, name="b")
-        srv.tracker.wake()  # as the leader's tracker hears of a submit, any server's
-        assert srv.tracker.dependencies.awaited([a]) == {a}
-
-
-def test_new_events_are_not_read_for_dependents_where_no_job_waits_for_any(
-        tmp_path: Path, database_url: str) -> None:
-    with stepped_server(tmp_path, database_url) as srv:
-        a = submit(srv, "true", name="a")
-        clock = [0.0]
-        resolver = resolver_of(srv, clock)
-        assert resolver.resolve() == 0
-        b = submit(srv, "true", name="b")
-        srv.service.cancel(LOCAL, b)
-        statements = Statements(srv)
-        assert resolver.resolve() == 0
-        assert statements.count == 2  # the newest event's id, whether any job waits: none
-        srv.service.cancel(LOCAL, submit(srv, "true", name="c"))
-        statements.count = 0
-        assert resolver.resolve() == 0
-        assert statements.count == 1  # the newest event's id alone
-        # A dependent whose need ends before this resolver hears of its submit is settled
-        # by the period's read of the dependents whose need has ended.
-        dependent = submit(srv, "true", a, name="d")
-        srv.service.cancel(LOCAL, a)
-        assert resolver.resolve() == 0
-        clock[0] = 61.0
-        assert resolver.resolve() == 1
-        assert srv.jobs.get(dependent).state is JobState.CANCELLED

@@ -94,9 +94,6 @@ _AWAITED = select(_d.needs_job_id).distinct().join(
     _dependent, _dependent.c.id == _d.job_id).where(
     _d.needs_job_id.in_(bindparam("b_ids", expanding=True)), _d.met.is_(False),
     _dependent.c.state == _WAITING)
-# Whether any waiting job is held back: the waiting jobs by ix_jobs_state_seq, each one's
-# unmet rows by the primary key, up to the first found; never the finished history.
-_ANY_HELD = select(jobs.c.id).where(jobs.c.state == _WAITING, held_back()).limit(1)
 _STILL_WAITING = select(jobs.c.id, jobs.c.pending_message).where(
     jobs.c.id.in_(bindparam("b_ids", expanding=True)), jobs.c.state == _WAITING)
 
@@ -158,11 +155,6 @@ class DependencyStore:
         message."""
         with self.db.read() as conn:
             return self._dependents(conn, job_ids)
-
-    def any_held(self) -> bool:
-        """Whether some waiting job still waits for a job."""
-        with self.db.read() as conn:
-            return conn.execute(_ANY_HELD).first() is not None
 
     def awaited(self, job_ids: Collection[str]) -> set[str]:
         """Of these jobs, those that a waiting job still needs."""

@@ -6,8 +6,7 @@ to succeed").
 
 What to look at comes from the needed jobs' events since the last pass (one read of the new
 events, joined through the index on needs_job_id), so a pass where no needed job moved
-costs one read of the newest event's id, and so does one where no job waits for any (as
-read since the last submit heard of, within the period). The first pass after a start looks at every
+costs one read of the newest event's id. The first pass after a start looks at every
 waiting dependent (what happened while the service was down); every `full_every` seconds
 a pass also reads the dependents whose need has ended (an event another server committed
 out of order, a need that ended while its dependent was being submitted). Its writes are
@@ -42,10 +41,6 @@ class Dependencies:
         self._monotonic = monotonic
         self._cursor: int | None = None  # the last event looked at; None: look at all
         self._full_at = float("-inf")
-        self._submits = 0  # submits heard of: one may have stored a job that waits
-        # Whether a waiting job waited for another when last read: (answer, submits heard
-        # of by then, when); None: not read yet.
-        self._held: tuple[bool, int, float] | None = None
 
     def resolve(self) -> int:
         """Settle the waiting dependents whose needs moved. Returns how many joined the
@@ -57,10 +52,7 @@ class Dependencies:
             todo = self.store.waiting()  # after a start: every one, its sentence too
             self._full_at = now
         else:
-            # Where no job waits for any (as read since the last submit heard of), the new
-            # events concern no one: the period's read below catches a need that ended
-            # while its dependent was being submitted, as it does for a submit from afar.
-            if upto != self._cursor and self._any_held():
+            if upto != self._cursor:
                 todo = self.store.dependents_moved(self._cursor, upto)
             if now - self._full_at >= self._full_every:
                 # Only those an ended need settles: sentences follow the events.
@@ -69,30 +61,9 @@ class Dependencies:
         self._cursor = upto
         return self._settle(todo)
 
-    def submitted(self) -> None:
-        """A submit was heard of: the job it stored may wait for others."""
-        self._submits += 1
-
     def awaited(self, job_ids: Collection[str]) -> set[str]:
-        """Of these jobs, those that a waiting job still needs (none read for none). Where no
-        waiting job waits for any, as read since the last submit heard of and within the
-        period, nothing is read: most ends then hand their slot on a query sooner. A job
-        that waits and was missed (a submit not heard of) only competes for the room a
-        pass later: resolve() still releases it once the ends are written."""
-        if not job_ids or not self._any_held():
-            return set()
-        return self.store.awaited(job_ids)
-
-    def _any_held(self) -> bool:
-        now = self._monotonic()
-        known = self._held
-        if known is not None and now - known[2] < self._full_every and (
-                known[0] or known[1] == self._submits):
-            return known[0]  # none held stays true only until the next submit
-        submits = self._submits  # before the read: a submit during it is read next time
-        held = self.store.any_held()
-        self._held = (held, submits, now)
-        return held
+        """Of these jobs, those that a waiting job still needs (none read for none)."""
+        return self.store.awaited(job_ids) if job_ids else set()
 
     def _settle(self, todo: Mapping[str, str]) -> int:
         settled = 0

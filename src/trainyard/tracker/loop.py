@@ -163,7 +163,6 @@ class Tracker:
     def wake(self) -> None:
         """New work to admit."""
         self.waiting.submitted()
-        self.dependencies.submitted()
         self._submitted = True
         self._wake.set()
 
