@@ -59,15 +59,21 @@ def test_the_needed_jobs_events_find_their_waiting_dependents(db: Database) -> N
     assert deps.dependents_of([other]) == {}
 
 
-def test_the_jobs_a_waiting_job_still_needs_are_told_apart(db: Database) -> None:
-    store, deps = JobStore(db), DependencyStore(db)
-    needed, left, alone = (store.create(SPEC)[0] for _ in range(3))
+def test_the_active_jobs_a_waiting_job_still_needs_are_told_apart(db: Database) -> None:
+    store = JobStore(db)
+    needed, left, alone, waits = (store.create(SPEC)[0] for _ in range(4))
     store.create(SPEC, needs=needs((needed, JobState.WAITING)))
+    store.create(SPEC, needs=needs((waits, JobState.WAITING)))
     gone, _ = store.create(SPEC, needs=needs((left, JobState.WAITING)))
     store.transition(gone, JobState.WAITING, JobState.CANCELLED, reason="x")
-    # The dependent of `left` waits no more; `alone` has none.
-    assert deps.awaited([needed, left, alone]) == {needed}
-    assert deps.awaited([]) == set()
+    assert store.active() == ([], set())
+    for job_id in (needed, left, alone):
+        store.transition(job_id, JobState.WAITING, JobState.LAUNCHING, reason="x", attempt=1)
+    # The dependent of `left` waits no more; `alone` has none; `waits` is needed but not
+    # active.
+    active, still_needed = store.active()
+    assert [j.id for j in active] == [needed, left, alone]
+    assert still_needed == {needed}
 
 
 def test_needs_met_for_good_release_the_job_and_clear_its_reason(db: Database) -> None:

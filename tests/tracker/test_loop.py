@@ -127,7 +127,7 @@ def test_an_ended_jobs_slot_goes_to_the_next_job_before_its_end_is_written(
 def reads_of_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many active jobs each read of them found, from now on."""
     reads: list[int] = []
-    in_states = JobStore.in_states
+    in_states, active = JobStore.in_states, JobStore.active
 
     def counted(store: JobStore, states: Any) -> Any:
         found = in_states(store, states)
@@ -135,8 +135,14 @@ def reads_of_the_active_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             reads.append(len(found))
         return found
 
+    def counted_active(store: JobStore) -> Any:
+        found = active(store)
+        reads.append(len(found[0]))
+        return found
+
     # On the class: the tracker reads through a store of its own (fenced by its lease).
     monkeypatch.setattr(JobStore, "in_states", counted)
+    monkeypatch.setattr(JobStore, "active", counted_active)
     return reads
 
 

@@ -39,6 +39,13 @@ def held_back() -> ColumnElement[bool]:
     return exists().where(_d.job_id == jobs.c.id, _d.met.is_(False))
 
 
+def still_needed() -> ColumnElement[bool]:
+    """True for a job row (of the enclosing query on `jobs`) that a waiting job still needs:
+    its unmet rows by ix_job_dependencies_needs, each dependent's state by the primary key."""
+    return exists().where(_d.needs_job_id == jobs.c.id, _d.met.is_(False),
+                          _dependent.c.id == _d.job_id, _dependent.c.state == _WAITING)
+
+
 def rows(job_id: str, needs: Iterable[Need]) -> list[dict[str, Any]]:
     """The rows of a new job's needs, for its create's one transaction."""
     return [{"job_id": job_id, "needs_job_id": n.job_id,
@@ -88,12 +95,6 @@ _UNMET_MOVED = select(_d.job_id).distinct().join(
     _d.met.is_(False))
 _UNMET_OF = select(_d.job_id).where(_d.needs_job_id.in_(bindparam("b_ids", expanding=True)),
                                     _d.met.is_(False))
-# Of the needed jobs in b_ids, those a waiting job still needs: their unmet rows by
-# ix_job_dependencies_needs, each dependent's state by the primary key.
-_AWAITED = select(_d.needs_job_id).distinct().join(
-    _dependent, _dependent.c.id == _d.job_id).where(
-    _d.needs_job_id.in_(bindparam("b_ids", expanding=True)), _d.met.is_(False),
-    _dependent.c.state == _WAITING)
 _STILL_WAITING = select(jobs.c.id, jobs.c.pending_message).where(
     jobs.c.id.in_(bindparam("b_ids", expanding=True)), jobs.c.state == _WAITING)
 
@@ -155,14 +156,6 @@ class DependencyStore:
         message."""
         with self.db.read() as conn:
             return self._dependents(conn, job_ids)
-
-    def awaited(self, job_ids: Collection[str]) -> set[str]:
-        """Of these jobs, those that a waiting job still needs."""
-        out: set[str] = set()
-        with self.db.read() as conn:
-            for chunk in _chunks(job_ids):
-                out.update(conn.execute(_AWAITED, {"b_ids": chunk}).scalars())
-        return out
 
     @staticmethod
     def _dependents(conn: Connection, needed: Collection[str]) -> dict[str, str]:

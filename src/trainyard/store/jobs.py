@@ -94,11 +94,12 @@ _SET_PENDING_REASON = (
 
 
 @functools.lru_cache(maxsize=8)
-def _in_states(count: int) -> Select[Any]:
+def _in_states(count: int, needed: bool = False) -> Select[Any]:
     """The jobs in any of `count` states, each bound on its own: the tracker reads the
     active jobs at every pass, and an expanding parameter would have each execution render
-    its SQL anew."""
-    return select(jobs).where(
+    its SQL anew. `needed`: with whether a waiting job still needs each."""
+    columns = (jobs, dependencies.still_needed().label("still_needed")) if needed else (jobs,)
+    return select(*columns).where(
         jobs.c.state.in_([bindparam(f"b_state_{i}") for i in range(count)])
     ).order_by(jobs.c.seq)
 
@@ -523,6 +524,14 @@ class JobStore:
             rows = conn.execute(_in_states(len(values)),
                                 {f"b_state_{i}": v for i, v in enumerate(values)}).all()
         return [JobRecord.from_row(r) for r in rows]
+
+    def active(self) -> tuple[list[JobRecord], set[str]]:
+        """The active jobs in submit order, and those of them a waiting job still needs
+        (--after): a tracker pass's one read."""
+        params = {f"b_state_{i}": s.value for i, s in enumerate(ACTIVE_STATES)}
+        with self.db.read() as conn:
+            rows = conn.execute(_in_states(len(ACTIVE_STATES), needed=True), params).all()
+        return [JobRecord.from_row(r) for r in rows], {r.id for r in rows if r.still_needed}
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:
         """The waiting jobs in submit order, with only the columns admission needs; those

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 
 from trainyard.domain.dependencies import judge, waiting_sentence
 from trainyard.domain.reasons import ReasonCode
@@ -60,10 +60,6 @@ class Dependencies:
                 self._full_at = now
         self._cursor = upto
         return self._settle(todo)
-
-    def awaited(self, job_ids: Collection[str]) -> set[str]:
-        """Of these jobs, those that a waiting job still needs (none read for none)."""
-        return self.store.awaited(job_ids) if job_ids else set()
 
     def _settle(self, todo: Mapping[str, str]) -> int:
         settled = 0

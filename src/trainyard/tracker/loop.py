@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from trainyard.domain.notice import DEFAULT_NOTICE, NoticeRule
 from trainyard.domain.pools import PoolCapacity
 from trainyard.domain.retry import Backoff
-from trainyard.domain.states import ACTIVE_STATES
 from trainyard.executors.base import Executor
 from trainyard.metadata.artifacts import ArtifactCollector
 from trainyard.metadata.workspace import Workspace
@@ -244,19 +243,19 @@ class Tracker:
             track = functools.partial(self.follower.track, ingest=ingest)
             self.launcher.before_follow()
             troubles = self.follower.troubles
-            followed = self.jobs.in_states(ACTIVE_STATES)
+            followed, needed = self.jobs.active()
             endings = [ending for job in followed
                        if (ending := self.follower.guarded(job, track)) is not None]
             # A job going back to the queue (preempted, lost, retried) is put there first,
             # to compete for the room, as a replay has it; so is the end of a job others
-            # wait for, whose dependents then compete for it too. Any other ended job's
+            # wait for (as read with the active jobs), whose dependents then compete for it
+            # too. Any other ended job's
             # slot is handed on before its end is written: its process is gone, and what it
             # left running is killed as its end is written, as the next job's wrapper
             # starts. The writing waits a moment for the launches it made room for (a local
             # one takes milliseconds): beside them, both would take turns for the
             # interpreter, and the launch would be the slower.
-            awaited = self.dependencies.awaited(
-                [e.job.id for e in endings if not e.requeues])
+            awaited = {e.job.id for e in endings if not e.requeues and e.job.id in needed}
             self.follower.finish_all(e for e in endings if e.requeues or e.job.id in awaited)
             if awaited:
                 self.dependencies.resolve()
