@@ -249,12 +249,11 @@ class Tracker:
             # A job going back to the queue (preempted, lost, retried) is put there first,
             # to compete for the room, as a replay has it; so is the end of a job others
             # wait for (as read with the active jobs), whose dependents then compete for it
-            # too. Any other ended job's
-            # slot is handed on before its end is written: its process is gone, and what it
-            # left running is killed as its end is written, as the next job's wrapper
-            # starts. The writing waits a moment for the launches it made room for (a local
-            # one takes milliseconds): beside them, both would take turns for the
-            # interpreter, and the launch would be the slower.
+            # too. Any other ended job's slot is handed on before its end is written: its
+            # process is gone, and what it left running is killed as its end is written, as
+            # the next job's wrapper starts. The writing waits a moment for the launches it
+            # made room for (a local one takes milliseconds): beside them, both would take
+            # turns for the interpreter, and the launch would be the slower.
             awaited = {e.job.id for e in endings if not e.requeues and e.job.id in needed}
             self.follower.finish_all(e for e in endings if e.requeues or e.job.id in awaited)
             if awaited:
