@@ -238,3 +238,17 @@ def test_many_rows_written_on_the_driver_fail_as_sqlalchemys(db: Database) -> No
     with db.read() as conn:
         stored = conn.execute(select(table.c.k, table.c.v).order_by(table.c.k)).all()
     assert [tuple(r) for r in stored] == [(1, 10), (2, None)]
+
+
+def test_many_rows_that_need_sqlalchemy_go_through_it(db: Database) -> None:
+    """execute_many where the statement needs SQLAlchemy at run time (a default computed in
+    Python): the rows go through Connection.execute, which fills that default."""
+    counter = iter(range(100, 200))
+    table = Table("driver_many_default", MetaData(),
+                  Column("a", Integer, default=lambda: next(counter)), Column("b", String))
+    table.create(db.engine)
+    with db.write() as conn:
+        driver_writes.execute_many(conn, insert(table), [{"b": "x"}, {"b": "y"}])
+    with db.read() as conn:
+        stored = conn.execute(select(table.c.a, table.c.b).order_by(table.c.b)).all()
+    assert [tuple(r) for r in stored] == [(100, "x"), (101, "y")]

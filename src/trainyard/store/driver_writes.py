@@ -15,8 +15,8 @@ through `Connection.execute` as before (`run_many` answers False: the caller doe
 a job's moves, whose compare-and-set reads the rows it matched from the driver's cursor;
 `execute_many` runs many rows so (a metrics ingest's points). Their driver errors are raised
 as SQLAlchemy's; `run_many`'s are the driver's own, for the group commit, which retries each
-writer alone through SQLAlchemy. Statements on this path fire no
-SQLAlchemy execute events and are not echoed."""
+writer alone through SQLAlchemy. Statements on this path fire no SQLAlchemy execute events
+and are not echoed."""
 
 from __future__ import annotations
 

@@ -517,21 +517,21 @@ class JobStore:
 
     def in_states(self, states: Iterable[JobState]) -> list[JobRecord]:
         """Jobs in any of these states, in submit order."""
-        values = tuple(dict.fromkeys(s.value for s in states))
-        if not values:
-            return []
-        with self.db.read() as conn:
-            rows = conn.execute(_in_states(len(values)),
-                                {f"b_state_{i}": v for i, v in enumerate(values)}).all()
-        return [JobRecord.from_row(r) for r in rows]
+        return [JobRecord.from_row(r) for r in self._rows_in_states(states)]
 
     def active(self) -> tuple[list[JobRecord], set[str]]:
         """The active jobs in submit order, and those of them a waiting job still needs
         (--after): a tracker pass's one read."""
-        params = {f"b_state_{i}": s.value for i, s in enumerate(ACTIVE_STATES)}
-        with self.db.read() as conn:
-            rows = conn.execute(_in_states(len(ACTIVE_STATES), needed=True), params).all()
+        rows = self._rows_in_states(ACTIVE_STATES, needed=True)
         return [JobRecord.from_row(r) for r in rows], {r.id for r in rows if r.still_needed}
+
+    def _rows_in_states(self, states: Iterable[JobState], needed: bool = False) -> list[Any]:
+        values = tuple(dict.fromkeys(s.value for s in states))
+        if not values:
+            return []
+        with self.db.read() as conn:
+            return list(conn.execute(_in_states(len(values), needed),
+                                     {f"b_state_{i}": v for i, v in enumerate(values)}).all())
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:
         """The waiting jobs in submit order, with only the columns admission needs; those
