@@ -135,11 +135,17 @@ class SocketProxy:
         self.target = target
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
+        self._clients: list[socket.socket] = []  # every connection accepted, open or not
         self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
         return f"unix://{self.path}"
+
+    def connections(self) -> int:
+        """Connections relayed now: a client that closes its end closes the relay's."""
+        with self._lock:
+            return sum(1 for client in self._clients if client.fileno() != -1)
 
     def start(self) -> SocketProxy:
         self.path.unlink(missing_ok=True)
@@ -177,6 +183,7 @@ class SocketProxy:
                 continue
             with self._lock:
                 self._open += [client, upstream]
+                self._clients.append(client)
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=_pump, args=(src, dst), daemon=True).start()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -112,6 +113,36 @@ def test_an_engine_restart_leaves_no_job_stuck(engine: Engine, tmp_path: Path) -
         first = RunStore(srv.db).get(again, 1)
         assert first is not None and first.state is JobState.PREEMPTED
         assert "the Docker engine stopped or restarted while it ran" in first.message
+
+
+def test_a_stopped_service_leaves_no_connection_to_the_engine_open(engine: Engine,
+                                                                   tmp_path: Path) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    srv = docker_server(tmp_path, base_url=proxy.url)
+    try:
+        job_id, _ = srv.service.train(LOCAL, JobSpec(name="talker", image=TRAINER_IMAGE,
+                                                     command="echo hello; sleep 300"))
+        job = wait_state(srv, job_id, {JobState.RUNNING})
+        follower = f"logs-{job.handle}"
+        deadline = time.monotonic() + 20
+        # The event stream and the copy of the container's output, at least.
+        while proxy.connections() < 2 or not _alive(follower):
+            assert time.monotonic() < deadline, proxy.connections()
+            time.sleep(0.05)
+        srv.stop(grace=0)
+        assert not _alive(follower)
+        deadline = time.monotonic() + 10
+        while proxy.connections():
+            assert time.monotonic() < deadline, f"{proxy.connections()} connections left open"
+            time.sleep(0.05)
+        assert engine.client.api.inspect_container(job.handle)["State"]["Running"]
+    finally:
+        proxy.cut()
+        remove_containers(srv.workspace.data_dir)
+
+
+def _alive(thread_name: str) -> bool:
+    return any(thread.name == thread_name for thread in threading.enumerate())
 
 
 def test_an_engine_gone_for_good_fails_its_jobs_with_the_reason(engine: Engine,

@@ -97,7 +97,7 @@ class DockerExecutor:
         kwargs: dict[str, Any] = {"base_url": config.base_url} if config.base_url else {}
         self._api = _client(timeout=config.api_timeout, **kwargs)
         # Streams (events, logs) may be quiet for hours: no read timeout.
-        streams = _client(timeout=None, max_pool_size=256, **kwargs)
+        self._streams = streams = _client(timeout=None, max_pool_size=256, **kwargs)
         self._listener: Callable[[str], None] = lambda handle: None
         self._lock = threading.Lock()
         self._timers: dict[str, threading.Timer] = {}  # forced kills after a cancel's grace
@@ -111,7 +111,12 @@ class DockerExecutor:
         self._events.start()
 
     def close(self) -> None:
+        """Stop following the engine and let go of every connection to it. Containers run
+        on; a service that starts again adopts them."""
         self._events.close()
+        self._logs.close()
+        self._api.close()
+        self._streams.close()
 
     def set_exit_listener(self, listener: Callable[[str], None]) -> None:
         self._listener = listener

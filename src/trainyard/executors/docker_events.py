@@ -4,7 +4,6 @@ job costs no call to the engine. Whatever it cannot vouch for is inspected inste
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -13,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import docker
+
+from trainyard.executors.docker_streams import close_stream, interrupt
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,7 @@ class EngineEvents:
         self._stop.set()
         response = self._response
         if response is not None:
-            with contextlib.suppress(Exception):
-                response.close()
+            interrupt(response)
         self._thread.join(timeout=5)
 
     @property
@@ -124,8 +124,7 @@ class EngineEvents:
                     log.debug("Docker event stream: %s", exc)
             finally:
                 if events is not None:  # a stream cut off still holds its socket
-                    with contextlib.suppress(Exception):
-                        events.close()
+                    close_stream(events)
             with self._lock:
                 was_connected = self._connected
                 self._connected = False

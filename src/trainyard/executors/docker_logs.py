@@ -9,21 +9,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 import requests.exceptions
 
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, is_cut, keep
+from trainyard.executors.docker_streams import close_stream, interrupt
 
 log = logging.getLogger(__name__)
 
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 LOCK_WAIT = 10.0  # how long a one-off copy waits for another copy of the same log
 RESUME_DELAY = 0.5  # before following again a stream that broke while the container runs
+CLOSE_WAIT = 5.0  # how long closing waits for the followers, all together
 
 
 @dataclass
@@ -42,12 +45,30 @@ class LogCopier:
         self._followers: dict[str, _Follower] = {}
         self._file_locks: dict[str, threading.Lock] = {}
         self._complete: set[str] = set()  # handles whose log file holds all their output
+        self._streams: dict[str, Any] = {}  # handle -> the stream its follower reads
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        """Stop following: each follower's stream is cut, and the followers are waited for.
+        A container that runs on is followed again, from where its log ends, by whoever
+        adopts it next."""
+        self._closed.set()
+        with self._lock:
+            streams = list(self._streams.values())
+            threads = [follower.thread for follower in self._followers.values()]
+        for stream in streams:
+            interrupt(stream)
+        deadline = time.monotonic() + CLOSE_WAIT
+        for thread in threads:
+            if thread.ident is not None:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def follow(self, handle: str, log_path: Path) -> None:
         """Copy the container's output as it comes, until the container ends."""
         with self._lock:
             current = self._followers.get(handle)
-            if handle in self._complete or (current is not None and current.thread.is_alive()):
+            if self._closed.is_set() or handle in self._complete or \
+                    (current is not None and current.thread.is_alive()):
                 return
             thread = threading.Thread(target=self._follow, args=(handle, log_path),
                                       name=f"logs-{handle}", daemon=True)
@@ -80,8 +101,10 @@ class LogCopier:
             self._complete.discard(handle)
 
     def _follow(self, handle: str, log_path: Path) -> None:
-        while True:
+        while not self._closed.is_set():
             clean = self._copy(handle, log_path, follow=True)
+            if self._closed.is_set():
+                return
             try:
                 running = self._api.inspect_container(handle)["State"]["Running"]
             except ENGINE_ERRORS:
@@ -92,7 +115,7 @@ class LogCopier:
                     if follower is not None and clean:
                         follower.complete = True
                 return
-            time.sleep(RESUME_DELAY)  # the stream broke while the container runs on
+            self._closed.wait(RESUME_DELAY)  # the stream broke while the container runs on
 
     def _copy(self, handle: str, log_path: Path, follow: bool) -> bool:
         """Append what the engine holds beyond what the file has; True if the engine's
@@ -102,12 +125,16 @@ class LogCopier:
         if not file_lock.acquire(timeout=-1 if follow else LOCK_WAIT):
             log.warning("log of %s may be incomplete: another copy of it is stuck", handle)
             return False
+        stream: Any = None
         try:
             with log_path.open("ab") as out:
                 skip = out.tell()
                 if is_cut(skip, self._max_bytes) and not follow:
                     return True  # cut: nothing more is kept
-                for chunk in self._stream(handle, follow):
+                stream = self._open(handle, follow)
+                if stream is None:
+                    return False
+                for chunk in stream:
                     if skip >= len(chunk):
                         skip -= len(chunk)
                         continue
@@ -122,8 +149,27 @@ class LogCopier:
             log.info("log copy of %s stopped: %s", handle, exc)
             return False
         finally:
+            if stream is not None:
+                self._done_with(handle, stream)
             file_lock.release()
 
-    def _stream(self, handle: str, follow: bool) -> Iterator[bytes]:
+    def _open(self, handle: str, follow: bool) -> Iterable[bytes] | None:
+        """The container's output from its start; None once closing began. A follow's
+        stream is known, so that closing can cut it."""
         api = self._stream_api if follow else self._api
-        yield from api.logs(handle, stdout=True, stderr=True, stream=True, follow=follow)
+        stream: Iterable[bytes] = api.logs(handle, stdout=True, stderr=True, stream=True,
+                                           follow=follow)
+        if follow:
+            with self._lock:
+                if not self._closed.is_set():
+                    self._streams[handle] = stream
+                    return stream
+            close_stream(stream)
+            return None
+        return stream
+
+    def _done_with(self, handle: str, stream: Any) -> None:
+        with self._lock:
+            if self._streams.get(handle) is stream:
+                del self._streams[handle]
+        close_stream(stream)
