@@ -41,6 +41,9 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while not self.port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                if self.proc.poll() is None:  # too slow: it must not outlive the test
+                    self.proc.kill()
+                    self.proc.wait()
                 raise RuntimeError(f"server did not start:\n{self.log_path.read_text()}")
             time.sleep(0.05)
         self.port = int(self.port_file.read_text())
