@@ -119,17 +119,21 @@ def test_a_stopped_service_leaves_no_connection_to_the_engine_open(engine: Engin
                                                                    tmp_path: Path) -> None:
     proxy = SocketProxy(tmp_path / "engine.sock").start()
     srv = docker_server(tmp_path, base_url=proxy.url)
+    stopped = False
     try:
         job_id, _ = srv.service.train(LOCAL, JobSpec(name="talker", image=TRAINER_IMAGE,
                                                      command="echo hello; sleep 300"))
         job = wait_state(srv, job_id, {JobState.RUNNING})
-        follower = f"logs-{job.handle}"
+        log_path = srv.workspace.attempt(job_id, 1).log_path
         deadline = time.monotonic() + 20
-        # The event stream and the copy of the container's output, at least.
-        while proxy.connections() < 2 or not _alive(follower):
-            assert time.monotonic() < deadline, proxy.connections()
+        # The copy of the container's output has its stream open: it copied the first line.
+        while not (log_path.exists() and b"hello" in log_path.read_bytes()):
+            assert time.monotonic() < deadline
             time.sleep(0.05)
+        follower = f"logs-{job.handle}"
+        assert _alive(follower) and proxy.connections() >= 2  # it and the event stream
         srv.stop(grace=0)
+        stopped = True
         assert not _alive(follower)
         deadline = time.monotonic() + 10
         while proxy.connections():
@@ -137,6 +141,8 @@ def test_a_stopped_service_leaves_no_connection_to_the_engine_open(engine: Engin
             time.sleep(0.05)
         assert engine.client.api.inspect_container(job.handle)["State"]["Running"]
     finally:
+        if not stopped:
+            srv.stop(grace=0)
         proxy.cut()
         remove_containers(srv.workspace.data_dir)
 

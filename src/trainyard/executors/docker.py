@@ -111,8 +111,9 @@ class DockerExecutor:
         self._events.start()
 
     def close(self) -> None:
-        """Stop following the engine and let go of every connection to it. Containers run
-        on; a service that starts again adopts them."""
+        """Stop following the engine and let go of its connections. Containers run on; a
+        service that starts again adopts them. A forced kill still due after a cancel's
+        grace is still sent (its client connects again)."""
         self._events.close()
         self._logs.close()
         self._api.close()

@@ -110,6 +110,8 @@ class EngineEvents:
             try:
                 events = self._api.events(decode=True, filters=self._filters)
                 self._response = events
+                if self._stop.is_set():  # opened while closing, after its interrupt
+                    break
                 with self._lock:
                     # Ends before this moment were not seen: inspect each container again.
                     self._vouched.clear()
@@ -124,6 +126,7 @@ class EngineEvents:
                     log.debug("Docker event stream: %s", exc)
             finally:
                 if events is not None:  # a stream cut off still holds its socket
+                    self._response = None
                     close_stream(events)
             with self._lock:
                 was_connected = self._connected

@@ -60,7 +60,7 @@ class LogCopier:
             interrupt(stream)
         deadline = time.monotonic() + CLOSE_WAIT
         for thread in threads:
-            if thread.ident is not None:
+            if thread.is_alive():  # one registered but not started yet cannot be joined
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def follow(self, handle: str, log_path: Path) -> None:
