@@ -147,6 +147,24 @@ def test_a_stopped_service_leaves_no_connection_to_the_engine_open(engine: Engin
         remove_containers(srv.workspace.data_dir)
 
 
+def test_without_an_address_the_engine_is_the_one_docker_host_names(
+        engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    monkeypatch.setenv("DOCKER_HOST", proxy.url)
+    try:
+        with running(docker_server(tmp_path)) as srv:  # no base_url
+            deadline = time.monotonic() + 10
+            while srv.executors["docker"].unavailable() is not None:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert proxy.connections() >= 1  # the event stream
+            job_id, _ = srv.service.train(LOCAL, JobSpec(name="there", image=TRAINER_IMAGE,
+                                                         command="echo ran"))
+            assert final(srv, job_id).state is JobState.SUCCEEDED
+    finally:
+        proxy.cut()
+
+
 def _alive(thread_name: str) -> bool:
     return any(thread.name == thread_name for thread in threading.enumerate())
 

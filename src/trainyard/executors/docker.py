@@ -94,7 +94,7 @@ class DockerExecutor:
                  ) -> None:
         self.config = config
         self.user = config.user or _default_user()
-        kwargs: dict[str, Any] = {"base_url": config.base_url} if config.base_url else {}
+        kwargs = engine_address(config.base_url)
         self._api = _client(timeout=config.api_timeout, **kwargs)
         # Streams (events, logs) may be quiet for hours: no read timeout.
         self._streams = streams = _client(timeout=None, max_pool_size=256, **kwargs)
@@ -475,6 +475,12 @@ def _connect_closing_on_failure(self: UnixHTTPConnection) -> None:
 
 
 UnixHTTPConnection.connect = _connect_closing_on_failure  # type: ignore[method-assign]
+
+
+def engine_address(base_url: str) -> dict[str, Any]:
+    """How to reach the engine at base_url; empty: the one DOCKER_HOST names (with its TLS
+    settings), else the local socket, as the docker command finds it."""
+    return {"base_url": base_url} if base_url else docker.utils.kwargs_from_env()
 
 
 def _client(timeout: float | None, max_pool_size: int = 10, **kwargs: Any) -> docker.APIClient:

@@ -4,7 +4,6 @@ version pins at registration, so that a tag moved later never changes what it ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from trainyard.domain.errors import FailedPrecondition, InvalidArgument
 
@@ -26,14 +25,13 @@ def engine_image_ids(base_url: str = "") -> ImageIds:
 
             # The executor's module also mends the SDK's connect, which leaves its socket
             # open when no engine listens; its API version is the one containers run with.
-            from trainyard.executors.docker import API_VERSION
+            from trainyard.executors.docker import API_VERSION, engine_address
         except ImportError:  # pragma: no cover - the SDK is a dependency of the server
             raise FailedPrecondition("image: the Docker SDK is not installed on the server, "
                                      f"so {image!r} cannot be pinned to its id") from None
-        kwargs: dict[str, Any] = {"base_url": base_url} if base_url else \
-            docker.utils.kwargs_from_env()
         try:
-            client = docker.APIClient(timeout=ENGINE_TIMEOUT_S, version=API_VERSION, **kwargs)
+            client = docker.APIClient(timeout=ENGINE_TIMEOUT_S, version=API_VERSION,
+                                      **engine_address(base_url))
         except docker.errors.DockerException as exc:
             raise _no_engine(image, exc) from None
         try:
