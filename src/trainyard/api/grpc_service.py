@@ -46,17 +46,15 @@ class TrainingServicer(CatalogServicer, AlgorithmServicer, pb_grpc.TrainingServi
     def ListJobs(self, request: pb.ListJobsRequest,
                  context: grpc.ServicerContext) -> pb.ListJobsResponse:
         states = [convert.state_from_pb(s, "states") for s in request.states]
-        records, token = self.jobs.list_jobs(
+        page = self.jobs.list_page(
             current_identity(), states=states, queue=request.queue,
             labels=dict(request.labels), page_size=request.page_size,
             page_token=request.page_token,
         )
-        predicted = self.jobs.predicted_starts(records)
-        needs = self.jobs.needs_of(records)
         return pb.ListJobsResponse(
-            jobs=[convert.summary_to_pb(r, predicted.get(r.id), needs.get(r.id))
-                  for r in records],
-            next_page_token=token)
+            jobs=[convert.summary_to_pb(r, page.predicted.get(r.id), page.needs.get(r.id))
+                  for r in page.records],
+            next_page_token=page.next_token)
 
     @grpc_errors
     def CancelJob(self, request: pb.CancelJobRequest,

@@ -78,6 +78,16 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class JobPage:
+    """A page of ListJobs, newest first."""
+
+    records: list[JobRecord]
+    next_token: str  # the next page's token; "" at the end
+    predicted: dict[str, PredictedStart]  # the waiting ones' latest predictions, by job id
+    needs: dict[str, list[Need]]  # what those that wait for jobs (--after) wait for, by job id
+
+
+@dataclass(frozen=True)
 class QueuesOverview:
     policy: Policy  # the one view in force: the file's or FIFO's, with the store's rules
     source: str  # the policy file, or "" for the built-in one
@@ -237,6 +247,16 @@ class JobService:
     def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),
                   queue: str = "", labels: Mapping[str, str] | None = None,
                   page_size: int = 0, page_token: str = "") -> tuple[list[JobRecord], str]:
+        """A page of jobs, newest first, and the token of the next page ("" at the end)."""
+        page = self.list_page(identity, states=states, queue=queue, labels=labels,
+                              page_size=page_size, page_token=page_token)
+        return page.records, page.next_token
+
+    def list_page(self, identity: Identity, *, states: Sequence[JobState] = (),
+                  queue: str = "", labels: Mapping[str, str] | None = None,
+                  page_size: int = 0, page_token: str = "") -> JobPage:
+        """ListJobs: a page of jobs with what its waiting ones are predicted to start at and
+        what its jobs wait for (--after), read on one pooled connection, one query each."""
         self.guard.require(identity, Access.READ, "ListJobs")
         check_text("queue", queue)
         for key, value in (labels or {}).items():
@@ -250,20 +270,15 @@ class JobService:
                 raise InvalidArgument("page_token", "is not a token from an earlier "
                                       "ListJobs response")
         owners = self.guard.owners(identity)
-        records, next_seq = self.jobs.list(JobFilter(states, queue, labels, owners),
-                                           page_size=page_size or DEFAULT_PAGE_SIZE,
-                                           after_seq=after)
-        return records, "" if next_seq is None else str(next_seq)
-
-    def needs_of(self, records: Sequence[JobRecord]) -> dict[str, list[Need]]:
-        """What each of a page of jobs waits for (--after), by job id: one query for the
-        page."""
-        return self.dependencies.needs_of([r.id for r in records])
-
-    def predicted_starts(self, records: Sequence[JobRecord]) -> dict[str, PredictedStart]:
-        """The latest predictions of the waiting ones of a page of jobs (list_jobs), by job
-        id: one query for the page."""
-        return self.predictions.many(r.id for r in records if r.state is JobState.WAITING)
+        with self.jobs.db.read() as conn:
+            records, next_seq = self.jobs.list(JobFilter(states, queue, labels, owners),
+                                               page_size=page_size or DEFAULT_PAGE_SIZE,
+                                               after_seq=after, conn=conn)
+            return JobPage(
+                records=records, next_token="" if next_seq is None else str(next_seq),
+                predicted=self.predictions.many(
+                    (r.id for r in records if r.state is JobState.WAITING), conn),
+                needs=self.dependencies.needs_of([r.id for r in records], conn))
 
     def cancel(self, identity: Identity, job_id: str) -> JobState:
         """Cancel a job: at once if it waits, otherwise by asking the tracker to stop it."""

@@ -590,6 +590,7 @@ class JobStore:
 
     def list(
         self, flt: JobFilter, *, page_size: int, after_seq: int | None = None,
+        conn: Connection | None = None,
     ) -> tuple[list[JobRecord], int | None]:
         """Newest first. Returns the page and the seq to continue after, or None at the end.
         Several states are read each newest first along its own range of the (state, seq)
@@ -599,17 +600,17 @@ class JobStore:
         states meanwhile is left off its page."""
         states = list(dict.fromkeys(flt.states))
         wanted = page_size + 1
-        with self.db.read() as conn:
+        with self.db.read(conn) as c:
             if len(states) > 1:
-                newest = heapq.nlargest(wanted, set(conn.execute(
+                newest = heapq.nlargest(wanted, set(c.execute(
                     *_newest_of_each(flt, states, wanted, after_seq)).scalars()))
                 page = newest[:page_size]
-                rows = conn.execute(prepared.JOBS_BY_SEQ, {
+                rows = c.execute(prepared.JOBS_BY_SEQ, {
                     "b_seqs": page, "b_states": [s.value for s in states]}).all() \
                     if page else []
                 more = len(newest) > page_size
                 return ([JobRecord.from_row(r) for r in rows], page[-1] if more else None)
-            rows = conn.execute(*_listing(flt, states, wanted, after_seq)).all()
+            rows = c.execute(*_listing(flt, states, wanted, after_seq)).all()
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)
