@@ -479,8 +479,16 @@ UnixHTTPConnection.connect = _connect_closing_on_failure  # type: ignore[method-
 
 def engine_address(base_url: str) -> dict[str, Any]:
     """How to reach the engine at base_url; empty: the one DOCKER_HOST names (with its TLS
-    settings), else the local socket, as the docker command finds it."""
-    return {"base_url": base_url} if base_url else docker.utils.kwargs_from_env()
+    settings), else the local socket, as the docker command finds it. Settings the SDK
+    refuses raise its error with a sentence naming them."""
+    if base_url:
+        return {"base_url": base_url}
+    try:
+        return docker.utils.kwargs_from_env()
+    except docker.errors.DockerException as exc:
+        raise docker.errors.DockerException(
+            "the Docker engine's settings in this environment (DOCKER_HOST, DOCKER_TLS_VERIFY, "
+            f"DOCKER_CERT_PATH) cannot be used: {exc}") from None
 
 
 def _client(timeout: float | None, max_pool_size: int = 10, **kwargs: Any) -> docker.APIClient:
