@@ -155,7 +155,7 @@ CALLS: dict[str, Callable[[Fixtures, str], UseCase]] = {
     TRAINING + "Train": lambda f, c: bind(f.services.jobs.train,
                                           JobSpec(name="t", command="true")),
     TRAINING + "GetTrainingStatus": lambda f, c: bind(f.services.jobs.status, f.job(c)),
-    TRAINING + "ListJobs": lambda f, c: bind(f.services.jobs.list_jobs),
+    TRAINING + "ListJobs": lambda f, c: bind(f.services.jobs.list_page),
     TRAINING + "CancelJob": lambda f, c: bind(f.services.jobs.cancel, f.waiting_job(c)),
     TRAINING + "WatchJob": lambda f, c: bind(f.services.jobs.watch, f.job(c),
                                              is_active=_always),

@@ -65,7 +65,7 @@ def test_members_of_a_policy_file_team_see_each_others_jobs(tmp_path: Path) -> N
         assert srv.jobs.get(job_id).team == "vision"  # the quota it draws on
         for teammate in (ann, bob):
             assert jobs.status(teammate, job_id).job.owner == "cal"
-            listed, _ = jobs.list_jobs(teammate)
+            listed = jobs.list_page(teammate).records
             assert job_id in {j.id for j in listed}
         with pytest.raises(PermissionDenied, match="may not see job"):
             jobs.status(dan, job_id)

@@ -244,14 +244,6 @@ class JobService:
                 sample_job_id=self.sample_ids.number_of(job_id, conn) or 0,
             )
 
-    def list_jobs(self, identity: Identity, *, states: Sequence[JobState] = (),
-                  queue: str = "", labels: Mapping[str, str] | None = None,
-                  page_size: int = 0, page_token: str = "") -> tuple[list[JobRecord], str]:
-        """A page of jobs, newest first, and the token of the next page ("" at the end)."""
-        page = self.list_page(identity, states=states, queue=queue, labels=labels,
-                              page_size=page_size, page_token=page_token)
-        return page.records, page.next_token
-
     def list_page(self, identity: Identity, *, states: Sequence[JobState] = (),
                   queue: str = "", labels: Mapping[str, str] | None = None,
                   page_size: int = 0, page_token: str = "") -> JobPage:
