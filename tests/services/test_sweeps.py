@@ -68,7 +68,10 @@ def test_pause_launches_nothing_new_and_resume_and_cancel_act_on_every_trial(
     resumed = sweeps(server).resume(ANN, sweep_id)
     assert resumed.state == "RUNNING" and resumed.message == ""
     wait_until(lambda: server.jobs.get(ids[2]).state is JobState.RUNNING, what="resumed")
-    assert server.jobs.get(ids[3]).pending_code == "SWEEP_LIMIT"
+    # Written by the pass that launched ids[2], after it handed the launch to a launcher
+    # thread, which may record RUNNING first.
+    wait_until(lambda: server.jobs.get(ids[3]).pending_code == "SWEEP_LIMIT",
+               what="the last trial waits for the sweep's limit again")
     cancelled = sweeps(server).cancel(ANN, sweep_id)
     assert cancelled.state == "CANCELLED" and cancelled.message == \
         "sweep 'lr' was cancelled by ann"
