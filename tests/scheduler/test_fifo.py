@@ -50,6 +50,34 @@ def test_every_waiting_job_gets_a_reason_with_its_place() -> None:
     assert reasons["j1"] == reasons["j2"] == reasons["j3"]
 
 
+def test_an_unchanged_reason_is_the_same_object_from_pass_to_pass() -> None:
+    # The tracker writes only the reasons that changed and tells most of them by identity:
+    # a pass over a deep backlog compares no sentences.
+    policy = FifoPolicy(2)
+    first = policy.schedule(Snapshot(pending(*range(1, 40)), running(1), now=0))
+    assert first.admit == ("j1",)
+    second = policy.schedule(Snapshot(pending(*range(2, 40)), running(2), now=1))
+    assert second.admit == ()
+    assert len(second.pending) == 38
+    assert all(second.pending[job] is first.pending[job] for job in second.pending)
+    policy.max_running = 3  # another limit is another sentence
+    third = policy.schedule(Snapshot(pending(*range(3, 40)), running(3), now=2))
+    assert third.pending["j3"] != first.pending["j3"]
+    assert third.pending["j3"].message.startswith("all 3 job slots are in use")
+
+
+def test_behind_full_slots_a_sweep_at_its_limit_still_says_so() -> None:
+    # With every slot taken the rest of the queue waits for the limit, except where a group
+    # rule says more: the jobs of a sweep at its own limit keep that reason.
+    jobs = [waiting(1, "default"), waiting(2, "default", sweep="s"), waiting(3, "default")]
+    snap = Snapshot(jobs, [factories.running("r0", "default", sweep="s")], now=0,
+                    sweep_limits={"s": 1})
+    decisions = FifoPolicy(2).schedule(snap)
+    assert decisions.admit == ("j1",)
+    assert decisions.pending["j2"].code is ReasonCode.SWEEP_LIMIT
+    assert decisions.pending["j3"].code is ReasonCode.GLOBAL_CONCURRENCY_LIMIT
+
+
 def test_saturation_is_declared_only_when_every_slot_is_taken() -> None:
     policy = FifoPolicy(2)
     full = policy.schedule(Snapshot(pending(1, 2), running(1), now=0))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import factories
 from tests.scheduler.builders import TEAMS, job, policy, quota_policy, run
 from trainyard.domain import policy as cfg
 from trainyard.domain.policy import Queue, Quota, Team
@@ -45,6 +46,33 @@ def test_a_queue_limit_holds_only_that_queue() -> None:
     assert set(decided.admit) == {"j1", "j3"}
     assert decided.pending["j2"].code == ReasonCode.QUEUE_LIMIT
     assert decided.pending["j2"].message == "queue 'a' is at its limit of 1 running jobs"
+
+
+def test_an_unchanged_reason_is_the_same_object_from_pass_to_pass() -> None:
+    # The tracker tells unchanged reasons by identity: the global limit's and those made by
+    # key (a queue's limit here) are carried from one pass to the next, and only those the
+    # last pass used.
+    p = QueuePolicy(policy(max_running=3, queues={
+        **policy().queues, "a": Queue("a", pools=("cpu",), max_running=1)}))
+    jobs = [job(1, "a"), job(2, "a"), job(3, "b"), job(4, "b"), job(5, "b"), job(6, "b")]
+    first = p.schedule(Snapshot(jobs, [], now=0))
+    assert set(first.admit) == {"j1", "j3", "j4"}
+    held = [run_of(j) for j in first.admit]
+    second = p.schedule(Snapshot([j for j in jobs if j.job_id not in first.admit], held,
+                                 now=1))
+    assert second.admit == ()
+    assert second.pending["j2"].code is ReasonCode.QUEUE_LIMIT
+    assert second.pending["j5"].code is ReasonCode.GLOBAL_CONCURRENCY_LIMIT
+    assert all(second.pending[j] is first.pending[j] for j in ("j2", "j5", "j6"))
+    # A pass that needs no queue's limit carries none of it on.
+    p.schedule(Snapshot([job(7, "b")], [], now=2))
+    third = p.schedule(Snapshot([job(2, "a")], [run_of("j1")], now=3))
+    assert third.pending["j2"] == first.pending["j2"]
+    assert third.pending["j2"] is not first.pending["j2"]
+
+
+def run_of(job_id: str) -> RunningJob:
+    return factories.running(job_id, "a" if job_id in ("j1", "j2") else "b", pool="cpu")
 
 
 def test_a_big_job_blocks_only_what_it_must_until_it_has_waited_long() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from trainyard.domain.pools import PoolCapacity, add, allocate_gpus, shortfall
 from trainyard.domain.reasons import ReasonCode
@@ -10,9 +12,8 @@ from trainyard.domain.spec import Resources
 from trainyard.scheduler.model import Decisions, PendingJob, PendingReason, Snapshot
 from trainyard.scheduler.sweeps import SweepSlots
 
-
-def fifo_key(job: PendingJob) -> int:
-    return job.seq
+# Submit order: the store's sequence. A C-level getter, since a pass sorts the whole queue.
+fifo_key: Callable[[PendingJob], int] = attrgetter("seq")
 
 
 @dataclass
@@ -38,6 +39,15 @@ class FifoPolicy:
 
     def __init__(self, max_running: int) -> None:
         self.max_running = max_running  # across all pools
+        self._limit: tuple[int, PendingReason] | None = None
+
+    def _limit_reason(self) -> PendingReason:
+        """Why a job waits while every slot is in use: one object for as long as the limit
+        stands, so that the tracker tells an unchanged reason by identity alone."""
+        if self._limit is None or self._limit[0] != self.max_running:
+            self._limit = (self.max_running, PendingReason(
+                ReasonCode.GLOBAL_CONCURRENCY_LIMIT, _limit_sentence(self.max_running)))
+        return self._limit[1]
 
     def schedule(self, snapshot: Snapshot) -> Decisions:
         ordered = sorted(snapshot.pending, key=fifo_key)
@@ -55,14 +65,18 @@ class FifoPolicy:
         # The sentence is the same for every waiting job and changes only with the limit,
         # so it is stored once per job, not rewritten on every pass; the queue position
         # (computed when asked) says how many are ahead.
-        limit = PendingReason(ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
-                              _limit_sentence(self.max_running))
+        limit = self._limit_reason()
         admit: list[str] = []
         gpus: dict[str, tuple[str, ...]] = {}
         pending: dict[str, PendingReason] = {}
         sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running, snapshot.sweep_titles,
                             snapshot.sweep_holds, snapshot.sweep_starts)
-        for job in ordered:
+        for index, job in enumerate(ordered):
+            if len(admit) >= free and not sweeps.any:
+                # Every slot is taken and no group has a rule: the rest of the queue waits
+                # for the limit alone, settled at once rather than job by job.
+                pending.update(dict.fromkeys([j.job_id for j in ordered[index:]], limit))
+                break
             capped = sweeps.blocked(job)
             if capped is not None:
                 pending[job.job_id] = capped

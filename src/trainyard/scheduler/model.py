@@ -109,13 +109,23 @@ class PendingReason:
 
 class SharedReasons(dict[tuple[str, str, str], PendingReason]):
     """One reason object for each key in a pass, made when first needed: for reasons whose
-    message depends on nothing but the key, shared by the jobs they hold."""
+    message depends on nothing but the key (and the policy), shared by the jobs they hold.
+    `carried`: the last pass's of the same policy, whose objects are taken over, so that
+    a reason unchanged between passes is the same object; only the keys a pass uses are
+    carried on, so they never pile up."""
+
+    def __init__(self, carried: Mapping[tuple[str, str, str], PendingReason] | None = None
+                 ) -> None:
+        super().__init__()
+        # A copy of the entries alone: a pass never holds on to the passes before it.
+        self._carried = dict(carried) if carried else {}
 
     def of(self, key: tuple[str, str, str], make: Callable[[], PendingReason]
            ) -> PendingReason:
         found = self.get(key)
         if found is None:
-            found = self[key] = make()
+            found = self._carried.get(key)
+            self[key] = found = make() if found is None else found
         return found
 
 

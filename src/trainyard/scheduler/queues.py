@@ -85,6 +85,11 @@ class QueuePolicy:
         self._layout = layout_of(policy)  # the policy does not change: worked out once
         self._queues: dict[str, QueueRules] = {}  # filled as queues are first looked up
         self.budgets = declared_budgets(policy)  # what the caller reads usage for
+        # Reasons carried from one pass to the next: the same reason is the same object, so
+        # the tracker tells a deep backlog's unchanged reasons by identity alone.
+        self._limit = PendingReason(ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
+                                    _limit_sentence(policy.max_running))
+        self._last_reasons = SharedReasons()
 
     @property
     def orders_by_service(self) -> bool:
@@ -98,8 +103,7 @@ class QueuePolicy:
         # 1. The books: what runs, and the room claimed for jobs in earlier passes.
         state = self._state(snapshot, backlog)
         ledger = state.ledger
-        limit = PendingReason(ReasonCode.GLOBAL_CONCURRENCY_LIMIT,
-                              _limit_sentence(policy.max_running))
+        limit = self._limit
         # 2. Queues by priority, highest first; those of one priority take turns.
         levels: dict[int, list[str]] = defaultdict(list)
         for name in queues:
@@ -150,7 +154,7 @@ class QueuePolicy:
     # --- one pass --------------------------------------------------------------------------
 
     def _state(self, snapshot: Snapshot, backlog: Backlog) -> _Pass:
-        reasons = SharedReasons()
+        reasons = self._last_reasons = SharedReasons(self._last_reasons)
         ledger = Ledger.of(self.policy, self._layout, snapshot.running, snapshot.unavailable,
                            reasons)
         reclaiming: dict[str, str] = {}
