@@ -71,8 +71,9 @@ class FifoPolicy:
         pending: dict[str, PendingReason] = {}
         sweeps = SweepSlots(snapshot.sweep_limits, snapshot.running, snapshot.sweep_titles,
                             snapshot.sweep_holds, snapshot.sweep_starts)
+        group_rules = sweeps.any  # taking a job changes no group's rules, only its counts
         for index, job in enumerate(ordered):
-            if len(admit) >= free and not sweeps.any:
+            if len(admit) >= free and not group_rules:
                 # Every slot is taken and no group has a rule: the rest of the queue waits
                 # for the limit alone, settled at once rather than job by job.
                 pending.update(dict.fromkeys([j.job_id for j in ordered[index:]], limit))
