@@ -25,6 +25,7 @@ from sqlalchemy import (
 from trainyard.domain.dependencies import Condition, Dependency, Need
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.states import FINAL_STATES, JobState
+from trainyard.store import driver_reads
 from trainyard.store.db import Database
 from trainyard.store.schema import job_dependencies, job_events, jobs
 
@@ -114,7 +115,7 @@ class DependencyStore:
             return out
         with self.db.read(conn) as c:
             for chunk in _chunks(job_ids):
-                for r in c.execute(_SELECT_NEEDS, {"b_ids": chunk}):
+                for r in driver_reads.rows(c, _SELECT_NEEDS, {"b_ids": chunk}):
                     out.setdefault(r.job_id, []).append(Need(
                         Dependency(r.needs_job_id, Condition(r.condition)), JobState(r.state),
                         bool(r.met)))

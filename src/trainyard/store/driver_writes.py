@@ -7,8 +7,10 @@ worked out once here (the SQL for the dialect, where each value goes, each colum
 conversion) and the rows go straight to the driver's executemany.
 
 Only what needs none of SQLAlchemy's run-time work takes this path: a column the rows leave
-out may have a plain default value, not one computed by a function; no RETURNING, no
-expanding or late-rendered parameter; every row of a batch has the same keys. The rest goes
+out may have a plain default value, not one computed by a function; no RETURNING, no value
+rendered into the SQL; a list expanded into an IN only where the caller says its length (the
+hot reads, store/driver_reads.py, whose plans are made here too); every row of a batch has
+the same keys. The rest goes
 through `Connection.execute` as before (`run_many` answers False: the caller does it).
 
 `run_one` (and `execute`, which falls back to SQLAlchemy itself) runs one row the same way:
@@ -23,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Executable
@@ -37,21 +39,27 @@ _UNSET = object()
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """One statement for one dialect and one set of row keys: its SQL, and for each
-    parameter in the SQL's order the row key it reads (or the statement's own value) and the
-    type's conversion."""
+class Plan:
+    """One statement for one dialect and one set of row keys (and, for a list expanded into
+    an IN, its length): its SQL, and for each parameter in the SQL's order the row key it
+    reads (or the statement's own value), the item of that key's list where it is one, and
+    the type's conversion."""
 
     sql: str
     names: tuple[str, ...]  # the parameters, in the SQL's order (positional styles)
     sources: tuple[str, ...]  # the row key of each parameter ("" where the statement's own)
+    items: tuple[int, ...]  # the item of the row key's list it takes (-1: the value itself)
     constants: tuple[Any, ...]  # the statement's own value of each parameter
     converters: tuple[Callable[[Any], Any] | None, ...]
     positional: bool
+    compiled: SQLCompiler  # for a read's columns: their names and types
+    # A read's row makers, by its result's column type codes (store/driver_reads.py).
+    readers: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False)
 
     def parameters(self, row: dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
-        values = [row[source] if source else constant
-                  for source, constant in zip(self.sources, self.constants, strict=True)]
+        values = [(row[source] if item < 0 else row[source][item]) if source else constant
+                  for source, item, constant in zip(self.sources, self.items, self.constants,
+                                                    strict=True)]
         for i, convert in enumerate(self.converters):
             if convert is not None:  # None too, as SQLAlchemy does: JSON stores it as null
                 values[i] = convert(values[i])
@@ -60,17 +68,20 @@ class _Plan:
 
 # Keyed by the statement and dialect themselves, not their ids: a key keeps them alive, so
 # no other can come to share it.
-_plans: dict[tuple[Executable, Dialect, tuple[str, ...]], _Plan | None] = {}
+_plans: dict[tuple[Executable, Dialect, tuple[str, ...], tuple[int, ...]], Plan | None] = {}
 _plans_lock = threading.Lock()
 
 
-def _plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
-    """The statement compiled for rows of these keys, or None where SQLAlchemy must run it."""
-    cache_key = (statement, dialect, keys)  # an engine's own dialect: its settings too
+def plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...],
+            lengths: tuple[int, ...] = ()) -> Plan | None:
+    """The statement compiled for rows of these keys, or None where SQLAlchemy must run it.
+    `lengths`: for each key in order, the length of its list expanded into an IN, or -1
+    where its value is not one (none given: no key's is)."""
+    cache_key = (statement, dialect, keys, lengths)  # an engine's own dialect: its settings too
     found = _plans.get(cache_key, _UNSET)
     if found is not _UNSET:
         return found  # type: ignore[return-value]
-    plan = _compile(statement, dialect, keys)
+    plan = _compile(statement, dialect, keys, dict(zip(keys, lengths, strict=False)))
     with _plans_lock:
         if len(_plans) >= CACHE_LIMIT:
             _plans.clear()  # statements built at run time: start again rather than grow
@@ -78,16 +89,24 @@ def _plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> 
     return plan
 
 
-def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
+def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...],
+             lengths: dict[str, int]) -> Plan | None:
     if not isinstance(statement, ClauseElement):
         return None
     compiled = statement.compile(dialect=dialect, column_keys=list(keys),
                                  for_executemany=True)
     if not isinstance(compiled, SQLCompiler):
         return None
-    if compiled.update_prefetch or compiled.returning or \
-            compiled.literal_execute_params or compiled.post_compile_params:
-        return None  # defaults computed in Python, RETURNING or late-rendered parameters
+    if compiled.update_prefetch or compiled.returning or compiled.literal_execute_params:
+        return None  # defaults computed in Python, RETURNING or values rendered in the SQL
+    sql, names, origins = compiled.string, _names(compiled), {}
+    processors: dict[str, Callable[[Any], Any] | None] = {}
+    if compiled.post_compile_params:
+        # Lists expanded into an IN: the SQL for these lengths, each item a parameter.
+        expanded = _expanded(compiled, keys, lengths)
+        if expanded is None:
+            return None
+        sql, names, origins, processors = expanded
     # A column the rows leave out whose default is a plain value takes that value, as
     # SQLAlchemy would give it; one computed by a function is left to SQLAlchemy.
     defaults: dict[str, Any] = {}
@@ -96,19 +115,23 @@ def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> 
         if default is None or not default.is_scalar:
             return None
         defaults[column.key] = default.arg  # type: ignore[attr-defined]
-    if compiled.positional:
-        assert compiled.positiontup is not None
-        names = tuple(compiled.positiontup)
-    else:
-        names = tuple(dict.fromkeys(compiled.bind_names.values()))
     sources: list[str] = []
+    items: list[int] = []
     constants: list[Any] = []
     converters: list[Callable[[Any], Any] | None] = []
     wanted = set(keys)
     for name in names:
+        if name in origins:
+            bind_name, item = origins[name]
+            sources.append(bind_name)
+            items.append(item)
+            constants.append(None)
+            converters.append(processors.get(name))
+            continue
         bind = compiled.binds[name]
         if bind.expanding or bind.callable is not None:
             return None
+        items.append(-1)
         if name in wanted:
             sources.append(name)
             constants.append(None)
@@ -121,25 +144,56 @@ def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> 
         else:
             return None  # a parameter the rows do not give: SQLAlchemy says so
         converters.append(bind.type.dialect_impl(dialect).bind_processor(dialect))
-    return _Plan(compiled.string, names, tuple(sources), tuple(constants), tuple(converters),
-                 compiled.positional)
+    return Plan(sql, names, tuple(sources), tuple(items), tuple(constants), tuple(converters),
+                compiled.positional, compiled)
+
+
+def _names(compiled: SQLCompiler) -> tuple[str, ...]:
+    """The statement's parameters, in its SQL's order where the paramstyle is positional."""
+    if compiled.positional:
+        assert compiled.positiontup is not None
+        return tuple(compiled.positiontup)
+    return tuple(dict.fromkeys(compiled.bind_names.values()))
+
+
+def _expanded(compiled: SQLCompiler, keys: tuple[str, ...], lengths: dict[str, int]
+              ) -> tuple[str, tuple[str, ...], dict[str, tuple[str, int]],
+                         dict[str, Callable[[Any], Any] | None]] | None:
+    """The SQL with each row key's list expanded to its length in `lengths`, its
+    parameters in order, where each expanded one comes from (the key, the item), and their
+    conversions; None where a late-rendered parameter is not such a list."""
+    for bind in compiled.post_compile_params:
+        name = compiled.bind_names[bind]
+        if not bind.expanding or name not in keys or lengths.get(name, -1) < 0 or \
+                bind.literal_execute or bind.type._is_tuple_type:  # noqa: SLF001
+            return None
+    # Stand-in values of the right lengths: the SQL depends on them only through that.
+    stand_in = {key: [None] * lengths[key] if lengths.get(key, -1) >= 0 else None
+                for key in keys}
+    state = compiled.construct_expanded_state(stand_in, escape_names=False)
+    origins = {expanded: (name, i) for name, names in state.parameter_expansion.items()
+               for i, expanded in enumerate(names)}
+    names = tuple(state.positiontup) if compiled.positional and state.positiontup is not None \
+        else tuple(state.parameters)
+    return state.statement, names, origins, dict(state.processors)
 
 
 def run_one(conn: Connection, statement: Executable, row: dict[str, Any]) -> int | None:
     """Run the statement once, for one row, on the driver's cursor, in the connection's
     transaction: the rows it matched (an update's or a delete's), or None, having run
     nothing, where it must go through SQLAlchemy."""
-    plan = _plan_of(statement, conn.dialect, tuple(row))
+    plan = plan_of(statement, conn.dialect, tuple(row))
     if plan is None:
         return None
-    with _as_sqlalchemy_errors(conn, plan.sql, row) as cursor:
+    with as_sqlalchemy_errors(conn, plan.sql, row) as cursor:
         cursor.execute(plan.sql, plan.parameters(row))
         return int(cursor.rowcount)
 
 
 @contextlib.contextmanager
-def _as_sqlalchemy_errors(conn: Connection, sql: str, rows: Any) -> Iterator[Any]:
-    """A driver cursor whose errors reach the caller as SQLAlchemy's execute raises them."""
+def as_sqlalchemy_errors(conn: Connection, sql: str, rows: Any) -> Iterator[Any]:
+    """A driver cursor, in the connection's transaction, whose errors reach the caller as
+    SQLAlchemy's execute raises them."""
     driver_error = conn.dialect.loaded_dbapi.Error
     cursor = None
     try:
@@ -186,7 +240,7 @@ def execute_many(conn: Connection, statement: Executable,
     if plan is None:
         conn.execute(statement, list(rows))
         return
-    with _as_sqlalchemy_errors(conn, plan.sql, rows) as cursor:
+    with as_sqlalchemy_errors(conn, plan.sql, rows) as cursor:
         cursor.executemany(plan.sql, [plan.parameters(row) for row in rows])
 
 
@@ -224,10 +278,10 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[dict[str, A
 
 
 def _plan_of_rows(conn: Connection, statement: Executable,
-                  rows: Sequence[dict[str, Any]]) -> _Plan | None:
+                  rows: Sequence[dict[str, Any]]) -> Plan | None:
     """The plan for these rows (not empty), or None where their keys differ or the statement
     must go through SQLAlchemy."""
     first = rows[0].keys()
     if any(row.keys() != first for row in rows):
         return None
-    return _plan_of(statement, conn.dialect, tuple(first))
+    return plan_of(statement, conn.dialect, tuple(first))

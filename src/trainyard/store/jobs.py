@@ -35,7 +35,7 @@ from trainyard.domain.position import QueuePlace
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec, Resources, total_resources
 from trainyard.domain.states import ACTIVE_STATES, JobState, check_transition
-from trainyard.store import dependencies, driver_writes, faults, prepared, sample_ids
+from trainyard.store import dependencies, driver_reads, driver_writes, faults, prepared, sample_ids
 from trainyard.store.db import Database
 from trainyard.store.job_tokens import delete_for_job
 from trainyard.store.records import ActiveUse, EventRecord, JobRecord, QueuedJob
@@ -426,10 +426,10 @@ class JobStore:
         if len(job_id) > MAX_JOB_ID or "\x00" in job_id:
             raise NotFound("job", job_id[:MAX_JOB_ID])  # could never have been issued
         with self.db.read(conn) as c:
-            row = c.execute(_SELECT_JOB, {"b_id": job_id}).first()
-        if row is None:
+            found = driver_reads.rows(c, _SELECT_JOB, {"b_id": job_id})
+        if not found:
             raise NotFound("job", job_id)
-        return JobRecord.from_row(row)
+        return JobRecord.from_row(found[0])
 
     def sweep_limits(self, sweep_ids: Iterable[str]) -> dict[str, int]:
         """The running-job limit of each of these sweeps or pipelines that has one."""
@@ -530,14 +530,14 @@ class JobStore:
         if not values:
             return []
         with self.db.read() as conn:
-            return list(conn.execute(_in_states(len(values), needed),
-                                     {f"b_state_{i}": v for i, v in enumerate(values)}).all())
+            return driver_reads.rows(conn, _in_states(len(values), needed),
+                                     {f"b_state_{i}": v for i, v in enumerate(values)})
 
     def queued(self, after_seq: int = 0) -> list[QueuedJob]:
         """The waiting jobs in submit order, with only the columns admission needs; those
         still waiting for other jobs (--after) are left out until their needs are met."""
         with self.db.read() as conn:
-            rows = conn.execute(_QUEUED, {"b_after": after_seq}).all()
+            rows = driver_reads.rows(conn, _QUEUED, {"b_after": after_seq})
         # A gang is admitted as one unit holding all its workers' resources, or not at all.
         # Each row unpacked by place, in _QUEUED's order: reading a row's columns by name
         # cost more than building the job (the tracker reads every new waiting job).
@@ -555,7 +555,7 @@ class JobStore:
         to wait (its updated_at: every move and update_fields set it; a pending reason,
         which no policy reads, does not)."""
         with self.db.read() as conn:
-            rows = conn.execute(_WAITING_SINCE, {"b_upto": upto_seq}).all()
+            rows = driver_reads.rows(conn, _WAITING_SINCE, {"b_upto": upto_seq})
         return {job_id: since for job_id, since in rows}
 
     def events(self, job_id: str, after_id: int = 0,
@@ -602,15 +602,14 @@ class JobStore:
         wanted = page_size + 1
         with self.db.read(conn) as c:
             if len(states) > 1:
-                newest = heapq.nlargest(wanted, set(c.execute(
-                    *_newest_of_each(flt, states, wanted, after_seq)).scalars()))
+                newest = heapq.nlargest(wanted, set(driver_reads.scalars(
+                    c, *_newest_of_each(flt, states, wanted, after_seq))))
                 page = newest[:page_size]
-                rows = c.execute(prepared.JOBS_BY_SEQ, {
-                    "b_seqs": page, "b_states": [s.value for s in states]}).all() \
-                    if page else []
+                rows = driver_reads.rows(c, prepared.JOBS_BY_SEQ, {
+                    "b_seqs": page, "b_states": [s.value for s in states]}) if page else []
                 more = len(newest) > page_size
                 return ([JobRecord.from_row(r) for r in rows], page[-1] if more else None)
-            rows = c.execute(*_listing(flt, states, wanted, after_seq)).all()
+            rows = driver_reads.rows(c, *_listing(flt, states, wanted, after_seq))
         records = [JobRecord.from_row(r) for r in rows[:page_size]]
         more = len(rows) > page_size
         return records, (records[-1].seq if more else None)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import Connection, Row, bindparam, delete, insert, select
 
 from trainyard.domain.prediction import PredictedStart
+from trainyard.store import driver_reads
 from trainyard.store.db import Database
 from trainyard.store.schema import predicted_starts
 
@@ -55,6 +56,6 @@ class PredictionStore:
         with self.db.read(conn) as c:
             for start in range(0, len(wanted), _IN_CHUNK):
                 chunk = wanted[start:start + _IN_CHUNK]
-                for row in c.execute(_SELECT_MANY, {"b_ids": chunk}):
+                for row in driver_reads.rows(c, _SELECT_MANY, {"b_ids": chunk}):
                     out[row.job_id] = _from_row(row)
         return out

@@ -1,0 +1,112 @@
+"""Hot reads run on the driver's own cursor, in the caller's connection: what clients poll
+(a listing's page, its jobs' predictions and needs).
+
+For a read of one row or a few, SQLAlchemy's execution (its context, a cache lookup, the
+late rendering of a list expanded into an IN at every call, the result's set-up) costs
+several times what SQLite spends on the query. Here the statement is compiled once for the
+dialect, the keys of its parameters and the length of each list (store/driver_writes.py
+makes the plan), and the rows come back as tuples converted by the very result processors
+SQLAlchemy would use, keyed as its rows are: by attribute, by position and by `_mapping`.
+
+What the plan cannot carry (a value rendered into the SQL, a list longer than EXPANDED_MAX,
+whose plans would be one per length, a column name that cannot be an attribute) goes
+through `Connection.execute` as before. Statements on this path fire no SQLAlchemy execute
+events and are not echoed."""
+
+from __future__ import annotations
+
+import keyword
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Executable
+from sqlalchemy.engine import Dialect
+
+from trainyard.store.driver_writes import Plan, as_sqlalchemy_errors, plan_of
+
+# A list expanded into an IN that is longer goes through SQLAlchemy: a plan is made for each
+# length, and a long list's rows outweigh what the plan saves.
+EXPANDED_MAX = 64
+
+Processor = Callable[[Any], Any] | None
+RowMaker = Callable[[Sequence[Any]], Any]
+
+
+def rows(conn: Connection, statement: Executable, params: dict[str, Any]) -> list[Any]:
+    """The statement's rows, as SQLAlchemy's `.all()` gives them to a caller that reads
+    columns by name, by position or through `_mapping`."""
+    plan = _plan(conn.dialect, statement, params)
+    if plan is not None:
+        with as_sqlalchemy_errors(conn, plan.sql, params) as cursor:
+            cursor.execute(plan.sql, plan.parameters(params))
+            found = cursor.fetchall()
+            make = _maker(plan, conn.dialect, cursor.description)
+        if make is not None:
+            return [make(row) for row in found]
+    return list(conn.execute(statement, params).all())  # a read: running it again is safe
+
+
+def scalars(conn: Connection, statement: Executable, params: dict[str, Any]) -> list[Any]:
+    """The first column of the statement's rows."""
+    return [row[0] for row in rows(conn, statement, params)]
+
+
+def _plan(dialect: Dialect, statement: Executable, params: dict[str, Any]) -> Plan | None:
+    if not getattr(statement, "is_select", False):
+        return None
+    keys = tuple(params)
+    lengths = tuple(len(v) if isinstance(v, list | tuple) else -1 for v in params.values())
+    if any(length > EXPANDED_MAX for length in lengths):
+        return None
+    return plan_of(statement, dialect, keys, lengths)
+
+
+def _maker(plan: Plan, dialect: Dialect, description: Any) -> RowMaker | None:
+    """How a row of this plan's result becomes the caller's: None where its columns cannot
+    be named as SQLAlchemy names them (then SQLAlchemy reads it)."""
+    type_codes = tuple(column[1] for column in description or ())
+    found = plan.readers.get(type_codes, False)
+    if found is False:
+        found = plan.readers[type_codes] = _make_maker(plan, dialect, type_codes)
+    return found  # type: ignore[no-any-return]
+
+
+def _make_maker(plan: Plan, dialect: Dialect, type_codes: tuple[Any, ...]) -> RowMaker | None:
+    columns = plan.compiled._result_columns  # noqa: SLF001 - what SQLAlchemy's rows read
+    names = [column.keyname for column in columns]
+    if len(names) != len(type_codes) or len(set(names)) != len(names) or \
+            not all(name.isidentifier() and not keyword.iskeyword(name) and
+                    not name.startswith("_") for name in names):
+        return None
+    processors: list[Processor] = [
+        column.type._cached_result_processor(dialect, code)  # noqa: SLF001
+        for column, code in zip(columns, type_codes, strict=True)]
+    row_type = _row_type(tuple(names))
+    if not any(processors):
+        return row_type._make
+    pairs = list(enumerate(processors))
+
+    def make(raw: Sequence[Any]) -> Any:
+        values = list(raw)
+        for i, process in pairs:
+            if process is not None:
+                values[i] = process(values[i])
+        return row_type._make(values)
+
+    return make
+
+
+def _row_type(names: tuple[str, ...]) -> Any:
+    base = namedtuple("DriverRow", names)  # type: ignore[misc]  # noqa: PYI024
+
+    class DriverRow(base):  # type: ignore[misc, valid-type]
+        """A row read by name, by position, or through `_mapping` as SQLAlchemy's Row is."""
+
+        __slots__ = ()
+
+        @property
+        def _mapping(self) -> dict[str, Any]:
+            return dict(zip(self._fields, self, strict=True))
+
+    return DriverRow
