@@ -344,20 +344,27 @@ def test_a_log_is_cut_as_well_where_the_byte_past_its_cap_cannot_be_kept_in_a_fi
     assert (req.files.workdir / "done").exists()
 
 
+def head_shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str) -> Path:
+    """Put a `head` first on PATH that runs the shell line `first`, then the real head;
+    returns the real one."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    real = next(Path(d) / "head" for d in os.environ["PATH"].split(":")
+                if (Path(d) / "head").is_file())
+    (shims / "head").write_text(f'#!/bin/sh\n{first}\nexec {real} "$@"\n')
+    (shims / "head").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    return real
+
+
 @pytest.mark.parametrize(("size", "heads"), [(999, 1), (1000, 2), (1001, 2)])
 def test_only_an_output_that_may_have_reached_the_cap_has_it_looked_past_at_its_end(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ex: LocalExecutor, size: int,
         heads: int) -> None:
     """The log's size says the output ended under the cap: no second `head` starts for the
     byte past it, which every job's end would wait for."""
-    shims = tmp_path / "shims"
-    shims.mkdir()
     started = tmp_path / "heads"
-    real = next(Path(d) / "head" for d in os.environ["PATH"].split(":")
-                if (Path(d) / "head").is_file())
-    (shims / "head").write_text(f'#!/bin/sh\necho "$*" >> {started}\nexec {real} "$@"\n')
-    (shims / "head").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    real = head_shim(tmp_path, monkeypatch, f'echo "$*" >> {started}')
     ex.max_log_bytes = 1000
     req = request(tmp_path, ex, f"{real} -c {size} /dev/zero | tr '\\0' x")
     ex.launch(req)
@@ -366,6 +373,21 @@ def test_only_an_output_that_may_have_reached_the_cap_has_it_looked_past_at_its_
     assert req.files.log.read_bytes() == b"x" * min(size, 1000) + \
         (cut_note(1000) if size > 1000 else b"")
     assert started.read_text().splitlines() == ["-c 1000", "-c 1"][:heads]
+
+
+def test_the_copier_counts_bytes_in_the_c_locale_and_the_job_keeps_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ex: LocalExecutor) -> None:
+    """The log's copier reads no locale files at every job's start; the job's side of the
+    pipe is not touched by it."""
+    seen = tmp_path / "copier-locale"
+    head_shim(tmp_path, monkeypatch, f'echo "$LC_ALL" >> {seen}')
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")  # the service's, which its jobs inherit
+    req = request(tmp_path, ex, 'echo "job: $LC_ALL"')
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    until(lambda: ex._copied_file(req.handle).exists())
+    assert req.files.log.read_text() == "job: C.UTF-8\n"
+    assert seen.read_text().splitlines() == ["C"]
 
 
 def test_a_log_that_held_output_before_is_cut_at_its_cap_all_the_same(tmp_path: Path) -> None:
