@@ -12,7 +12,9 @@ from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
 from trainyard.store import driver_reads, prepared
 from trainyard.store.db import Database
-from trainyard.store.jobs import JobStore
+from trainyard.store.dependencies import DependencyStore
+from trainyard.store.jobs import JobFilter, JobStore
+from trainyard.store.predictions import PredictionStore
 from trainyard.store.records import JobRecord
 from trainyard.store.schema import jobs
 
@@ -57,22 +59,32 @@ def test_a_page_reads_the_same_rows_as_sqlalchemy_and_runs_none_of_its_statement
     for a, b in zip(mine, theirs, strict=True):
         assert a._mapping == dict(b._mapping)
         assert tuple(a) == tuple(b)
+        assert [type(v) for v in a] == [type(v) for v in b]  # 1 is not True, nor 1.0
         assert (a.hyperparameters, a.retry_on_failure, a.cpus) == \
             (SPEC.hyperparameters, b.retry_on_failure, 1.5)
         assert JobRecord.from_row(a) == JobRecord.from_row(b)
 
 
 def test_each_length_of_a_list_reads_its_own_rows(db: Database) -> None:
+    """A list is compiled for the next power of two at or above its length, its last item
+    repeated: 3 and 4 items share a plan, and each reads exactly its own rows."""
     store = JobStore(db)
-    seqs = _seqs(store, 4)
+    seqs = _seqs(store, 5)
     with db.read() as conn:
-        for wanted in ([], seqs[:1], seqs[1:3], seqs, seqs[2:]):
+        for wanted in ([], seqs[:1], seqs[1:3], seqs[:3], seqs[1:], seqs, seqs[2:]):
             found = driver_reads.rows(conn, prepared.JOBS_BY_SEQ, {
                 "b_seqs": wanted, "b_states": [JobState.WAITING.value]})
             assert [r.seq for r in found] == sorted(wanted, reverse=True)
         # A state no job is in: the second list is read as given too.
         assert driver_reads.rows(conn, prepared.JOBS_BY_SEQ, {
             "b_seqs": seqs, "b_states": [JobState.RUNNING.value]}) == []
+
+    def plan(length: int) -> object:
+        return driver_reads._plan(db.engine.dialect, prepared.JOBS_BY_SEQ, {
+            "b_seqs": seqs[:1] * length, "b_states": [JobState.WAITING.value]})
+
+    assert plan(3) is plan(4)
+    assert plan(4) is not plan(5)
 
 
 def test_a_long_list_goes_through_sqlalchemy_with_the_same_result(db: Database) -> None:
@@ -99,10 +111,16 @@ def test_scalars_of_a_union_are_its_first_column(db: Database) -> None:
     assert sorted(found) == sorted(seqs)[-2:]
 
 
-def test_a_column_that_cannot_be_an_attribute_is_read_by_sqlalchemy(db: Database) -> None:
+def test_a_column_that_cannot_be_an_attribute_is_read_by_sqlalchemy(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     _seqs(JobStore(db), 1)
     statement = select(jobs.c.seq.label("_private"), literal(1).label("class"))
     seen = Statements(db)
+
+    def not_here(*args: object) -> None:
+        raise AssertionError("ran on the driver's cursor first")
+
+    monkeypatch.setattr(driver_reads, "as_sqlalchemy_errors", not_here)
     with db.read() as conn:
         found = driver_reads.rows(conn, statement, {})
     assert seen.count == 1
@@ -127,3 +145,31 @@ def test_a_read_in_a_write_sees_the_writes_own_rows(db: Database) -> None:
         found: list[Any] = driver_reads.rows(conn, prepared.JOBS_BY_SEQ, {
             "b_seqs": seqs, "b_states": [JobState.WAITING.value]})
         assert found[0].priority == 42
+
+
+def test_the_reads_polled_and_made_at_every_pass_run_no_statement_of_sqlalchemys(
+        db: Database) -> None:
+    """Each caller switched to the driver's cursor stays on it: a fallback to SQLAlchemy,
+    which would pass every other test here, fails this one."""
+    store = JobStore(db)
+    job_id = store.create(SPEC, owner="ana", team="vision", now=10.0)[0]
+    waiting = [JobState.WAITING]
+    several = [JobState.WAITING, JobState.LAUNCHING, JobState.RUNNING]
+    seen = Statements(db)
+    reads: dict[str, Any] = {
+        "get": store.get(job_id).id,
+        "active": store.active()[0],
+        "in_states": [r.id for r in store.in_states(waiting)],
+        "queued": [q.id for q in store.queued()],
+        "waiting_since": list(store.waiting_since(10**9)),
+        "one state": [r.id for r in store.list(JobFilter(waiting), page_size=10)[0]],
+        "several": [r.id for r in store.list(JobFilter(several, owners=frozenset({"ana"}),
+                                                        labels={"team": "vision"}),
+                                              page_size=10)[0]],
+        "predictions": PredictionStore(db).many([job_id]),
+        "needs": DependencyStore(db).needs_of([job_id]),
+    }
+    assert seen.count == 0
+    assert reads == {"get": job_id, "active": [], "in_states": [job_id], "queued": [job_id],
+                     "waiting_since": [job_id], "one state": [job_id], "several": [job_id],
+                     "predictions": {}, "needs": {}}

@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Executable
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, StatementError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError, StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -48,7 +48,9 @@ class Plan:
     sql: str
     names: tuple[str, ...]  # the parameters, in the SQL's order (positional styles)
     sources: tuple[str, ...]  # the row key of each parameter ("" where the statement's own)
-    items: tuple[int, ...]  # the item of the row key's list it takes (-1: the value itself)
+    # The item of the row key's list it takes (-1: the value itself); past a shorter list's
+    # end, its last: a list is expanded to its length's bucket (an IN ignores repeats).
+    items: tuple[int, ...]
     constants: tuple[Any, ...]  # the statement's own value of each parameter
     converters: tuple[Callable[[Any], Any] | None, ...]
     positional: bool
@@ -57,13 +59,17 @@ class Plan:
     readers: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False)
 
     def parameters(self, row: dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
-        values = [(row[source] if item < 0 else row[source][item]) if source else constant
-                  for source, item, constant in zip(self.sources, self.items, self.constants,
-                                                    strict=True)]
+        values = [(row[source] if item < 0 else _item(row[source], item)) if source else
+                  constant for source, item, constant in zip(self.sources, self.items,
+                                                             self.constants, strict=True)]
         for i, convert in enumerate(self.converters):
             if convert is not None:  # None too, as SQLAlchemy does: JSON stores it as null
                 values[i] = convert(values[i])
         return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
+
+
+def _item(values: Sequence[Any], item: int) -> Any:
+    return values[item] if item < len(values) else values[-1]
 
 
 # Keyed by the statement and dialect themselves, not their ids: a key keeps them alive, so
@@ -75,8 +81,9 @@ _plans_lock = threading.Lock()
 def plan_of(statement: Executable, dialect: Dialect, keys: tuple[str, ...],
             lengths: tuple[int, ...] = ()) -> Plan | None:
     """The statement compiled for rows of these keys, or None where SQLAlchemy must run it.
-    `lengths`: for each key in order, the length of its list expanded into an IN, or -1
-    where its value is not one (none given: no key's is)."""
+    `lengths`: for each key in order, the length its list expanded into an IN is compiled
+    for (at least the list's own), or -1 where its value is not one (none given: no key's
+    is)."""
     cache_key = (statement, dialect, keys, lengths)  # an engine's own dialect: its settings too
     found = _plans.get(cache_key, _UNSET)
     if found is not _UNSET:
@@ -97,8 +104,11 @@ def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...],
                                  for_executemany=True)
     if not isinstance(compiled, SQLCompiler):
         return None
-    if compiled.update_prefetch or compiled.returning or compiled.literal_execute_params:
-        return None  # defaults computed in Python, RETURNING or values rendered in the SQL
+    if compiled.update_prefetch or compiled.returning or compiled.literal_execute_params or \
+            compiled.escaped_bind_names:
+        # Defaults computed in Python, RETURNING, values rendered in the SQL, or names the
+        # paramstyle needs escaped in the SQL but not in the parameters.
+        return None
     sql, names, origins = compiled.string, _names(compiled), {}
     processors: dict[str, Callable[[Any], Any] | None] = {}
     if compiled.post_compile_params:
@@ -170,7 +180,10 @@ def _expanded(compiled: SQLCompiler, keys: tuple[str, ...], lengths: dict[str, i
     # Stand-in values of the right lengths: the SQL depends on them only through that.
     stand_in = {key: [None] * lengths[key] if lengths.get(key, -1) >= 0 else None
                 for key in keys}
-    state = compiled.construct_expanded_state(stand_in, escape_names=False)
+    try:
+        state = compiled.construct_expanded_state(stand_in, escape_names=False)
+    except SQLAlchemyError:  # what SQLAlchemy's own execution then says of them
+        return None
     origins = {expanded: (name, i) for name, names in state.parameter_expansion.items()
                for i, expanded in enumerate(names)}
     names = tuple(state.positiontup) if compiled.positional and state.positiontup is not None \
