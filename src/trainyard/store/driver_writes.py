@@ -8,10 +8,10 @@ conversion) and the rows go straight to the driver's executemany.
 
 Only what needs none of SQLAlchemy's run-time work takes this path: a column the rows leave
 out may have a plain default value, not one computed by a function; no RETURNING, no value
-rendered into the SQL; a list expanded into an IN only where the caller says its length (the
-hot reads, store/driver_reads.py, whose plans are made here too); every row of a batch has
-the same keys. The rest goes
-through `Connection.execute` as before (`run_many` answers False: the caller does it).
+rendered into the SQL, no name escaped in it; a list expanded into an IN only where the
+caller says its length (the hot reads, store/driver_reads.py, whose plans are made here
+too); every row of a batch has the same keys. The rest goes through `Connection.execute`
+as before (`run_many` answers False: the caller does it).
 
 `run_one` (and `execute`, which falls back to SQLAlchemy itself) runs one row the same way:
 a job's moves, whose compare-and-set reads the rows it matched from the driver's cursor;
