@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, bindparam, event, literal, select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 from trainyard.domain.spec import DatasetRef, JobSpec, Resources
 from trainyard.domain.states import JobState
@@ -173,3 +173,22 @@ def test_the_reads_polled_and_made_at_every_pass_run_no_statement_of_sqlalchemys
     assert reads == {"get": job_id, "active": [], "in_states": [job_id], "queued": [job_id],
                      "waiting_since": [job_id], "one state": [job_id], "several": [job_id],
                      "predictions": {}, "needs": {}}
+
+
+def test_a_parameter_missing_from_the_call_is_named_as_sqlalchemy_names_it(
+        db: Database) -> None:
+    statement = select(jobs.c.seq).where(jobs.c.seq.in_(bindparam("b_seqs", expanding=True)),
+                                         jobs.c.state == bindparam("b_state"))
+    with db.read() as conn, pytest.raises(StatementError) as caught:
+        driver_reads.rows(conn, statement, {"b_seqs": [1, 2]})
+    assert "b_state" in str(caught.value)
+
+
+def test_a_name_the_paramstyle_escapes_reads_the_same_rows(db: Database) -> None:
+    seqs = _seqs(JobStore(db), 2)
+    statement = select(jobs.c.seq).where(jobs.c.seq.in_(bindparam("b.seqs", expanding=True)),
+                                         jobs.c.state == bindparam("b.state"))
+    params = {"b.seqs": seqs, "b.state": JobState.WAITING.value}
+    with db.read() as conn:
+        assert sorted(driver_reads.scalars(conn, statement, params)) == seqs
+        assert sorted(conn.execute(statement, params).scalars()) == seqs
