@@ -147,12 +147,38 @@ def test_a_launch_tells_when_its_command_has_begun(tmp_path: Path, ex: LocalExec
     ex.release(req.handle)
 
 
-def test_a_handle_is_launched_only_once(tmp_path: Path) -> None:
+def test_a_handle_is_launched_only_once_while_it_runs(tmp_path: Path) -> None:
     ex = LocalExecutor(tmp_path / "state")
-    req = request(tmp_path, ex, "true")
+    req = request(tmp_path, ex, "sleep 30")
     ex.launch(req)
     with pytest.raises(LaunchError, match="already launched"):
         ex.launch(req)
+    # Nor by an executor of a restarted service, which finds its process running.
+    wait_for(ex, req.handle, {Phase.RUNNING})
+    restarted = LocalExecutor(tmp_path / "state")
+    with pytest.raises(LaunchError, match="already launched"):
+        restarted.launch(req)
+    assert ex.cancel(req.handle, grace_seconds=30)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
+    ex.release(req.handle)
+
+
+def test_a_launch_a_power_cut_made_the_store_forget_is_made_again_from_scratch(
+        tmp_path: Path) -> None:
+    # The store lost the launch's record with the host (Launcher.launching_synced), and the
+    # cut ended its process; its files stayed. The same attempt is launched again.
+    first = LocalExecutor(tmp_path / "state")
+    req = request(tmp_path, first, "echo first; exit 3")
+    first.launch(req)
+    assert wait_for(first, req.handle, {Phase.EXITED}).exit_code == 3
+    first.close()
+    restarted = LocalExecutor(tmp_path / "state")
+    again = replace(req, command='echo again; exit "$(cat code)"')
+    (req.files.workdir / "code").write_text("5\n")
+    restarted.launch(again)
+    assert wait_for(restarted, req.handle, {Phase.EXITED}).exit_code == 5
+    assert req.files.log.read_text() == "first\nagain\n"
+    restarted.release(req.handle)
 
 
 def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path, ex: LocalExecutor) -> None:

@@ -1,17 +1,22 @@
 """The launcher: a LAUNCHING job's process is created beside the loop, once."""
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy import Connection
 
 from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import LaunchRequest
+from trainyard.executors.docker import DockerExecutor
+from trainyard.executors.kubernetes.executor import KubernetesExecutor
 from trainyard.executors.local import LocalExecutor
+from trainyard.executors.slurm.executor import SlurmExecutor
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.records import JobRecord
 from trainyard.tracker.launcher import Launcher
@@ -234,3 +239,39 @@ def test_a_launch_that_failed_wakes_the_tracker(stack: TrainyardServer) -> None:
     launcher.launch_beside(boxed)
     launcher.shutdown()
     assert stack.jobs.get(boxed.id).state is JobState.FAILED and wakes == [1]
+
+
+def test_a_local_launch_on_sqlite_syncs_its_running_not_its_launching(
+        stack: TrainyardServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On SQLite a commit is lost only with this host, which ends a local job too: the slot's
+    # turn does not wait for the disk, the launch's thread does once the process is made.
+    # On PostgreSQL, whose server can lose its unflushed commits alone, LAUNCHING is synced.
+    job_id, _ = stack.jobs.create(JobSpec(name="synced-start", command="sleep 30"))
+    writes: list[tuple[JobState, bool]] = []
+    real_write = stack.db.write
+
+    @contextlib.contextmanager
+    def recorded(*, synced: bool = True) -> Iterator[Connection]:
+        with real_write(synced=synced) as conn:
+            yield conn
+        writes.append((stack.jobs.get(job_id).state, synced))
+
+    monkeypatch.setattr(stack.db, "write", recorded)
+    step(stack)
+    monkeypatch.undo()
+    moves = [(state, synced) for (state, synced), before in
+             zip(writes, [(JobState.WAITING, True), *writes], strict=False)
+             if state is not before[0]]
+    local = stack.db.is_sqlite
+    assert moves == [(JobState.LAUNCHING, not local), (JobState.RUNNING, local)]
+    assert stack.tracker.launcher.launching_synced("local") is not local
+    stack.service.cancel(LOCAL, job_id)
+    assert run_to_end(stack, job_id) is JobState.CANCELLED
+
+
+def test_only_a_local_jobs_launch_may_wait_to_be_synced() -> None:
+    # The others' jobs outlive this host: a launch the store forgot would still run.
+    assert LocalExecutor.ends_with_host
+    assert not DockerExecutor.ends_with_host
+    assert not SlurmExecutor.ends_with_host
+    assert not KubernetesExecutor.ends_with_host

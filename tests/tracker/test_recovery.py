@@ -1,14 +1,17 @@
 """Recovery at start-up: jobs left PREEMPTED wait again, active jobs are adopted, and a
 server missing an executor its active jobs need says so."""
 
+import shutil
 import time
+from pathlib import Path
 
-from tests.tracker.passes import run_to_end
+from tests.tracker.passes import run_to_end, stepped_server
 from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Phase
 from trainyard.server.assembly import TrainyardServer
+from trainyard.store.db import sqlite_url
 from trainyard.tracker.follow import REQUEUED, REQUEUED_PENDING
 
 
@@ -62,3 +65,31 @@ def test_active_jobs_on_an_executor_not_run_here_are_named(stack: TrainyardServe
     assert stack.tracker.missing_executors() == (
         "active jobs run where this server does not look: 1 on the docker executor (start "
         "the server with --docker)")
+
+
+def test_a_launch_a_power_cut_undid_on_sqlite_runs_again_under_the_same_attempt(
+        tmp_path: Path) -> None:
+    # On SQLite a local job's LAUNCHING is written unsynced (Launcher.launching_synced): a
+    # power cut may undo it and what came after, and end the job's process with the host.
+    # The store is then as it was on disk before: the job waits, and its launch's files
+    # are left. It runs again, once more, as the same attempt.
+    data = tmp_path / "data"
+    marker = tmp_path / "ran"
+    with stepped_server(tmp_path, sqlite_url(data)) as srv:
+        job_id, _ = srv.jobs.create(JobSpec(name="cut", command=f"echo ran >> {marker}"))
+        disk = tmp_path / "disk"  # the last synced state, which a cut leaves
+        disk.mkdir()
+        for name in ("trainyard.db", "trainyard.db-wal"):
+            if (data / name).exists():
+                shutil.copy2(data / name, disk / name)
+        assert run_to_end(srv, job_id) is JobState.SUCCEEDED
+    for name in ("trainyard.db", "trainyard.db-wal", "trainyard.db-shm"):
+        (data / name).unlink(missing_ok=True)
+        if (disk / name).exists():
+            shutil.copy2(disk / name, data / name)
+    with stepped_server(tmp_path, sqlite_url(data)) as srv:
+        assert srv.jobs.get(job_id).state is JobState.WAITING
+        srv.tracker.recover()
+        assert run_to_end(srv, job_id) is JobState.SUCCEEDED
+        assert srv.jobs.get(job_id).attempt == 1
+    assert marker.read_text() == "ran\nran\n"

@@ -188,6 +188,9 @@ class Executor(Protocol):
     # True: a launch that returns has started the job. False: the engine only accepted it,
     # and runs it when its own scheduler finds room (Slurm); a poll then says RUNNING.
     started_by_launch: bool
+    # True: its jobs are processes of this host, which a power cut ends with the service, so
+    # a launch the store forgets in such a cut has nothing left running (Launcher).
+    ends_with_host: bool
 
     def handle_for(self, job_id: str, attempt: int) -> str:
         """A deterministic name, so a restarted service can find what it launched."""

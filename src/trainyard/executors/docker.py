@@ -89,6 +89,7 @@ class DockerExecutor:
     name = "docker"
     remote = False  # its jobs see this host's files
     started_by_launch = True
+    ends_with_host = False  # its engine may run elsewhere (DOCKER_HOST), or restart them
 
     def __init__(self, config: DockerConfig, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
                  ) -> None:

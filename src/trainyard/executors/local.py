@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import select
 import shlex
@@ -34,6 +35,8 @@ from trainyard.executors.exit_watch import exit_watch
 from trainyard.executors.pids_limit import DEFAULT_PIDS_LIMIT, PidsLimit, in_cap_of
 from trainyard.executors.standby import ARGV0 as STANDBY_ARGV0
 from trainyard.executors.standby import DEFAULT_STANDBYS, Standbys, exportable, job_script
+
+log = logging.getLogger(__name__)
 
 # $1 command, $2 exit file, $3 pid file, $4 start file, $5 the log's cap in bytes, $6 the
 # note at the cut (domain.log_cap), $7 the file the copier makes once it has copied all (see
@@ -114,6 +117,7 @@ class LocalExecutor:
     name = "local"
     remote = False  # its jobs see this host's files
     started_by_launch = True
+    ends_with_host = True
 
     def __init__(self, state_dir: Path, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
                  pids_limit: int = DEFAULT_PIDS_LIMIT, standbys: int = DEFAULT_STANDBYS
@@ -189,11 +193,7 @@ class LocalExecutor:
     def launch(self, request: LaunchRequest) -> None:
         if not request.runs_as_command:
             raise LaunchError("the local executor runs commands, not images")
-        hdir = self._dir(request.handle)
-        try:
-            hdir.mkdir(parents=True)
-        except FileExistsError as exc:
-            raise LaunchError(f"{request.handle} was already launched once") from exc
+        self._claim_dir(request.handle)
         files = request.files
         env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         env.update(request.contract(data=str(files.data), model=str(files.model),
@@ -225,6 +225,27 @@ class LocalExecutor:
             # the CPU.
             self._refill_standbys(after=request.handle)
         self._watch(request.handle, functools.partial(_wait_child, proc), child=proc.pid)
+
+    def _claim_dir(self, handle: str) -> None:
+        """Make the handle's directory for a launch. One already there is refused while a
+        process of the handle runs or is watched; with none, it is what a launch left that a
+        power cut made the store forget (Launcher.launching_synced: the job waits again under
+        the same attempt), and its files, of a process the cut ended, are removed."""
+        hdir = self._dir(handle)
+        try:
+            hdir.mkdir(parents=True)
+            return
+        except FileExistsError:
+            pass
+        pid = self._read_pid(handle)
+        with self._lock:
+            watched = handle in self._watched
+        if watched or (pid is not None and self._is_ours(handle, pid)):
+            raise LaunchError(f"{handle} was already launched once, and runs")
+        for leftover in hdir.iterdir():
+            leftover.unlink()
+        log.warning("%s: relaunched over the files of a launch the store does not hold",
+                    handle)
 
     def wait_command_started(self, handle: str, timeout: float) -> bool:
         """Block until the wrapper has started the job's command (its start file), at

@@ -74,6 +74,13 @@ class Database:
                     yield conn
             self.telemetry.committed(time.perf_counter() - began)
 
+    @property
+    def unsynced_lost_only_with_host(self) -> bool:
+        """Whether an unsynced commit is undone only when this host goes down: SQLite's log
+        is a file of this host, which outlives this process; a PostgreSQL server can crash
+        and restart on its own, taking its unflushed commits with it."""
+        return self.is_sqlite
+
     @contextlib.contextmanager
     def _unsynced(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:

@@ -316,13 +316,14 @@ class JobStore:
         return [job_id for job_id, _ in moves]
 
     def mark_running(self, job_id: str, *, reason: str, now: float,
-                     known: JobRecord | None = None) -> None:
+                     known: JobRecord | None = None, synced: bool = False) -> None:
         """LAUNCHING -> RUNNING: its process runs (or ran) and its attempt starts now. Not
-        synced to disk (Database.write): after a power cut that undid it, the job is
-        LAUNCHING again and recovery's poll of its handle sees it run. `known`: as in
+        synced to disk (Database.write) unless asked: after a power cut that undid it, the
+        job is LAUNCHING again and recovery's poll of its handle sees it run. `synced`: the
+        LAUNCHING before it was not (Launcher.launching_synced). `known`: as in
         transition."""
         self.transition(job_id, JobState.LAUNCHING, JobState.RUNNING, reason=reason, now=now,
-                        synced=False, known=known, started_at=now)
+                        synced=synced, known=known, started_at=now)
 
     def requeue(
         self, job_id: str, *, preempted: str, requeued: str, pending: tuple[str, str],

@@ -119,7 +119,8 @@ class Admission:
         try:
             self.jobs.transition(
                 job.id, JobState.WAITING, JobState.LAUNCHING, reason=f"admitted to pool {pool}",
-                now=now, known=job, attempt=attempt, executor=job.kind, pool=pool, handle=handle,
+                now=now, known=job, synced=self.launcher.launching_synced(job.kind),
+                attempt=attempt, executor=job.kind, pool=pool, handle=handle,
                 gpu_ids=join_ids(gpu_ids), pending_code="", pending_message="",
                 metrics_offset=0, message="", exit_code=None, retry_after=None,
                 started_at=None,  # a new attempt has not run yet; RUNNING sets it

@@ -49,6 +49,19 @@ class Launcher:
         self._changed = threading.Condition()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
 
+    def launching_synced(self, kind: str) -> bool:
+        """Whether a job of this kind is recorded LAUNCHING on disk before its process is
+        created, so that recovery finds what was launched. Not where a power cut that undoes
+        the record also ends the process (the store loses an unsynced commit only with this
+        host, and the executor's jobs run on it): then a restart finds the job waiting and
+        nothing of it running, as if it had never been admitted. Such a launch writes its
+        RUNNING synced instead, once the process is created and off the tracker's thread:
+        the fsync a slot's turn waited for (milliseconds, more while jobs write their files)
+        moves beside the job's start-up, where it takes no CPU."""
+        executor = self.executors_by_kind.get(kind)
+        return executor is None or not (executor.ends_with_host and
+                                        self.jobs.db.unsynced_lost_only_with_host)
+
     def in_flight(self, job_id: str) -> bool:
         """Whether the job's launch is under way: it settles the job, not a poll."""
         return job_id in self._in_flight
@@ -160,7 +173,7 @@ class Launcher:
             self.jobs.set_image_id(job.id, job.attempt, image_id)
         if executor.started_by_launch:  # else its engine's start is seen by a poll
             self.jobs.mark_running(job.id, reason="process started", now=self.clock(),
-                                   known=job)
+                                   known=job, synced=not self.launching_synced(job.kind))
         return True
 
     def _start_beside(self, job: JobRecord) -> None:

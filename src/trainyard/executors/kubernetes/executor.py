@@ -75,6 +75,7 @@ class KubernetesExecutor:
     name = JobKind.KUBERNETES
     remote = True
     started_by_launch = False  # created; its operator's Running condition says it started
+    ends_with_host = False
 
     def __init__(self, config: KubernetesConfig,
                  clients: Callable[[KubernetesPool], KubeApi] | None = None) -> None:

@@ -75,6 +75,7 @@ class SlurmExecutor:
     name = JobKind.SLURM
     remote = True
     started_by_launch = False  # sbatch queues it; the reconcile sees it start on a node
+    ends_with_host = False
 
     def __init__(self, config: SlurmConfig, clock: Callable[[], float] = time.monotonic
                  ) -> None:
