@@ -163,6 +163,21 @@ def test_a_handle_is_launched_only_once_while_it_runs(tmp_path: Path) -> None:
     ex.release(req.handle)
 
 
+def test_a_running_job_it_watches_is_polled_without_reading_its_files(
+        tmp_path: Path, ex: LocalExecutor) -> None:
+    # While its process is watched the job runs: a pass's poll need not read its pid,
+    # command line and cap (here, the pid file is gone and the job still runs). Its end
+    # is read from its files once its watch has told it.
+    gate = tmp_path / "go"
+    req = request(tmp_path, ex, f"while [ ! -e {gate} ]; do sleep 0.02; done; exit 4")
+    ex.launch(req)
+    wait_for(ex, req.handle, {Phase.RUNNING})
+    ex._pid_file(req.handle).unlink()
+    assert ex.poll(req.handle).phase is Phase.RUNNING
+    gate.touch()
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 4
+
+
 def test_a_launch_a_power_cut_made_the_store_forget_is_made_again_from_scratch(
         tmp_path: Path) -> None:
     # The store lost the launch's record with the host (Launcher.launching_synced), and the

@@ -310,6 +310,13 @@ class LocalExecutor:
         code = self._read_exit(handle)
         if code is not None:
             return self._exited(handle, code)
+        with self._lock:
+            watched = handle in self._watched
+        if watched and self._start_file(handle).exists():
+            # No status yet, its command has begun, and its wrapper is watched until it
+            # ends (then its end is told, the exit listener): it runs. A tracker's pass
+            # follows each running job by two lookups, not the half-dozen reads below.
+            return Observation(Phase.RUNNING)
         pid = self._read_pid(handle)
         if pid is None:
             hdir = self._dir(handle)
