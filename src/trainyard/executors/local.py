@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, cut_note
@@ -146,28 +147,26 @@ class LocalExecutor:
     # --- files that make up a handle's durable state ----------------------------------------
 
     def _dir(self, handle: str) -> Path:
-        if "/" in handle or handle.startswith("."):
-            raise ValueError(f"bad handle {handle!r}")
-        return self.state_dir / handle
+        return _handle_files(self.state_dir, handle).dir
 
     def _exit_file(self, handle: str) -> Path:
-        return self._dir(handle) / "exit"
+        return _handle_files(self.state_dir, handle).exit
 
     def _pid_file(self, handle: str) -> Path:
-        return self._dir(handle) / "pid"
+        return _handle_files(self.state_dir, handle).pid
 
     def _start_file(self, handle: str) -> Path:
-        return self._dir(handle) / "started"
+        return _handle_files(self.state_dir, handle).started
 
     def _killed_file(self, handle: str) -> Path:
         """Written before the KILL after a cancel's grace, holding that grace in seconds."""
-        return self._dir(handle) / "killed"
+        return _handle_files(self.state_dir, handle).killed
 
     def _copied_file(self, handle: str) -> Path:
-        return self._dir(handle) / "copied"
+        return _handle_files(self.state_dir, handle).copied
 
     def _past_cap_file(self, handle: str) -> Path:
-        return self._dir(handle) / "past-cap"
+        return _handle_files(self.state_dir, handle).past_cap
 
     def _output_pending(self, handle: str) -> bool:
         """Whether the copier may still hold output the job wrote before its exit: it has
@@ -507,6 +506,29 @@ class LocalExecutor:
         # handle; it is this handle's if it is in the handle's cap, which only the standby
         # handed this job was renamed to.
         return f"\0{STANDBY_ARGV0}\0".encode() in cmdline and in_cap_of(pid, handle)
+
+
+@dataclass(frozen=True)
+class _HandleFiles:
+    dir: Path
+    exit: Path
+    pid: Path
+    started: Path
+    killed: Path
+    copied: Path
+    past_cap: Path
+
+
+@functools.lru_cache(maxsize=1024)
+def _handle_files(state_dir: Path, handle: str) -> _HandleFiles:
+    """The files of a handle's durable state; made once for the handles in use, since each
+    pass reads some of them for every active job (a path is a dozen objects to build)."""
+    if "/" in handle or handle.startswith("."):
+        raise ValueError(f"bad handle {handle!r}")
+    hdir = state_dir / handle
+    return _HandleFiles(dir=hdir, exit=hdir / "exit", pid=hdir / "pid",
+                        started=hdir / "started", killed=hdir / "killed",
+                        copied=hdir / "copied", past_cap=hdir / "past-cap")
 
 
 def _command(request: LaunchRequest) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,9 @@ class Workspace:
     def empty_dataset_dir(self) -> Path:
         return self.data_dir / "empty-dataset"
 
+    # Made once for the attempts in use: a tracker's pass asks for each active job's (a
+    # path is a dozen objects to build), and the paths never change.
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - a workspace lives as long as its server
     def attempt(self, job_id: str, attempt: int) -> AttemptPaths:
         job_dir = self.runs_dir / job_id
         root = job_dir / f"attempt-{attempt}"
