@@ -14,6 +14,7 @@ import pytest
 
 from trainyard.domain.log_cap import cut_note
 from trainyard.domain.spec import Resources
+from trainyard.executors import local
 from trainyard.executors.base import (
     JobFiles,
     LaunchError,
@@ -147,20 +148,41 @@ def test_a_launch_tells_when_its_command_has_begun(tmp_path: Path, ex: LocalExec
     ex.release(req.handle)
 
 
-def test_a_handle_is_launched_only_once_while_it_runs(tmp_path: Path) -> None:
-    ex = LocalExecutor(tmp_path / "state")
-    req = request(tmp_path, ex, "sleep 30")
+def test_a_handle_is_launched_only_once_in_a_boot(tmp_path: Path) -> None:
+    ex = LocalExecutor(tmp_path / "state", standbys=0)
+    req = request(tmp_path, ex, "true")
     ex.launch(req)
-    with pytest.raises(LaunchError, match="already launched"):
-        ex.launch(req)
-    # Nor by an executor of a restarted service, which finds its process running.
-    wait_for(ex, req.handle, {Phase.RUNNING})
-    restarted = LocalExecutor(tmp_path / "state")
-    with pytest.raises(LaunchError, match="already launched"):
-        restarted.launch(req)
-    assert ex.cancel(req.handle, grace_seconds=30)
-    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 143
+    with pytest.raises(LaunchError, match="already launched once"):
+        ex.launch(req)  # while it runs
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    restarted = LocalExecutor(tmp_path / "state", standbys=0)  # a service started again
+    with pytest.raises(LaunchError, match="already launched once"):
+        restarted.launch(req)  # once it ended, too
+    assert ex.poll(req.handle).exit_code == 0  # its files are as they were
     ex.release(req.handle)
+
+
+def test_a_launch_the_host_went_down_under_starts_over_in_the_next_boot(
+        tmp_path: Path) -> None:
+    # A power cut undid the store's record of the launch (Launcher.launching_synced) and
+    # ended its process; its files stayed. The job waits again under the same attempt, and
+    # after the host's restart it is launched again from scratch.
+    first = LocalExecutor(tmp_path / "state", standbys=0)
+    req = request(tmp_path, first, "echo first; echo 1 >> \"$METRICS_PATH\"; "
+                                   "touch \"$MODEL_SAVE_PATH/old\"; exit 3")
+    req.files.model.mkdir()
+    first.launch(req)
+    assert wait_for(first, req.handle, {Phase.EXITED}).exit_code == 3
+    assert first._boot_file(req.handle).read_text() == local._boot_id()
+    first._boot_file(req.handle).write_text("an-earlier-boot")  # the host restarted since
+    restarted = LocalExecutor(tmp_path / "state", standbys=0)
+    again = replace(req, command='echo again; exit "$(cat code)"')
+    (req.files.workdir / "code").write_text("5\n")
+    restarted.launch(again)
+    assert wait_for(restarted, req.handle, {Phase.EXITED}).exit_code == 5
+    assert req.files.log.read_bytes() == b"first\n" + local.RESTARTED_NOTE + b"again\n"
+    assert req.files.metrics.read_text() == "" and list(req.files.model.iterdir()) == []
+    restarted.release(req.handle)
 
 
 def test_a_running_job_it_watches_is_polled_without_reading_its_files(
@@ -176,24 +198,6 @@ def test_a_running_job_it_watches_is_polled_without_reading_its_files(
     assert ex.poll(req.handle).phase is Phase.RUNNING
     gate.touch()
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 4
-
-
-def test_a_launch_a_power_cut_made_the_store_forget_is_made_again_from_scratch(
-        tmp_path: Path) -> None:
-    # The store lost the launch's record with the host (Launcher.launching_synced), and the
-    # cut ended its process; its files stayed. The same attempt is launched again.
-    first = LocalExecutor(tmp_path / "state")
-    req = request(tmp_path, first, "echo first; exit 3")
-    first.launch(req)
-    assert wait_for(first, req.handle, {Phase.EXITED}).exit_code == 3
-    first.close()
-    restarted = LocalExecutor(tmp_path / "state")
-    again = replace(req, command='echo again; exit "$(cat code)"')
-    (req.files.workdir / "code").write_text("5\n")
-    restarted.launch(again)
-    assert wait_for(restarted, req.handle, {Phase.EXITED}).exit_code == 5
-    assert req.files.log.read_text() == "first\nagain\n"
-    restarted.release(req.handle)
 
 
 def test_cancel_sends_term_then_kill_to_the_whole_group(tmp_path: Path, ex: LocalExecutor) -> None:

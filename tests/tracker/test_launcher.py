@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from tests.tracker.passes import run_to_end, step
 from trainyard.auth.policy import LOCAL
@@ -19,6 +19,7 @@ from trainyard.executors.local import LocalExecutor
 from trainyard.executors.slurm.executor import SlurmExecutor
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.records import JobRecord
+from trainyard.store.schema import jobs
 from trainyard.tracker.launcher import Launcher
 
 
@@ -247,21 +248,24 @@ def test_a_local_launch_on_sqlite_syncs_its_running_not_its_launching(
     # turn does not wait for the disk, the launch's thread does once the process is made.
     # On PostgreSQL, whose server can lose its unflushed commits alone, LAUNCHING is synced.
     job_id, _ = stack.jobs.create(JobSpec(name="synced-start", command="sleep 30"))
-    writes: list[tuple[JobState, bool]] = []
+    moves: list[tuple[JobState, bool]] = []  # each write that moved the job, as it did
     real_write = stack.db.write
+
+    def state(conn: Connection) -> JobState:
+        return JobState(conn.execute(select(jobs.c.state).where(jobs.c.id == job_id))
+                        .scalar_one())
 
     @contextlib.contextmanager
     def recorded(*, synced: bool = True) -> Iterator[Connection]:
         with real_write(synced=synced) as conn:
+            before = state(conn)
             yield conn
-        writes.append((stack.jobs.get(job_id).state, synced))
+            if (after := state(conn)) is not before:
+                moves.append((after, synced))
 
     monkeypatch.setattr(stack.db, "write", recorded)
     step(stack)
     monkeypatch.undo()
-    moves = [(state, synced) for (state, synced), before in
-             zip(writes, [(JobState.WAITING, True), *writes], strict=False)
-             if state is not before[0]]
     local = stack.db.is_sqlite
     assert moves == [(JobState.LAUNCHING, not local), (JobState.RUNNING, local)]
     assert stack.tracker.launcher.launching_synced("local") is not local

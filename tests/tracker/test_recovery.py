@@ -10,6 +10,7 @@ from trainyard.domain.reasons import ReasonCode
 from trainyard.domain.spec import JobSpec
 from trainyard.domain.states import JobState
 from trainyard.executors.base import Phase
+from trainyard.executors.local import LocalExecutor
 from trainyard.server.assembly import TrainyardServer
 from trainyard.store.db import sqlite_url
 from trainyard.tracker.follow import REQUEUED, REQUEUED_PENDING
@@ -70,14 +71,15 @@ def test_active_jobs_on_an_executor_not_run_here_are_named(stack: TrainyardServe
 def test_a_launch_a_power_cut_undid_on_sqlite_runs_again_under_the_same_attempt(
         tmp_path: Path) -> None:
     # On SQLite a local job's LAUNCHING is written unsynced (Launcher.launching_synced): a
-    # power cut may undo it and what came after, and end the job's process with the host.
-    # The store is then as it was on disk before: the job waits, and its launch's files
-    # are left. It runs again, once more, as the same attempt.
+    # power cut before its RUNNING's synced commit leaves the store as its last synced
+    # commit had it, the job waiting, and the launch's files on disk, its process ended
+    # with the host. (Here the store's files are copied at that point, and the job runs
+    # on meanwhile.) After the host's restart the job runs again as the same attempt.
     data = tmp_path / "data"
     marker = tmp_path / "ran"
     with stepped_server(tmp_path, sqlite_url(data)) as srv:
         job_id, _ = srv.jobs.create(JobSpec(name="cut", command=f"echo ran >> {marker}"))
-        disk = tmp_path / "disk"  # the last synced state, which a cut leaves
+        disk = tmp_path / "disk"
         disk.mkdir()
         for name in ("trainyard.db", "trainyard.db-wal"):
             if (data / name).exists():
@@ -88,6 +90,9 @@ def test_a_launch_a_power_cut_undid_on_sqlite_runs_again_under_the_same_attempt(
         if (disk / name).exists():
             shutil.copy2(disk / name, data / name)
     with stepped_server(tmp_path, sqlite_url(data)) as srv:
+        local = srv.executors["local"]
+        assert isinstance(local, LocalExecutor)
+        local._boot_file(local.handle_for(job_id, 1)).write_text("an-earlier-boot")
         assert srv.jobs.get(job_id).state is JobState.WAITING
         srv.tracker.recover()
         assert run_to_end(srv, job_id) is JobState.SUCCEEDED

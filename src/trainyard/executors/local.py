@@ -9,6 +9,7 @@ import logging
 import os
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, cut_note
 from trainyard.executors.base import (
     KILLED_CODE,
     LAUNCHER,
+    JobFiles,
     LaunchError,
     LaunchRequest,
     Observation,
@@ -110,6 +112,10 @@ STARTING_QUIET_S = 0.05
 # strangers (a wrapper a standby runs, and the shells it forks, keep the standby's empty
 # environment: they are told by the job's cap).
 HANDLE_ENV = "TRAINYARD_HANDLE"
+# Where the kernel names this boot of the host: a handle's directory made in an earlier one
+# is a launch the host's going down ended (LocalExecutor._claim_dir).
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+RESTARTED_NOTE = b"\n[trainyard: the host went down during this attempt's launch; it starts over]\n"
 # What a job's process inherits from the service; everything else is the contract's.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
 
@@ -168,6 +174,10 @@ class LocalExecutor:
     def _past_cap_file(self, handle: str) -> Path:
         return _handle_files(self.state_dir, handle).past_cap
 
+    def _boot_file(self, handle: str) -> Path:
+        """The boot of the host its launch was made in (_claim_dir)."""
+        return _handle_files(self.state_dir, handle).boot
+
     def _output_pending(self, handle: str) -> bool:
         """Whether the copier may still hold output the job wrote before its exit: it has
         not copied all, and the exit is recent."""
@@ -192,8 +202,8 @@ class LocalExecutor:
     def launch(self, request: LaunchRequest) -> None:
         if not request.runs_as_command:
             raise LaunchError("the local executor runs commands, not images")
-        self._claim_dir(request.handle)
         files = request.files
+        self._claim_dir(request.handle, files)
         env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         env.update(request.contract(data=str(files.data), model=str(files.model),
                                     metrics=str(files.metrics),
@@ -210,10 +220,10 @@ class LocalExecutor:
         proc = self._launch_on_standby(request, cwd, env)
         if proc is None:
             try:
-                with files.log.open("ab") as log:
+                with files.log.open("ab") as log_file:
                     proc = subprocess.Popen(
                         self._wrapper(request, self._pids.prepare(request.handle)),
-                        cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                        cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
                     )
             except OSError as exc:
@@ -225,26 +235,26 @@ class LocalExecutor:
             self._refill_standbys(after=request.handle)
         self._watch(request.handle, functools.partial(_wait_child, proc), child=proc.pid)
 
-    def _claim_dir(self, handle: str) -> None:
-        """Make the handle's directory for a launch. One already there is refused while a
-        process of the handle runs or is watched; with none, it is what a launch left that a
-        power cut made the store forget (Launcher.launching_synced: the job waits again under
-        the same attempt), and its files, of a process the cut ended, are removed."""
+    def _claim_dir(self, handle: str, files: JobFiles) -> None:
+        """Make the handle's directory for a launch, noting the boot it happened in. One
+        already there is refused, unless it was made before this host last started: a launch
+        that a power cut made the store forget (Launcher.launching_synced), whose job waits
+        again under the same attempt and whose process the cut ended. That attempt starts
+        over: the files of its launch go, and so do the metrics and model files its run
+        left, which would be read as this run's; its log says so."""
         hdir = self._dir(handle)
+        boot = _boot_id()
         try:
             hdir.mkdir(parents=True)
-            return
         except FileExistsError:
-            pass
-        pid = self._read_pid(handle)
-        with self._lock:
-            watched = handle in self._watched
-        if watched or (pid is not None and self._is_ours(handle, pid)):
-            raise LaunchError(f"{handle} was already launched once, and runs")
-        for leftover in hdir.iterdir():
-            leftover.unlink()
-        log.warning("%s: relaunched over the files of a launch the store does not hold",
-                    handle)
+            if boot is None or _read_text(self._boot_file(handle)) == boot:
+                raise LaunchError(f"{handle} was already launched once") from None
+            shutil.rmtree(hdir)
+            hdir.mkdir()
+            _start_over(files)
+            log.warning("%s: launched again, its first launch lost with the host", handle)
+        if boot is not None:
+            self._boot_file(handle).write_text(boot)
 
     def wait_command_started(self, handle: str, timeout: float) -> bool:
         """Block until the wrapper has started the job's command (its start file), at
@@ -471,7 +481,12 @@ class LocalExecutor:
                 self._listener(handle)
 
         if child is None or not exit_watch().watch(child, ended):
-            threading.Thread(target=ended, name=f"wait-{handle}", daemon=True).start()
+            try:
+                threading.Thread(target=ended, name=f"wait-{handle}", daemon=True).start()
+            except RuntimeError:  # no thread to watch it: its polls read its files
+                with self._lock:
+                    self._watched.discard(handle)
+                raise
 
     def _read_exit(self, handle: str) -> int | None:
         try:
@@ -517,6 +532,7 @@ class _HandleFiles:
     killed: Path
     copied: Path
     past_cap: Path
+    boot: Path
 
 
 @functools.lru_cache(maxsize=1024)
@@ -528,7 +544,36 @@ def _handle_files(state_dir: Path, handle: str) -> _HandleFiles:
     hdir = state_dir / handle
     return _HandleFiles(dir=hdir, exit=hdir / "exit", pid=hdir / "pid",
                         started=hdir / "started", killed=hdir / "killed",
-                        copied=hdir / "copied", past_cap=hdir / "past-cap")
+                        copied=hdir / "copied", past_cap=hdir / "past-cap",
+                        boot=hdir / "boot")
+
+
+@functools.cache
+def _boot_id() -> str | None:
+    """This boot of the host, as the kernel names it; None where it does not say."""
+    return _read_text(BOOT_ID) or None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _start_over(files: JobFiles) -> None:
+    """Clear what an attempt's run left for one that starts it over: its metrics and model
+    files (its checkpoints stay, to resume from), and a line in its log between the two."""
+    with contextlib.suppress(FileNotFoundError):
+        os.truncate(files.metrics, 0)
+    if files.model.is_dir():
+        for entry in files.model.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    with files.log.open("ab") as log_file:
+        log_file.write(RESTARTED_NOTE)
 
 
 def _command(request: LaunchRequest) -> str:

@@ -69,18 +69,22 @@ class Workspace:
     def empty_dataset_dir(self) -> Path:
         return self.data_dir / "empty-dataset"
 
-    # Made once for the attempts in use: a tracker's pass asks for each active job's (a
-    # path is a dozen objects to build), and the paths never change.
-    @functools.lru_cache(maxsize=1024)  # noqa: B019 - a workspace lives as long as its server
     def attempt(self, job_id: str, attempt: int) -> AttemptPaths:
-        job_dir = self.runs_dir / job_id
-        root = job_dir / f"attempt-{attempt}"
-        return AttemptPaths(
-            root=root,
-            workdir=root / "work",
-            model_dir=root / "model",
-            metrics_path=root / "metrics.jsonl",
-            log_path=root / "output.log",
-            # Kept across attempts so a retried or preempted job can resume.
-            checkpoint_dir=job_dir / "checkpoint",
-        )
+        return _attempt_paths(self, job_id, attempt)
+
+
+@functools.lru_cache(maxsize=1024)
+def _attempt_paths(workspace: Workspace, job_id: str, attempt: int) -> AttemptPaths:
+    """Made once for the attempts in use: a tracker's pass asks for each active job's (a
+    path is a dozen objects to build), and the paths never change."""
+    job_dir = workspace.runs_dir / job_id
+    root = job_dir / f"attempt-{attempt}"
+    return AttemptPaths(
+        root=root,
+        workdir=root / "work",
+        model_dir=root / "model",
+        metrics_path=root / "metrics.jsonl",
+        log_path=root / "output.log",
+        # Kept across attempts so a retried or preempted job can resume.
+        checkpoint_dir=job_dir / "checkpoint",
+    )

@@ -63,7 +63,9 @@ class Database:
         (the log is written in order, so that one carries it). Only for facts the service
         can tell again from their source after such a cut: a process seen started, which
         recovery polls again; metrics with the file offset they advance; a finished job's
-        model version, which its final state's synced commit follows."""
+        model version, which its final state's synced commit follows. And for one whose cut
+        also undoes what it records: a local job's launch, on a store that loses commits
+        only with this host (Launcher.launching_synced)."""
         with self._write_lock:
             began = time.perf_counter()
             if synced:
