@@ -153,12 +153,28 @@ def test_a_handle_is_launched_only_once_in_a_boot(tmp_path: Path) -> None:
     req = request(tmp_path, ex, "true")
     ex.launch(req)
     with pytest.raises(LaunchError, match="already launched once"):
-        ex.launch(req)  # while it runs
+        ex.launch(req)  # again at once
     assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
     restarted = LocalExecutor(tmp_path / "state", standbys=0)  # a service started again
     with pytest.raises(LaunchError, match="already launched once"):
         restarted.launch(req)  # once it ended, too
     assert ex.poll(req.handle).exit_code == 0  # its files are as they were
+    ex.release(req.handle)
+
+
+def test_a_handle_left_where_the_boot_cannot_be_told_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the kernel's boot id, a leftover directory may be this boot's: never launched
+    # over.
+    ex = LocalExecutor(tmp_path / "state", standbys=0)
+    req = request(tmp_path, ex, "true")
+    ex.launch(req)
+    assert wait_for(ex, req.handle, {Phase.EXITED}).exit_code == 0
+    ex._boot_file(req.handle).write_text("an-earlier-boot")
+    monkeypatch.setattr(local, "_boot_id", lambda: None)
+    with pytest.raises(LaunchError, match="already launched once"):
+        LocalExecutor(tmp_path / "state", standbys=0).launch(req)
+    assert ex.poll(req.handle).exit_code == 0
     ex.release(req.handle)
 
 

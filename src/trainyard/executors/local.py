@@ -567,11 +567,8 @@ def _start_over(files: JobFiles) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.truncate(files.metrics, 0)
     if files.model.is_dir():
-        for entry in files.model.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        shutil.rmtree(files.model)  # links in it are removed, never followed
+        files.model.mkdir()
     with files.log.open("ab") as log_file:
         log_file.write(RESTARTED_NOTE)
 

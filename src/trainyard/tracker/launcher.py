@@ -53,8 +53,9 @@ class Launcher:
         """Whether a job of this kind is recorded LAUNCHING on disk before its process is
         created, so that recovery finds what was launched. Not where a power cut that undoes
         the record also ends the process (the store loses an unsynced commit only with this
-        host, and the executor's jobs run on it): then a restart finds the job waiting and
-        nothing of it running, as if it had never been admitted. Such a launch writes its
+        host, and the executor's jobs run on it): then a restart finds the job waiting,
+        nothing of it running and its launch's files left, over which its executor starts
+        the attempt again (LocalExecutor._claim_dir). Such a launch writes its
         RUNNING synced instead, once the process is created and off the tracker's thread:
         the fsync a slot's turn waited for (milliseconds, more while jobs write their files)
         moves beside the job's start-up, where it takes no CPU."""
