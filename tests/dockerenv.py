@@ -130,9 +130,11 @@ class SocketProxy:
     """A real relay in front of the engine's Unix socket. Cutting it makes the engine
     unreachable to whoever connects through it, as an engine restart does."""
 
-    def __init__(self, path: Path, target: str = "/var/run/docker.sock") -> None:
+    def __init__(self, path: Path, target: str = "/var/run/docker.sock",
+                 accepts: int | None = None) -> None:
         self.path = path
         self.target = target
+        self.accepts = accepts  # once this many are relayed, it stops listening: they go on
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
         self._clients: list[socket.socket] = []  # every connection accepted, open or not
@@ -157,12 +159,9 @@ class SocketProxy:
         return self
 
     def cut(self) -> None:
+        self.stop_listening()
         with self._lock:
-            listener, self._listener = self._listener, None
             sockets, self._open = self._open, []
-        if listener is not None:
-            listener.close()
-        self.path.unlink(missing_ok=True)
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -184,8 +183,20 @@ class SocketProxy:
             with self._lock:
                 self._open += [client, upstream]
                 self._clients.append(client)
+                full = self.accepts is not None and len(self._clients) >= self.accepts
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=_pump, args=(src, dst), daemon=True).start()
+            if full:
+                self.stop_listening()
+                return
+
+    def stop_listening(self) -> None:
+        """New connections are refused, as by an engine gone; those relayed go on."""
+        with self._lock:
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        self.path.unlink(missing_ok=True)
 
 
 def _pump(src: socket.socket, dst: socket.socket) -> None:

@@ -19,7 +19,7 @@ import docker.errors
 import requests.exceptions
 
 from trainyard.domain.log_cap import DEFAULT_MAX_LOG_BYTES, is_cut, keep
-from trainyard.executors.docker_streams import close_stream, interrupt
+from trainyard.executors.docker_streams import close_stream, container_output, interrupt
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +157,7 @@ class LogCopier:
         """The container's output from its start; None once closing began. A follow's
         stream is known, so that closing can cut it."""
         api = self._stream_api if follow else self._api
-        stream: Iterable[bytes] = api.logs(handle, stdout=True, stderr=True, stream=True,
-                                           follow=follow)
+        stream: Iterable[bytes] = container_output(api, handle, follow)
         if follow:
             with self._lock:
                 if not self._closed.is_set():
