@@ -181,6 +181,10 @@ class SocketProxy:
                 upstream.close()
                 continue
             with self._lock:
+                if self._listener is not listener:  # cut while this one was accepted
+                    client.close()
+                    upstream.close()
+                    return
                 self._open += [client, upstream]
                 self._clients.append(client)
                 full = self.accepts is not None and len(self._clients) >= self.accepts
